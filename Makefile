@@ -1,0 +1,64 @@
+# coreplane: `make demo` and `make test` install what they need (Debian packages, the venv,
+# the Rust build) and are fast when everything is already there.
+SHELL := /bin/bash
+.DEFAULT_GOAL := setup
+
+VENV      := .venv
+PY        := $(VENV)/bin/python
+CLI       := $(VENV)/bin/coreplane
+STAMPS    := target/stamps
+BENCH_OUT := target/bench
+SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
+
+# Debian packages: tools coreplane calls, and real programs used as test subjects.
+APT_PACKAGES := build-essential hwloc-nox linux-perf strace procps util-linux
+
+.PHONY: setup apt venv rust workloads demo test bench figures clean
+
+setup: apt venv rust workloads
+
+apt: $(STAMPS)/apt
+$(STAMPS)/apt: Makefile
+	@missing=$$(for p in $(APT_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "apt: installing" $$missing; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@mkdir -p $(STAMPS) && touch $@
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml constraints.txt
+	@command -v python3 >/dev/null || { echo "python3 (>= 3.11) is required" >&2; exit 1; }
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
+	@touch $@
+
+rust:
+	@command -v cargo >/dev/null || { echo "cargo is required (rustup)" >&2; exit 1; }
+	cargo build --release --workspace --quiet
+
+workloads:
+	@$(MAKE) --no-print-directory -C workloads
+
+demo: setup
+	$(CLI) doctor
+	$(CLI) bench floor
+
+test: setup
+	cargo test --release --workspace --quiet
+	$(PY) -m pytest -q
+
+bench: setup
+	@mkdir -p $(BENCH_OUT)
+	$(CLI) bench floor --json > $(BENCH_OUT)/floor.json
+	$(CLI) bench floor --from $(BENCH_OUT)/floor.json
+
+figures: setup
+	@mkdir -p docs/figures
+	$(CLI) bench floor --plot docs/figures/floor-cdf.png
+
+clean:
+	rm -rf target $(VENV)
+	@$(MAKE) --no-print-directory -C workloads clean

@@ -1,0 +1,35 @@
+//! coreplane-bench: native micro-benchmarks whose figures are the floors that every other
+//! coreplane measurement is divided by. Prints one JSON document on stdout.
+
+mod cpu;
+mod floor;
+mod stats;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "coreplane-bench", version, about = "coreplane native micro-benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Physical floor: cache-line ping-pong, raw null syscall, futex wake-up round trip.
+    Floor(floor::FloorArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Floor(args) => floor::run(&args),
+    };
+    match result {
+        Ok(doc) => println!("{}", serde_json::to_string_pretty(&doc).expect("serialisable")),
+        Err(msg) => {
+            eprintln!("coreplane-bench: {msg}");
+            std::process::exit(2);
+        }
+    }
+}

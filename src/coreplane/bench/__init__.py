@@ -1,0 +1,1 @@
+"""`coreplane bench`: front end of the native micro-benchmarks in crates/bench."""

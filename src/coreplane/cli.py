@@ -1,0 +1,28 @@
+"""coreplane's single entry point: mounts each area's commands and turns errors into one line."""
+
+import sys
+
+import typer
+
+from coreplane.bench.cli import app as bench_app
+from coreplane.core.errors import CoreplaneError
+from coreplane.doctor.cli import doctor
+
+app = typer.Typer(
+    name="coreplane",
+    help="Cells, syscall delegation, OS noise and speedup models for parallel programs on stock Linux.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command()(doctor)
+app.add_typer(bench_app, name="bench")
+
+
+def main() -> None:
+    """Console-script entry: one-line errors on stderr with the error's exit status."""
+    try:
+        app()
+    except CoreplaneError as exc:
+        print(f"coreplane: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,1 @@
+"""Pieces every area shares: output for people and scripts, errors, native binaries."""

@@ -1,0 +1,1 @@
+"""`coreplane doctor`: what this machine offers coreplane, with a verdict and evidence per line."""
