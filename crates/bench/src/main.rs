@@ -3,6 +3,7 @@
 
 mod cpu;
 mod floor;
+mod noise;
 mod stats;
 
 use clap::{Parser, Subcommand};
@@ -18,12 +19,15 @@ struct Cli {
 enum Command {
     /// Physical floor: cache-line ping-pong, raw null syscall, futex wake-up round trip.
     Floor(floor::FloorArgs),
+    /// OS noise: gap detector, FTQ and FWQ (`measure`); SCHED_FIFO noise injectors (`inject`).
+    Noise(noise::NoiseArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Floor(args) => floor::run(&args),
+        Command::Floor(args) => floor::run(&args).map(|doc| serde_json::to_value(doc).expect("serialisable")),
+        Command::Noise(args) => noise::run(&args),
     };
     match result {
         Ok(doc) => println!("{}", serde_json::to_string_pretty(&doc).expect("serialisable")),
