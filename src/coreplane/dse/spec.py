@@ -1,0 +1,597 @@
+"""Sweep specifications: the TOML format and paper 001's INFOFILE, both read into one `Spec`."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coreplane.core.errors import CoreplaneError
+
+# Placeholders the runner fills in itself, next to the parameters.
+BUILTINS = ("rep", "run_id", "rundir", "cpus", "point_id")
+# Column names of coreplane's result tables (results.py), which a parameter name would shadow.
+RESERVED = BUILTINS + ("ordinal", "warmup", "status", "attempts", "exit_code", "signal", "message", "wall_s",
+                       "timeout_s", "host", "executor", "log_dir", "metric", "value", "n", "mean", "sd",
+                       "median", "min", "max", "ci_low", "ci_high", "cv", "cv_flag")
+FAILURE_CLASSES = ("timeout", "exit", "signal", "parse")
+METRIC_SOURCES = ("time", "profile", "json", "regex")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One way of turning a run's output into named numbers."""
+    source: str                      # time | profile | json | regex
+    name: str | None = None          # regex with one unnamed group: the metric's name
+    pattern: str | None = None       # regex: searched in `stream`, the last match wins
+    stream: str = "stdout"           # stdout | stderr | file
+    file: str | None = None          # profile/json/regex-in-file: path relative to the run dir
+    fields: dict[str, str] = field(default_factory=dict)  # json: metric name -> dotted path
+
+
+@dataclass(frozen=True)
+class Timeout:
+    """Per-run time-out: fixed seconds, or `factor` x the slowest completed run of the size class."""
+    seconds: float | None = None
+    adaptive: bool = False
+    factor: float = 3.0
+    floor: float = 1.0
+    initial: float | None = None     # before any run of the size class completed (None: no limit)
+    size_class: tuple[str, ...] | None = None  # parameters that set a run's size (None: all)
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How often a failed run is tried again and after how long (doubling each time)."""
+    count: int = 0
+    backoff: float = 1.0
+    on: tuple[str, ...] = ("timeout", "signal")
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Which metric decides the repetition top-up and where the top-up stops."""
+    metric: str = "wall_s"
+    cv_threshold: float | None = None
+    max_repetitions: int = 20
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    """Options of the Slurm executor (see executors/slurm.py)."""
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None          # --time of one array task; default: from the time-outs
+    cpus_per_task: int = 1
+    max_array: int | None = None     # at most this many array tasks per submission
+    options: tuple[str, ...] = ()    # extra sbatch arguments
+
+
+@dataclass
+class Spec:
+    """A whole sweep: what to vary, what to run, how often, and what to measure."""
+    name: str
+    source: str                      # file the spec came from (or "<dict>")
+    command: str
+    parameters: dict[str, list]
+    zip: list[list[str]] = field(default_factory=list)
+    exclude: list[dict[str, list]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    repetitions: int = 5
+    warmups: int = 0
+    timeout: Timeout = field(default_factory=Timeout)
+    retries: Retries = field(default_factory=Retries)
+    metrics: list[Metric] = field(default_factory=list)
+    statistics: Statistics = field(default_factory=Statistics)
+    tags: dict[str, str] = field(default_factory=dict)
+    workdir: str | None = None
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)
+    text: str = ""                   # the spec's own text, kept in the store
+
+    @property
+    def uses_time(self) -> bool:
+        return any(m.source == "time" for m in self.metrics)
+
+
+class _Where:
+    """Turns a key path into `file:line: path: message` errors, locating the key in TOML text."""
+
+    def __init__(self, source: str, text: str):
+        self.source = source
+        self.lines = text.splitlines()
+
+    def line_of(self, path: tuple) -> int | None:
+        """Best line for a key path such as ("metrics", 1, "pattern"): its table, then the key."""
+        if not self.lines:
+            return None
+        table, keys = self._split(path)
+        start, end = self._table_span(table)
+        for key in keys:
+            for i in range(start, end):
+                if re.match(rf"\s*(\"{re.escape(str(key))}\"|{re.escape(str(key))})\s*=", self.lines[i]):
+                    start = i
+                    break
+            else:
+                # inline tables and dotted keys: the first later mention of the key
+                hits = [i for i in range(start, end) if re.search(rf"\b{re.escape(str(key))}\b", self.lines[i])]
+                if hits:
+                    start = hits[0]
+        return start + 1
+
+    def _split(self, path: tuple) -> tuple[tuple, tuple]:
+        """Leading (name, index) or (name,) of a [table]/[[array]] header, and the keys below it."""
+        if len(path) >= 2 and isinstance(path[1], int):
+            return path[:2], path[2:]
+        if path and self._header_index(f"[{path[0]}]") is not None:
+            return path[:1], path[1:]
+        return (), path
+
+    def _header_index(self, header: str, nth: int = 0) -> int | None:
+        seen = 0
+        for i, line in enumerate(self.lines):
+            if line.strip().split("#")[0].strip() == header:
+                if seen == nth:
+                    return i
+                seen += 1
+        return None
+
+    def _table_span(self, table: tuple) -> tuple[int, int]:
+        if not table:
+            start = 0
+        elif len(table) == 2:
+            start = self._header_index(f"[[{table[0]}]]", table[1])
+        else:
+            start = self._header_index(f"[{table[0]}]")
+        if start is None:
+            return 0, len(self.lines)
+        end = next((i for i in range(start + 1, len(self.lines)) if self.lines[i].lstrip().startswith("[")),
+                   len(self.lines))
+        if not table:
+            end = next((i for i in range(len(self.lines)) if self.lines[i].lstrip().startswith("[")),
+                       len(self.lines))
+        return start, end
+
+    def fail(self, path: tuple, message: str, line: int | None = None) -> CoreplaneError:
+        """The one-line error for `path`, at its line when the spec came from a file."""
+        dotted = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in path).replace(".[", "[")
+        line = line or self.line_of(path)
+        where = f"{self.source}:{line}" if line else self.source
+        return CoreplaneError(f"{where}: {dotted + ': ' if dotted else ''}{message}")
+
+
+def _check_keys(table: dict, allowed: tuple, path: tuple, where: _Where) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(allowed)})"
+            raise where.fail(path + (key,), f"unknown key{hint}")
+
+
+def _typed(value: Any, kinds: tuple, path: tuple, where: _Where, what: str) -> Any:
+    if isinstance(value, bool) and bool not in kinds:
+        raise where.fail(path, f"expected {what}, got {value!r}")
+    if not isinstance(value, kinds):
+        raise where.fail(path, f"expected {what}, got {value!r}")
+    return value
+
+
+def _positive(value: Any, path: tuple, where: _Where, integer: bool = False, zero_ok: bool = False) -> Any:
+    kinds = (int,) if integer else (int, float)
+    _typed(value, kinds, path, where, "an integer" if integer else "a number")
+    if value < 0 or (value == 0 and not zero_ok):
+        raise where.fail(path, f"must be {'>= 0' if zero_ok else '> 0'}, got {value}")
+    return value
+
+
+def value_range(start: float, stop: float, step: float | None = None, factor: float | None = None) -> list:
+    """Inclusive arithmetic (`step`) or geometric (`factor`) range; integers stay integers."""
+    if factor is not None:
+        if factor <= 1 or start <= 0:
+            raise ValueError("a geometric range needs start > 0 and factor > 1")
+        out, v = [], start
+        while v <= stop * (1 + 1e-12):
+            out.append(v)
+            v = v * factor
+        return out
+    step = 1 if step is None else step
+    if step <= 0:
+        raise ValueError("step must be > 0")
+    count = math.floor((stop - start) / step + 1e-9) + 1
+    if count <= 0:
+        raise ValueError(f"empty range: start {start} > stop {stop}")
+    if all(isinstance(x, int) for x in (start, stop, step)):
+        return [start + i * step for i in range(count)]
+    return [round(start + i * step, 12) for i in range(count)]
+
+
+def _parameter_values(raw: Any, path: tuple, where: _Where) -> list:
+    if isinstance(raw, list):
+        if not raw:
+            raise where.fail(path, "empty list of values")
+        for i, v in enumerate(raw):
+            _typed(v, (str, int, float, bool), path, where, "strings, numbers or booleans")
+        if len(set(map(repr, raw))) != len(raw):
+            raise where.fail(path, "a value appears twice")
+        return list(raw)
+    if isinstance(raw, dict):
+        _check_keys(raw, ("start", "stop", "step", "factor"), path, where)
+        if "start" not in raw or "stop" not in raw:
+            raise where.fail(path, "a range needs start and stop (and step or factor)")
+        if "step" in raw and "factor" in raw:
+            raise where.fail(path, "give step or factor, not both")
+        for k, v in raw.items():
+            _typed(v, (int, float), path + (k,), where, "a number")
+        try:
+            return value_range(raw["start"], raw["stop"], raw.get("step"), raw.get("factor"))
+        except ValueError as exc:
+            raise where.fail(path, str(exc)) from None
+    raise where.fail(path, f"expected a list of values or a range table, got {raw!r}")
+
+
+def placeholders(template: str, path: tuple, where: _Where) -> set[str]:
+    """Names used as {name} in a template; a malformed brace is an error at its line."""
+    try:
+        return {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+    except ValueError as exc:
+        raise where.fail(path, f"bad template {template!r}: {exc} (write {{{{ and }}}} for literal braces)") from None
+
+
+def _metric(raw: Any, path: tuple, where: _Where) -> Metric:
+    if not isinstance(raw, dict):
+        raise where.fail(path, "expected a table")
+    _check_keys(raw, ("source", "name", "pattern", "stream", "file", "fields"), path, where)
+    source = raw.get("source")
+    if source not in METRIC_SOURCES:
+        raise where.fail(path + ("source",), f"expected one of {', '.join(METRIC_SOURCES)}, got {source!r}")
+    stream = raw.get("stream", "file" if raw.get("file") and source == "regex" else "stdout")
+    if stream not in ("stdout", "stderr", "file"):
+        raise where.fail(path + ("stream",), f"expected stdout, stderr or file, got {stream!r}")
+    file = raw.get("file")
+    if source == "profile":
+        file = file or "profile.json"
+    if file is not None:
+        _typed(file, (str,), path + ("file",), where, "a path")
+    fields = raw.get("fields", {})
+    if not isinstance(fields, dict) or not all(isinstance(v, str) for v in fields.values()):
+        raise where.fail(path + ("fields",), "expected a table of metric = \"dotted.path\"")
+    name, pattern = raw.get("name"), raw.get("pattern")
+    if source == "json" and not fields:
+        raise where.fail(path, "a json metric needs fields = { metric = \"dotted.path\" }")
+    if source == "json" and stream == "stderr":
+        raise where.fail(path + ("stream",), "json is read from stdout or a file")
+    if source == "regex":
+        if not isinstance(pattern, str):
+            raise where.fail(path, "a regex metric needs pattern = '...'")
+        try:
+            compiled = re.compile(pattern, re.MULTILINE)
+        except re.error as exc:
+            raise where.fail(path + ("pattern",), f"bad regular expression: {exc}") from None
+        if not compiled.groupindex and not name:
+            raise where.fail(path, "a regex without named groups needs name = '...'")
+        if compiled.groups > 1 and not compiled.groupindex:
+            raise where.fail(path + ("pattern",), "use named groups (?P<metric>...) for several values")
+        if stream == "file" and not file:
+            raise where.fail(path, "stream = 'file' needs file = '...'")
+    return Metric(source=source, name=name, pattern=pattern, stream=stream, file=file, fields=dict(fields))
+
+
+def _timeout(raw: Any, where: _Where) -> Timeout:
+    path = ("timeout",)
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return Timeout(seconds=_positive(raw, path, where))
+    if not isinstance(raw, dict):
+        raise where.fail(path, "expected seconds or a table {adaptive = true, factor, floor, initial, size_class}")
+    _check_keys(raw, ("seconds", "adaptive", "factor", "floor", "initial", "size_class"), path, where)
+    adaptive = _typed(raw.get("adaptive", False), (bool,), path + ("adaptive",), where, "true or false")
+    if adaptive == ("seconds" in raw):
+        raise where.fail(path, "give either seconds = N or adaptive = true")
+    size_class = raw.get("size_class")
+    if size_class is not None:
+        if not isinstance(size_class, list) or not all(isinstance(s, str) for s in size_class):
+            raise where.fail(path + ("size_class",), "expected a list of parameter names")
+        size_class = tuple(size_class)
+    return Timeout(
+        seconds=_positive(raw["seconds"], path + ("seconds",), where) if "seconds" in raw else None,
+        adaptive=adaptive,
+        factor=_positive(raw.get("factor", 3.0), path + ("factor",), where),
+        floor=_positive(raw.get("floor", 1.0), path + ("floor",), where),
+        initial=_positive(raw["initial"], path + ("initial",), where) if "initial" in raw else None,
+        size_class=size_class,
+    )
+
+
+def _retries(raw: Any, where: _Where) -> Retries:
+    path = ("retries",)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return Retries(count=_positive(raw, path, where, integer=True, zero_ok=True))
+    if not isinstance(raw, dict):
+        raise where.fail(path, "expected a count or a table {count, backoff, on}")
+    _check_keys(raw, ("count", "backoff", "on"), path, where)
+    on = raw.get("on", list(Retries.on))
+    if not isinstance(on, list) or any(o not in FAILURE_CLASSES for o in on):
+        raise where.fail(path + ("on",), f"expected a list drawn from {', '.join(FAILURE_CLASSES)}")
+    return Retries(count=_positive(raw.get("count", 1), path + ("count",), where, integer=True, zero_ok=True),
+                   backoff=_positive(raw.get("backoff", 1.0), path + ("backoff",), where, zero_ok=True),
+                   on=tuple(on))
+
+
+def _statistics(raw: Any, where: _Where) -> Statistics:
+    path = ("statistics",)
+    if not isinstance(raw, dict):
+        raise where.fail(path, "expected a table")
+    _check_keys(raw, ("metric", "cv_threshold", "max_repetitions", "confidence"), path, where)
+    confidence = _positive(raw.get("confidence", 0.95), path + ("confidence",), where)
+    if confidence >= 1:
+        raise where.fail(path + ("confidence",), f"must be below 1, got {confidence}")
+    return Statistics(
+        metric=_typed(raw.get("metric", "wall_s"), (str,), path + ("metric",), where, "a metric name"),
+        cv_threshold=_positive(raw["cv_threshold"], path + ("cv_threshold",), where) if "cv_threshold" in raw else None,
+        max_repetitions=_positive(raw.get("max_repetitions", 20), path + ("max_repetitions",), where, integer=True),
+        confidence=confidence,
+    )
+
+
+def _slurm(raw: Any, where: _Where) -> SlurmOptions:
+    path = ("slurm",)
+    if not isinstance(raw, dict):
+        raise where.fail(path, "expected a table")
+    _check_keys(raw, ("partition", "account", "time", "cpus_per_task", "max_array", "options"), path, where)
+    for key in ("partition", "account", "time"):
+        if key in raw:
+            _typed(raw[key], (str,), path + (key,), where, "a string")
+    options = raw.get("options", [])
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise where.fail(path + ("options",), "expected a list of sbatch arguments")
+    return SlurmOptions(
+        partition=raw.get("partition"), account=raw.get("account"), time=raw.get("time"),
+        cpus_per_task=_positive(raw.get("cpus_per_task", 1), path + ("cpus_per_task",), where, integer=True),
+        max_array=_positive(raw["max_array"], path + ("max_array",), where, integer=True) if "max_array" in raw else None,
+        options=tuple(options),
+    )
+
+
+TOP_KEYS = ("name", "command", "repetitions", "warmups", "workdir", "tags", "env", "parameters", "expand",
+            "timeout", "retries", "statistics", "metrics", "slurm")
+
+
+def from_dict(doc: dict, source: str = "<dict>", text: str = "", where: _Where | None = None) -> Spec:
+    """Validates a spec given as a dict (a parsed TOML file, or built in Python) into a `Spec`."""
+    where = where or _Where(source, text)
+    _check_keys(doc, TOP_KEYS, (), where)
+    command = doc.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise where.fail(("command",), "a spec needs command = \"...\" (the command template)")
+    raw_params = doc.get("parameters", {})
+    if not isinstance(raw_params, dict):
+        raise where.fail(("parameters",), "expected a table of name = [values]")
+    parameters = {}
+    for name, raw in raw_params.items():
+        if not _IDENT.match(name):
+            raise where.fail(("parameters", name), f"'{name}' cannot be a parameter name (letters, digits, _)")
+        if name in RESERVED:
+            raise where.fail(("parameters", name), f"'{name}' is a built-in placeholder or a result column; "
+                                                   f"choose another name (e.g. '{name}_')")
+        parameters[name] = _parameter_values(raw, ("parameters", name), where)
+
+    expand = doc.get("expand", {})
+    if not isinstance(expand, dict):
+        raise where.fail(("expand",), "expected a table {zip, exclude}")
+    _check_keys(expand, ("zip", "exclude"), ("expand",), where)
+    zips = expand.get("zip", [])
+    if not isinstance(zips, list) or not all(isinstance(g, list) and all(isinstance(n, str) for n in g) for g in zips):
+        raise where.fail(("expand", "zip"), "expected a list of lists of parameter names")
+    excludes = expand.get("exclude", [])
+    if not isinstance(excludes, list) or not all(isinstance(e, dict) for e in excludes):
+        raise where.fail(("expand", "exclude"), "expected a list of tables {parameter = value or [values]}")
+    exclude = [{k: v if isinstance(v, list) else [v] for k, v in e.items()} for e in excludes]
+
+    env = doc.get("env", {})
+    if not isinstance(env, dict):
+        raise where.fail(("env",), "expected a table of NAME = \"value\"")
+    env = {k: str(v) for k, v in env.items()}
+    tags = doc.get("tags", {})
+    if not isinstance(tags, dict):
+        raise where.fail(("tags",), "expected a table of key = \"value\"")
+
+    raw_metrics = doc.get("metrics", [])
+    if not isinstance(raw_metrics, list):
+        raise where.fail(("metrics",), "expected [[metrics]] tables")
+    metrics = [_metric(m, ("metrics", i), where) for i, m in enumerate(raw_metrics)]
+
+    spec = Spec(
+        name=_typed(doc.get("name", Path(source).stem if source != "<dict>" else "sweep"), (str,), ("name",), where, "a string"),
+        source=source,
+        command=command,
+        parameters=parameters,
+        zip=zips,
+        exclude=exclude,
+        env=env,
+        repetitions=_positive(doc.get("repetitions", 5), ("repetitions",), where, integer=True),
+        warmups=_positive(doc.get("warmups", 0), ("warmups",), where, integer=True, zero_ok=True),
+        timeout=_timeout(doc["timeout"], where) if "timeout" in doc else Timeout(),
+        retries=_retries(doc["retries"], where) if "retries" in doc else Retries(),
+        metrics=metrics,
+        statistics=_statistics(doc.get("statistics", {}), where),
+        tags={k: str(v) for k, v in tags.items()},
+        workdir=_typed(doc["workdir"], (str,), ("workdir",), where, "a directory") if "workdir" in doc else None,
+        slurm=_slurm(doc.get("slurm", {}), where),
+        text=text,
+    )
+    _check_references(spec, where)
+    return spec
+
+
+def _check_references(spec: Spec, where: _Where) -> None:
+    """Every name a template, rule or size class uses must be a parameter (or a built-in)."""
+    known = set(spec.parameters) | set(BUILTINS)
+    for path, template in [(("command",), spec.command)] + [(("env", k), v) for k, v in spec.env.items()]:
+        for name in placeholders(template, path, where):
+            if name not in known:
+                raise where.fail(path, f"unknown placeholder {{{name}}} (parameters: {', '.join(spec.parameters) or 'none'}; "
+                                       f"built-ins: {', '.join(BUILTINS)})")
+    seen = set()
+    for i, group in enumerate(spec.zip):
+        for name in group:
+            if name not in spec.parameters:
+                raise where.fail(("expand", "zip"), f"'{name}' is not a parameter")
+            if name in seen:
+                raise where.fail(("expand", "zip"), f"'{name}' is in two zip groups")
+            seen.add(name)
+        lengths = {len(spec.parameters[n]) for n in group}
+        if len(lengths) > 1:
+            raise where.fail(("expand", "zip"), "zipped parameters need as many values each: "
+                             + ", ".join(f"{n} has {len(spec.parameters[n])}" for n in group))
+    for rule in spec.exclude:
+        for name in rule:
+            if name not in spec.parameters:
+                raise where.fail(("expand", "exclude"), f"'{name}' is not a parameter")
+    for name in spec.timeout.size_class or ():
+        if name not in spec.parameters:
+            raise where.fail(("timeout", "size_class"), f"'{name}' is not a parameter")
+
+
+def parse_toml(text: str, source: str) -> Spec:
+    """A TOML spec; syntax errors keep tomllib's line number as `file:line:`."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        line = match.group(1) if match else "1"
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc)) if match else str(exc)
+        raise CoreplaneError(f"{source}:{line}: {message}") from None
+    return from_dict(doc, source, text)
+
+
+# INFOFILE keys that set the spec instead of naming a parameter, and the spec path each sets.
+INFO_SETTINGS = {
+    "name": ("name",), "command": ("command",), "workdir": ("workdir",),
+    "repetitions": ("repetitions",), "warmups": ("warmups",),
+    "timeout": ("timeout",), "timeout_factor": ("timeout", "factor"), "timeout_floor": ("timeout", "floor"),
+    "timeout_initial": ("timeout", "initial"), "size_class": ("timeout", "size_class"),
+    "retries": ("retries", "count"), "backoff": ("retries", "backoff"), "retry_on": ("retries", "on"),
+    "cv_threshold": ("statistics", "cv_threshold"), "max_repetitions": ("statistics", "max_repetitions"),
+    "metrics": ("metrics",), "zip": ("expand", "zip"),
+}
+_INFO_LISTS = ("retry_on", "size_class")
+_INFO_RANGE = re.compile(r"^(-?[\d.]+)\.\.(-?[\d.]+)(?::(\*?)([\d.]+))?$")
+
+
+class _InfoWhere(_Where):
+    """Errors in an INFOFILE point at the line of the key that set the offending spec path."""
+
+    def __init__(self, source: str):
+        super().__init__(source, "")
+        self.origin: dict[tuple, int] = {}
+
+    def line_of(self, path: tuple) -> int:
+        for cut in range(len(path), 0, -1):
+            if path[:cut] in self.origin:
+                return self.origin[path[:cut]]
+        return 1
+
+
+def _info_scalar(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _info_values(text: str, line: int, key: str, source: str) -> list:
+    """`a,b,c`, or a range `start..stop` / `start..stop:step` / `start..stop:*factor`."""
+    match = _INFO_RANGE.match(text)
+    if match:
+        start, stop, geometric, step = (_info_scalar(g) if g else g for g in match.groups())
+        if any(isinstance(v, str) and v for v in (start, stop, step)):
+            raise CoreplaneError(f"{source}:{line}: {key}: not a numeric range: {text}")
+        try:
+            return value_range(start, stop, None if geometric else step, step if geometric else None)
+        except ValueError as exc:
+            raise CoreplaneError(f"{source}:{line}: {key}: {exc}") from None
+    values = [v.strip() for v in text.split(",")]
+    if any(v == "" for v in values):
+        raise CoreplaneError(f"{source}:{line}: {key}: empty value in '{text}'")
+    return [_info_scalar(v) for v in values]
+
+
+def _info_setting(doc: dict, key: str, value: str) -> None:
+    """Puts one reserved INFOFILE key into the spec dict (types are checked by `from_dict`)."""
+    path = INFO_SETTINGS[key]
+    if key == "timeout":
+        doc["timeout"]["adaptive" if value == "adaptive" else "seconds"] = True if value == "adaptive" else _info_scalar(value)
+    elif key == "metrics":
+        doc["metrics"].extend({"source": v.strip()} for v in value.split(","))
+    elif key == "zip":
+        doc["expand"] = {"zip": [[n.strip() for n in group.split("+")] for group in value.split(",")]}
+    elif len(path) == 2:
+        doc.setdefault(path[0], {})[path[1]] = ([v.strip() for v in value.split(",")] if key in _INFO_LISTS
+                                                else _info_scalar(value))
+    else:
+        doc[path[0]] = value if key in ("name", "command", "workdir") else _info_scalar(value)
+
+
+def parse_infofile(text: str, source: str) -> Spec:
+    """Paper 001's INFOFILE: `key=v1,v2,...` lines; see docs/formats.md for the key mapping."""
+    doc: dict[str, Any] = {"parameters": {}, "env": {}, "tags": {}, "metrics": [], "timeout": {}}
+    where = _InfoWhere(source)
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise CoreplaneError(f"{source}:{number}: expected key=value, got '{line}'")
+        key, value = (s.strip() for s in line.split("=", 1))
+        if not re.match(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$", key):
+            raise CoreplaneError(f"{source}:{number}: bad key '{key}'")
+        if key in seen:
+            raise CoreplaneError(f"{source}:{number}: {key}: already set on line {seen[key]}")
+        if not value:
+            raise CoreplaneError(f"{source}:{number}: {key}: no value")
+        seen[key] = number
+        prefix, _, rest = key.partition(".")
+        if prefix == "env" and rest:
+            doc["env"][rest] = value
+            where.origin[("env", rest)] = number
+        elif prefix == "tag" and rest:
+            doc["tags"][rest] = value
+        elif prefix == "metric" and rest:
+            where.origin[("metrics", len(doc["metrics"]))] = number
+            doc["metrics"].append({"source": "regex", "name": rest, "pattern": value})
+        elif rest:
+            raise CoreplaneError(f"{source}:{number}: {key}: unknown prefix '{prefix}.' (env., tag., metric.)")
+        elif key in INFO_SETTINGS:
+            if key == "metrics":
+                for i in range(len(value.split(","))):
+                    where.origin[("metrics", len(doc["metrics"]) + i)] = number
+            where.origin[INFO_SETTINGS[key]] = number
+            _info_setting(doc, key, value)
+        else:
+            where.origin[("parameters", key)] = number
+            doc["parameters"][key] = _info_values(value, number, key, source)
+    if not doc["timeout"]:
+        del doc["timeout"]
+    elif set(doc["timeout"]) - {"seconds", "adaptive"} and "timeout" not in seen:
+        where.origin[("timeout",)] = min(where.origin[p] for p in where.origin if p[0] == "timeout")
+    return from_dict(doc, source, text, where)
+
+
+def load(path: str | Path) -> Spec:
+    """Reads a spec file: `.toml` as TOML, anything else as an INFOFILE."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CoreplaneError(f"{path}: cannot read the spec: {exc.strerror}") from None
+    spec = parse_toml(text, str(path)) if path.suffix == ".toml" else parse_infofile(text, str(path))
+    spec.text = text
+    return spec
