@@ -7,6 +7,7 @@ import typer
 from coreplane.bench.cli import app as bench_app
 from coreplane.core.errors import CoreplaneError
 from coreplane.doctor.cli import doctor
+from coreplane.dse.cli import sweep
 
 app = typer.Typer(
     name="coreplane",
@@ -17,6 +18,7 @@ app = typer.Typer(
 )
 app.command()(doctor)
 app.add_typer(bench_app, name="bench")
+app.command()(sweep)
 
 
 def main() -> None:
