@@ -1,0 +1,309 @@
+"""Profiles (`coreplane-profile/1`, docs/formats.md): load with one-line errors, save, and the model inputs."""
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coreplane.core.errors import CoreplaneError
+
+FORMAT = "coreplane-profile/1"
+
+# Calls that wait for another thread or process of the same program. In a multithreaded
+# profile their time is the other thread's work, not OS work, so the models leave it out
+# (it shrinks and grows with the thread waited for).
+WAIT_CALLS = frozenset({"futex", "wait4", "waitid"})
+
+
+class ProfileError(CoreplaneError):
+    """A profile that does not follow the schema: names the file and the field."""
+
+
+@dataclass
+class CallStats:
+    """One syscall's figures: n(s) = count and g(s) = total_ns in paper 002's notation."""
+
+    name: str
+    count: int
+    total_ns: float
+    errors: int = 0
+    nr: int | None = None
+    local: int = 0
+    delegated: int = 0
+    forward_ns: dict | None = None
+    queued_ns: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "nr": self.nr, "count": self.count, "errors": self.errors,
+                "total_ns": self.total_ns, "local": self.local, "delegated": self.delegated,
+                "forward_ns": self.forward_ns, "queued_ns": self.queued_ns, **self.extra}
+
+
+@dataclass
+class Thread:
+    """One thread's lifetime (offsets from the program's start) and its own syscalls."""
+
+    pid: int
+    tid: int
+    start_ns: int
+    end_ns: int
+    syscalls: list[CallStats]
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"pid": self.pid, "tid": self.tid, "start_ns": self.start_ns, "end_ns": self.end_ns,
+                "syscalls": [c.to_dict() for c in self.syscalls], **self.extra}
+
+
+@dataclass
+class Segment:
+    """What the models need of one thread (or of a sequential program): C and, per call, n(s) and g(s)."""
+
+    label: str
+    compute_ns: float
+    calls: dict[str, tuple[int, float]]  # name -> (n(s), g(s))
+
+    @property
+    def syscall_ns(self) -> float:
+        return sum(g for _, g in self.calls.values())
+
+
+@dataclass
+class Profile:
+    """A whole profile; `syscalls` is summed over all threads and processes."""
+
+    program: str
+    wall_ns: int
+    syscalls: list[CallStats]
+    argv: list[str] = field(default_factory=list)
+    config: dict | None = None
+    user_ns: int | None = None
+    sys_ns: int | None = None
+    exit: dict | None = None
+    overhead: dict | None = None
+    not_intercepted: list[str] = field(default_factory=list)
+    threads: list[Thread] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    source: str = "<profile>"
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "program": self.program, "argv": self.argv, "config": self.config,
+                "wall_ns": self.wall_ns, "user_ns": self.user_ns, "sys_ns": self.sys_ns,
+                "exit": self.exit, "overhead": self.overhead, "not_intercepted": self.not_intercepted,
+                "syscalls": [c.to_dict() for c in self.syscalls],
+                "threads": [t.to_dict() for t in self.threads], **self.extra}
+
+    @property
+    def label(self) -> str:
+        """A short name for tables and legends: the program's base name."""
+        return Path(self.argv[0] if self.argv else self.program).name
+
+    @property
+    def multithreaded(self) -> bool:
+        return len(self.threads) > 1
+
+    def counts(self) -> dict[str, int]:
+        """n(s) for every syscall the program made."""
+        return {c.name: c.count for c in self.syscalls}
+
+    def segments(self) -> list[Segment]:
+        """Model inputs. Sequential: one segment, C = wall − Σ g(s) (eq. 4). Multithreaded: one
+        segment per thread, C_k = lifetime − Σ g_k(s), with WAIT_CALLS left out of g."""
+        if not self.multithreaded:
+            calls = {c.name: (c.count, float(c.total_ns)) for c in self.syscalls}
+            return [Segment(self.label, _compute_ns(self.wall_ns, calls), calls)]
+        segs = []
+        for t in self.threads:
+            calls = {c.name: (c.count, float(c.total_ns)) for c in t.syscalls}
+            compute = _compute_ns(t.end_ns - t.start_ns, calls)
+            busy = {n: v for n, v in calls.items() if n not in WAIT_CALLS}
+            segs.append(Segment(f"{t.pid}/{t.tid}", compute, busy))
+        return segs
+
+    def system_share(self) -> float:
+        """p of eq. 1–3: syscall time over the time the program (all its threads) was busy."""
+        segs = self.segments()
+        syscall = sum(s.syscall_ns for s in segs)
+        busy = syscall + sum(s.compute_ns for s in segs)
+        return syscall / busy if busy else 0.0
+
+    def measured_with_delegation(self) -> bool:
+        """True when some calls were delegated in the run: then g(s) includes forwarding."""
+        return any(c.delegated for c in self.syscalls)
+
+
+def _compute_ns(lifetime_ns: float, calls: dict[str, tuple[int, float]]) -> float:
+    # Timer skew can make Σ g a hair longer than the lifetime; C cannot be negative.
+    return max(0.0, lifetime_ns - sum(g for _, g in calls.values()))
+
+
+class _Reader:
+    """Checks one JSON document against the schema; every error names the file and the field."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, where: str, what: str) -> None:
+        raise ProfileError(f"{self.source}: {where}: {what}")
+
+    def get(self, obj: dict, key: str, where: str, kind: str, required: bool = True, default: Any = None):
+        path = f"{where}.{key}" if where else key
+        if key not in obj:
+            if required:
+                self.fail(path, "missing")
+            return default
+        value = obj[key]
+        if value is None and not required:
+            return default
+        ok = {
+            "int": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+            "number": isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
+            "str": isinstance(value, str) and value != "",
+            "list": isinstance(value, list),
+            "object": isinstance(value, dict),
+        }[kind]
+        if not ok:
+            wanted = {"int": "a non-negative integer", "number": "a non-negative number",
+                      "str": "a non-empty string", "list": "a list", "object": "an object"}[kind]
+            self.fail(path, f"expected {wanted}, got {_short(value)}")
+        return value
+
+    def stats_object(self, obj: dict, key: str, where: str) -> dict | None:
+        value = self.get(obj, key, where, "object", required=False)
+        if value is not None:
+            for k in value:
+                self.get(value, k, f"{where}.{key}", "number")
+        return value
+
+    def call(self, obj: Any, where: str) -> CallStats:
+        if not isinstance(obj, dict):
+            self.fail(where, f"expected an object, got {_short(obj)}")
+        known = {"name", "nr", "count", "errors", "total_ns", "local", "delegated", "forward_ns", "queued_ns"}
+        c = CallStats(
+            name=self.get(obj, "name", where, "str"),
+            nr=self.get(obj, "nr", where, "int", required=False),
+            count=self.get(obj, "count", where, "int"),
+            errors=self.get(obj, "errors", where, "int", required=False, default=0),
+            total_ns=self.get(obj, "total_ns", where, "number"),
+            local=self.get(obj, "local", where, "int", required=False, default=0),
+            delegated=self.get(obj, "delegated", where, "int", required=False, default=0),
+            forward_ns=self.stats_object(obj, "forward_ns", where),
+            queued_ns=self.stats_object(obj, "queued_ns", where),
+            extra={k: v for k, v in obj.items() if k not in known},
+        )
+        if c.errors > c.count:
+            self.fail(f"{where}.errors", f"{c.errors} errors but only {c.count} calls")
+        if c.local + c.delegated > c.count:
+            self.fail(f"{where}.delegated", f"local {c.local} + delegated {c.delegated} exceeds count {c.count}")
+        return c
+
+    def calls(self, obj: dict, where: str) -> list[CallStats]:
+        items = self.get(obj, "syscalls", where, "list")
+        base = f"{where}.syscalls" if where else "syscalls"
+        calls = [self.call(item, f"{base}[{i}]") for i, item in enumerate(items)]
+        seen = set()
+        for i, c in enumerate(calls):
+            if c.name in seen:
+                self.fail(f"{base}[{i}].name", f"{c.name!r} appears twice")
+            seen.add(c.name)
+        return calls
+
+    def thread(self, obj: Any, where: str) -> Thread:
+        if not isinstance(obj, dict):
+            self.fail(where, f"expected an object, got {_short(obj)}")
+        t = Thread(
+            pid=self.get(obj, "pid", where, "int"),
+            tid=self.get(obj, "tid", where, "int"),
+            start_ns=self.get(obj, "start_ns", where, "int"),
+            end_ns=self.get(obj, "end_ns", where, "int"),
+            syscalls=self.calls(obj, where),
+            extra={k: v for k, v in obj.items() if k not in {"pid", "tid", "start_ns", "end_ns", "syscalls"}},
+        )
+        if t.end_ns < t.start_ns:
+            self.fail(f"{where}.end_ns", f"{t.end_ns} is before start_ns {t.start_ns}")
+        return t
+
+    def profile(self, doc: Any) -> Profile:
+        if not isinstance(doc, dict):
+            self.fail("(top level)", f"expected an object, got {_short(doc)}")
+        fmt = doc.get("format")
+        if fmt != FORMAT:
+            self.fail("format", f"expected {FORMAT!r}, got {_short(fmt)}")
+        known = {"format", "program", "argv", "config", "wall_ns", "user_ns", "sys_ns", "exit",
+                 "overhead", "not_intercepted", "syscalls", "threads"}
+        argv = self.get(doc, "argv", "", "list", required=False, default=[])
+        for i, a in enumerate(argv):
+            if not isinstance(a, str):
+                self.fail(f"argv[{i}]", f"expected a string, got {_short(a)}")
+        profile = Profile(
+            program=self.get(doc, "program", "", "str"),
+            argv=argv,
+            config=self.get(doc, "config", "", "object", required=False),
+            wall_ns=self.get(doc, "wall_ns", "", "int"),
+            user_ns=self.get(doc, "user_ns", "", "int", required=False),
+            sys_ns=self.get(doc, "sys_ns", "", "int", required=False),
+            exit=self.get(doc, "exit", "", "object", required=False),
+            overhead=self.get(doc, "overhead", "", "object", required=False),
+            not_intercepted=self.get(doc, "not_intercepted", "", "list", required=False, default=[]),
+            syscalls=self.calls(doc, ""),
+            threads=[self.thread(t, f"threads[{i}]")
+                     for i, t in enumerate(self.get(doc, "threads", "", "list", required=False, default=[]))],
+            extra={k: v for k, v in doc.items() if k not in known},
+            source=self.source,
+        )
+        if profile.wall_ns == 0:
+            self.fail("wall_ns", "must be positive")
+        if profile.config is not None:
+            self.config(profile.config)
+        return profile
+
+    def config(self, cfg: dict) -> None:
+        self.get(cfg, "policy", "config", "str", required=False)
+        self.get(cfg, "forward_cost_ns", "config", "number", required=False)
+        self.get(cfg, "delegates", "config", "int", required=False)
+        for key in ("delegated", "compute_cores", "control_cores"):
+            self.get(cfg, key, "config", "list", required=False)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def from_dict(doc: Any, source: str = "<profile>") -> Profile:
+    """Builds a Profile from a parsed JSON document, checking every field."""
+    return _Reader(source).profile(doc)
+
+
+def load(path: str | os.PathLike) -> Profile:
+    """Reads and checks a profile file; a bad file raises ProfileError naming it and the field."""
+    path = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from None
+    return from_dict(doc, path)
+
+
+def save(profile: Profile, path: str | os.PathLike) -> None:
+    """Writes the profile atomically (temporary file, then rename): a crash leaves the old file or the new."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(profile.to_dict(), out, indent=1)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
