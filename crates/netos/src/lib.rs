@@ -1,0 +1,5 @@
+//! NetworkedOS native parts: `itrace` (layer 0 from a ptrace single-stepper) and `partition`
+//! (minimising the quality function T of eq. 1-4 by greedy multilevel local moving).
+
+pub mod itrace;
+pub mod partition;

@@ -1,0 +1,185 @@
+"""The paper's greedy run-time mapping (Sec. II-C): shared memory -> one core, communicating -> adjacent, independent -> far apart."""
+
+from collections import deque
+
+import numpy as np
+
+from coreplane.map.comm import CommGraph
+from coreplane.map.topology import Topology
+
+# Cost of moving one byte one hop, in the unit of the processes' loads (ns): a 64-byte
+# cache-line hand-off between two cores costs ~100 ns on this machine (`coreplane bench floor`).
+BYTE_HOP_NS = 1.5
+NEIGHBOURS_CONSIDERED = 8  # k: the heaviest partners of a process that steer its placement
+CANDIDATE_CORES = 8  # m: free cores examined per placement
+
+
+def default_capacity(n_processes: int, n_cores: int) -> int:
+    """Processes per core when the caller gives none: the fewest that fit them all."""
+    return max(1, -(-n_processes // n_cores))
+
+
+def _top_neighbours(matrix, k: int) -> list[list[tuple[int, float]]]:
+    """Per process, its k heaviest partners (descending weight)."""
+    out = []
+    for p in range(matrix.shape[0]):
+        lo, hi = matrix.indptr[p], matrix.indptr[p + 1]
+        nbrs, w = matrix.indices[lo:hi], matrix.data[lo:hi]
+        if len(nbrs) > k:
+            keep = np.argpartition(-w, k)[:k]
+            nbrs, w = nbrs[keep], w[keep]
+        order = np.argsort(-w, kind="stable")
+        out.append(list(zip(nbrs[order].tolist(), w[order].tolist())))
+    return out
+
+
+def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: float = BYTE_HOP_NS) -> np.ndarray:
+    """Core index of every process (the paper's O(P) run-time mapping), best of two starts.
+
+    Processes are visited breadth-first, heaviest partners first, so a process usually finds a
+    partner already placed. Following the three observations of Sec. II-C:
+      1. a process sharing memory with a placed partner q joins q's core when eq. (1) says the
+         pair is faster together: T_same = L_p + L_q (one core, N = 1, no messages) against
+         T_apart = (L_p + L_q)/2 + 2*B_pq*byte_hop_ns/2 (N = 2, W_c = both ends of the traffic
+         B_pq crossing one hop);
+      2. otherwise it takes, among the m free cores nearest its heaviest placed partner, the one
+         minimising sum_q w_pq * hops(core, core_q) over its k heaviest placed partners (ties:
+         the core with fewest free neighbours, which keeps the placed region compact);
+      3. a process with no placed partner (a new independent group) starts on the free core
+         farthest from everything placed so far.
+    The walk is run from two starts -- the most communicating process on the topology's centre
+    (right for hubs), and the least connected process on a least connected core (right for
+    meshes and rings, which then unroll from a corner) -- and the placement with fewer
+    hop-bytes is kept. Each step costs O(k*m) for bounded k and m: O(P) per start.
+    """
+    traffic, sharing = comm.traffic(), comm.sharing()
+    combined = (traffic + sharing).tocsr()
+    partners = _top_neighbours(combined, NEIGHBOURS_CONSIDERED)
+    strength = np.asarray(combined.sum(axis=1)).ravel()
+    degree = np.diff(combined.indptr)
+    hops = topo.hops
+    adjacent = hops == np.where(hops > 0, hops, hops.max() + 1).min(axis=1, keepdims=True)
+    core_degree = adjacent.sum(axis=1)
+    hub_first = np.argsort(-strength, kind="stable")
+    rim_first = np.lexsort((-strength, degree))
+    rim_core = int(np.lexsort((-hops.sum(axis=1), core_degree))[0])
+    best, best_cost = None, np.inf
+    for order, first_core in ((hub_first, topo.center), (rim_first, rim_core)):
+        placement = _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order, first_core)
+        cost = float((comm.weight * hops[placement[comm.src], placement[comm.dst]]).sum())
+        if cost < best_cost:
+            best, best_cost = placement, cost
+    return best
+
+
+def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order, first_core) -> np.ndarray:
+    """One greedy pass: breadth-first from order[0] (placed near first_core); see greedy_map."""
+    placement = np.full(comm.n, -1, dtype=np.int64)
+    free = np.full(topo.n_cores, capacity, dtype=np.int64)
+    hops = topo.hops
+    dist_to_placed = np.full(topo.n_cores, np.iinfo(np.int32).max, dtype=np.int64)
+
+    def place(p: int, core: int) -> None:
+        placement[p] = core
+        free[core] -= 1
+        np.minimum(dist_to_placed, hops[core], out=dist_to_placed)
+
+    def start_core() -> int:
+        if not (placement >= 0).any():
+            ring = topo.by_distance[first_core]
+            return int(ring[np.argmax(free[ring] > 0)])
+        return int(np.argmax(np.where(free > 0, dist_to_placed, -1)))
+
+    def best_core(p: int) -> int:
+        placed = [(q, w) for q, w in partners[p] if placement[q] >= 0]
+        if not placed:
+            return start_core()
+        q0, _ = placed[0]
+        share = sharing[p, q0] if sharing.nnz else 0.0
+        if share > 0 and free[placement[q0]] > 0:
+            together = comm.load[p] + comm.load[q0]
+            apart = together / 2 + (share + traffic[p, q0]) * byte_hop_ns
+            if together <= apart:
+                return int(placement[q0])
+        ring = topo.by_distance[placement[q0]]
+        candidates = ring[free[ring] > 0][:CANDIDATE_CORES]
+        cores = placement[[q for q, _ in placed]]
+        weights = np.array([w for _, w in placed])
+        cost = hops[np.ix_(candidates, cores)] @ weights
+        free_nbrs = (adjacent[candidates] & (free > 0)).sum(axis=1)
+        return int(candidates[np.lexsort((free_nbrs, cost))[0]])
+
+    seen = np.zeros(comm.n, dtype=bool)
+    for root in order:
+        if seen[root]:
+            continue
+        queue = deque([int(root)])
+        seen[root] = True
+        while queue:
+            p = queue.popleft()
+            place(p, best_core(p))
+            for q, _ in partners[p]:
+                if not seen[q]:
+                    seen[q] = True
+                    queue.append(q)
+    return placement
+
+
+def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int, rounds: int = 20) -> np.ndarray:
+    """Local search after the run-time mapping (not part of the paper's O(P) step): move a process
+    to a core with room, or swap it with a process there, whenever hop-bytes fall. Candidates
+    are the cores at most one hop from its partners' cores."""
+    placement = placement.copy()
+    traffic = comm.traffic()
+    hops = topo.hops
+    adjacent = hops <= 1 if topo.kind != "tree" else hops <= 2
+    rng = np.random.default_rng(0)
+    count = np.bincount(placement, minlength=topo.n_cores)
+    row = [(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]],
+            traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]]) for p in range(comm.n)]
+    on_core: list[set[int]] = [set() for _ in range(topo.n_cores)]
+    for p, c in enumerate(placement.tolist()):
+        on_core[c].add(p)
+
+    def cost(p: int, core: int, skip: int = -1) -> float:
+        nbrs, w = row[p]
+        mask = nbrs != skip
+        return float(hops[core, placement[nbrs[mask]]] @ w[mask])
+
+    for _ in range(rounds):
+        improved = False
+        for p in rng.permutation(comm.n).tolist():
+            nbrs, _ = row[p]
+            if not len(nbrs):
+                continue
+            here = int(placement[p])
+            near = np.flatnonzero(adjacent[np.unique(placement[nbrs])].any(axis=0))
+            best_gain, best = 1e-9, None
+            for c in near.tolist():
+                if c == here:
+                    continue
+                if count[c] < capacity:
+                    gain = cost(p, here) - cost(p, c)
+                    if gain > best_gain:
+                        best_gain, best = gain, (c, None)
+                    continue
+                for r in on_core[c]:
+                    gain = cost(p, here, r) + cost(r, c, p) - cost(p, c, r) - cost(r, here, p)
+                    if gain > best_gain:
+                        best_gain, best = gain, (c, r)
+            if best:
+                c, r = best
+                on_core[here].discard(p)
+                on_core[c].add(p)
+                placement[p] = c
+                if r is None:
+                    count[here] -= 1
+                    count[c] += 1
+                else:
+                    on_core[c].discard(r)
+                    on_core[here].add(r)
+                    placement[r] = here
+                improved = True
+        if not improved:
+            break
+    return placement
