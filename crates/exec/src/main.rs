@@ -1,0 +1,203 @@
+//! coreplane-exec: runs one program under coreplane-rt and outlives it. It turns the options
+//! into the runtime's configuration, starts the program, forwards termination signals, merges
+//! the per-process profile files into one JSON profile, and exits as the program did.
+
+mod cores;
+mod merge;
+mod policy;
+mod syscalls;
+mod tsc;
+
+use clap::Parser;
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "coreplane-exec", version, about = "Run a program with every syscall intercepted by coreplane-rt")]
+struct Args {
+    /// Delegation policy: none | all | mckernel | mos | NAME,NAME,... | @FILE
+    #[arg(long, default_value = "none")]
+    delegate: String,
+    /// Calls kept local whatever the policy says (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    local: Vec<String>,
+    /// Artificial delay spent on the control core per direction of a delegated call, in ns
+    /// (a round trip costs twice this, as 2·f_c in paper 002).
+    #[arg(long, default_value_t = 0)]
+    forward_cost: u64,
+    /// Cores for the program's threads (default: all allowed but the control cores).
+    #[arg(long)]
+    compute_cores: Option<String>,
+    /// Cores for the delegate threads (default: the lowest allowed core when delegating).
+    #[arg(long)]
+    control_cores: Option<String>,
+    /// Delegate threads started at the first delegated call (the pool grows when all block).
+    #[arg(long, default_value_t = 1)]
+    delegates: u32,
+    /// Write the profile (JSON, format coreplane-profile/1) here.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Print the syscall table (number, name) as JSON and exit.
+    #[arg(long)]
+    list_syscalls: bool,
+    /// The program and its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("coreplane-exec: {msg}");
+    std::process::exit(2);
+}
+
+/// PATH lookup as execvp does it; None if no executable file is found.
+fn find_program(name: &OsString) -> Option<PathBuf> {
+    let p = PathBuf::from(name);
+    if name.as_bytes().contains(&b'/') {
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path).map(|d| d.join(&p)).find(|c| {
+        std::fs::metadata(c).map(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0).unwrap_or(false)
+    })
+}
+
+fn runtime_path() -> PathBuf {
+    let me = std::env::current_exe().unwrap_or_else(|e| fail(format!("cannot locate myself: {e}")));
+    let rt = me.with_file_name("coreplane-rt");
+    if !rt.is_file() {
+        fail(format!("{}: runtime not found next to coreplane-exec (build with `make`)", rt.display()));
+    }
+    rt
+}
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// Exits with the program's status, or dies of the program's signal (without a core file).
+fn mirror(status: libc::c_int) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        unsafe {
+            let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+        }
+        std::process::exit(128 + sig);
+    }
+    std::process::exit(libc::WEXITSTATUS(status));
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.list_syscalls {
+        let table: Vec<_> = syscalls::SYSCALLS.iter().map(|(nr, n)| serde_json::json!({"nr": nr, "name": n})).collect();
+        println!("{}", serde_json::to_string(&table).unwrap());
+        return;
+    }
+    if args.command.is_empty() {
+        fail("no program given (usage: coreplane-exec [OPTIONS] -- PROGRAM [ARGS...])");
+    }
+    let delegated = policy::delegated_set(&args.delegate, &args.local).unwrap_or_else(|e| fail(e));
+    let delegating = delegated != coreplane_runtime::sysset::SysSet::EMPTY;
+    let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating)
+        .unwrap_or_else(|e| fail(e));
+    let program = find_program(&args.command[0])
+        .unwrap_or_else(|| fail(format!("{}: program not found", args.command[0].to_string_lossy())));
+    let rt = runtime_path();
+    let profile_dir = args.profile.as_ref().map(|_| merge::make_dir().unwrap_or_else(|e| fail(e)));
+
+    let mut hex = [0u8; 128];
+    delegated.write_hex(&mut hex);
+    let mut cfg = format!(
+        "d={};fc={};khz={};nd={}",
+        std::str::from_utf8(&hex).unwrap(),
+        args.forward_cost,
+        tsc::khz(),
+        args.delegates.max(1)
+    );
+    if let Some(c) = &layout.compute {
+        cfg += &format!(";cmp={c}");
+    }
+    if let Some(c) = &layout.control {
+        cfg += &format!(";ctl={c}");
+    }
+    if let Some(d) = &profile_dir {
+        cfg += &format!(";prof={}", d.display());
+    }
+
+    let argv: Vec<CString> = std::iter::once(CString::new("coreplane-rt").unwrap())
+        .chain(std::iter::once(CString::new(program.as_os_str().as_bytes()).unwrap()))
+        .chain(args.command.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| fail("argument contains NUL"))))
+        .collect();
+    let rt_c = CString::new(rt.as_os_str().as_bytes()).unwrap();
+    std::env::set_var("COREPLANE_RT", &cfg);
+    let started = Instant::now();
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        fail(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        unsafe { libc::execv(rt_c.as_ptr(), ptrs.as_ptr()) };
+        eprintln!("coreplane-exec: {}: {}", rt.display(), std::io::Error::last_os_error());
+        unsafe { libc::_exit(127) };
+    }
+    CHILD.store(pid, Ordering::Relaxed);
+    unsafe {
+        for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
+            libc::signal(sig, forward as *const () as libc::sighandler_t);
+        }
+        // The terminal sends INT and QUIT to the whole process group, the program included.
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            fail(format!("wait4: {}", std::io::Error::last_os_error()));
+        }
+    }
+    let wall = started.elapsed();
+    if let (Some(out), Some(dir)) = (&args.profile, &profile_dir) {
+        let run = merge::Run {
+            program: program.display().to_string(),
+            argv: args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            policy: args.delegate.clone(),
+            delegated: (0..coreplane_runtime::sysset::MAX_SYSCALLS).filter(|n| delegated.contains(*n)).map(syscalls::name).collect(),
+            forward_cost_ns: args.forward_cost,
+            compute: layout.compute_list(),
+            control: layout.control_list(),
+            delegates: args.delegates.max(1),
+            wall_ns: wall.as_nanos() as u64,
+            user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
+            sys_ns: (usage.ru_stime.tv_sec as u64) * 1_000_000_000 + usage.ru_stime.tv_usec as u64 * 1000,
+            status,
+        };
+        if let Err(e) = merge::write_profile(dir, &run, out) {
+            eprintln!("coreplane-exec: profile: {e}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    mirror(status)
+}

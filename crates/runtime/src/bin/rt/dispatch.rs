@@ -1,0 +1,83 @@
+//! The trap path: every syscall the program makes arrives here as SIGSYS. The call is
+//! answered by the runtime (process and signal families), delegated to a control core, or
+//! run locally, and its result is written back into the program's rax.
+
+use crate::sys::{self, *};
+use crate::{delegate, process, profile, signals, thread};
+
+pub const NGREG: usize = 23;
+pub const REG_R8: usize = 0;
+pub const REG_R9: usize = 1;
+pub const REG_R10: usize = 2;
+pub const REG_RDI: usize = 8;
+pub const REG_RSI: usize = 9;
+pub const REG_RDX: usize = 12;
+pub const REG_RAX: usize = 13;
+pub const REG_RSP: usize = 15;
+pub const REG_RIP: usize = 16;
+/// Offset of uc_mcontext.gregs in the kernel's ucontext.
+const GREGS_OFF: usize = 40;
+/// Offset of si_syscall in a SIGSYS siginfo.
+const SI_SYSCALL_OFF: usize = 24;
+
+/// The general registers saved in a signal frame.
+pub fn gregs(uc: *mut u8) -> &'static mut [u64; NGREG] {
+    unsafe { &mut *(uc.add(GREGS_OFF) as *mut [u64; NGREG]) }
+}
+
+/// Handles one trapped syscall.
+pub fn on_trap(info: *mut u8, uc: *mut u8) {
+    let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
+    let g = gregs(uc);
+    let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
+    let result = match nr {
+        RT_SIGRETURN => return signals::on_sigreturn(uc),
+        RT_SIGACTION => signals::rt_sigaction(a[0], a[1], a[2]),
+        RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2 => signals::masked_call(nr, &a),
+        CLONE => process::clone(uc, &a),
+        CLONE3 => process::clone3(uc, &a),
+        FORK | VFORK => process::fork(),
+        EXECVE => process::execve(a[0], a[1], a[2]),
+        EXECVEAT => process::execveat(&a),
+        EXIT => process::exit_thread(a[0]),
+        EXIT_GROUP => process::exit_group(a[0]),
+        READLINK => match process::readlink_self_exe(a[0], a[1], a[2]) {
+            Some(r) => r,
+            None => run(nr, &a),
+        },
+        READLINKAT if a[0] as i32 as isize == AT_FDCWD => match process::readlink_self_exe(a[1], a[2], a[3]) {
+            Some(r) => r,
+            None => run(nr, &a),
+        },
+        PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
+        ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),
+        _ => run(nr, &a),
+    };
+    gregs(uc)[REG_RAX] = result as u64;
+}
+
+/// The program's GS base is virtual: the real one points at the runtime's thread state.
+fn arch_gs(op: usize, arg: usize) -> isize {
+    let t = thread::current();
+    if op == ARCH_SET_GS {
+        t.program_gs = arg;
+    } else {
+        unsafe { *(arg as *mut usize) = t.program_gs };
+    }
+    0
+}
+
+/// Runs an ordinary call where the delegation policy says, recording it in the profile.
+fn run(nr: usize, a: &[usize; 6]) -> isize {
+    let t = thread::current();
+    if crate::config().delegated.contains(nr) {
+        if let Some((r, ticks, queued)) = delegate::call(t, nr, a) {
+            profile::record(t.prof, nr, r, ticks, Some(queued));
+            return r;
+        }
+    }
+    let t0 = sys::rdtsc();
+    let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    profile::record(t.prof, nr, r, sys::rdtsc() - t0, None);
+    r
+}

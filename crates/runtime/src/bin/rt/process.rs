@@ -1,0 +1,315 @@
+//! The process family: clone/clone3/fork/vfork (every new thread and process arms SUD before
+//! running program code), execve (re-enters the runtime so interception survives exec), exit,
+//! and the calls whose answers would otherwise show the runtime instead of the program.
+
+use crate::dispatch::{gregs, NGREG};
+use crate::sys::{self, *};
+use crate::{profile, sud, thread};
+use core::arch::global_asm;
+
+const PROC_SELF_EXE: &[u8] = b"/proc/self/exe";
+/// Exit-code marker in a profile: this image was replaced by execve.
+pub const EXEC_MARKER: u64 = 1 << 32;
+
+static mut EXE: [u8; 4096] = [0; 4096];
+
+/// What a new thread or process needs to resume the program after clone.
+#[repr(C)]
+struct ChildStart {
+    regs: [u64; NGREG],
+    stack: u64,
+    shares_memory: u64,
+}
+
+global_asm!(
+    // coreplane_clone(flags, child_sp, ptid, ctid, tls): the child starts on child_sp, where
+    // its ChildStart lies, and calls coreplane_child_entry(child_sp).
+    ".globl coreplane_clone",
+    "coreplane_clone:",
+    "mov r10, rcx",
+    "mov eax, 56",
+    "syscall",
+    "test rax, rax",
+    "jnz 2f",
+    "mov rdi, rsp",
+    "call coreplane_child_entry",
+    "ud2",
+    "2:",
+    "ret",
+    // coreplane_clone3(args, size): the same for clone3 (stack + stack_size = child_sp).
+    ".globl coreplane_clone3",
+    "coreplane_clone3:",
+    "mov eax, 435",
+    "syscall",
+    "test rax, rax",
+    "jnz 2f",
+    "mov rdi, rsp",
+    "call coreplane_child_entry",
+    "ud2",
+    "2:",
+    "ret",
+    // coreplane_resume(regs, stack): the program's registers at its clone, rax = 0.
+    ".globl coreplane_resume",
+    "coreplane_resume:",
+    "mov rsp, rsi",
+    "mov r8, [rdi + 0]",
+    "mov r9, [rdi + 8]",
+    "mov r10, [rdi + 16]",
+    "mov r12, [rdi + 32]",
+    "mov r13, [rdi + 40]",
+    "mov r14, [rdi + 48]",
+    "mov r15, [rdi + 56]",
+    "mov rsi, [rdi + 72]",
+    "mov rbp, [rdi + 80]",
+    "mov rbx, [rdi + 88]",
+    "mov rdx, [rdi + 96]",
+    "mov r11, [rdi + 128]",
+    "mov rdi, [rdi + 64]",
+    "xor eax, eax",
+    "jmp r11",
+);
+
+extern "C" {
+    fn coreplane_clone(flags: u64, child_sp: usize, ptid: usize, ctid: usize, tls: usize) -> isize;
+    fn coreplane_clone3(args: *const u64, size: usize) -> isize;
+    fn coreplane_resume(regs: *const u64, stack: u64) -> !;
+}
+
+/// Remembers the loaded program's canonical path (what the kernel's /proc/self/exe would
+/// say) from its open descriptor, for /proc/self/exe and the profile.
+pub fn remember_exe(fd: usize) {
+    let mut link = [0u8; 32];
+    let mut n = 0;
+    let mut b = [0u8; 20];
+    for part in [b"/proc/self/fd/".as_slice(), sys::fmt_u64(fd as u64, &mut b), b"\0"] {
+        link[n..n + part.len()].copy_from_slice(part);
+        n += part.len();
+    }
+    unsafe {
+        let exe = &mut *core::ptr::addr_of_mut!(EXE);
+        let len = syscall3(READLINK, link.as_ptr() as usize, exe.as_mut_ptr() as usize, exe.len() - 1);
+        let len = if len < 0 { 0 } else { len as usize };
+        exe[len] = 0;
+        profile::set_exe(&exe[..len]);
+    }
+}
+
+fn exe() -> &'static [u8] {
+    unsafe {
+        let exe = &*core::ptr::addr_of!(EXE);
+        &exe[..sys::cstr_len(exe.as_ptr())]
+    }
+}
+
+/// First code of every thread or process created with a new stack.
+#[no_mangle]
+extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
+    let start = unsafe { &*start };
+    if start.shares_memory != 0 {
+        thread::start_thread(true);
+    } else {
+        after_fork();
+    }
+    sud::arm_thread();
+    unsafe { coreplane_resume(start.regs.as_ptr(), start.stack) }
+}
+
+/// In a child process with its own copy of memory: own profile, no delegates yet, SUD.
+fn after_fork() {
+    profile::reopen_after_fork();
+    thread::adopt_after_fork();
+}
+
+/// Places a ChildStart below `stack_top` and returns the child's initial stack pointer.
+fn prepare_child(uc: *mut u8, stack_top: u64, shares_memory: bool) -> usize {
+    let g = gregs(uc);
+    let sp = ((stack_top as usize) - core::mem::size_of::<ChildStart>()) & !15;
+    let start = sp as *mut ChildStart;
+    unsafe {
+        (*start).regs.copy_from_slice(&g[..NGREG]);
+        (*start).stack = stack_top;
+        (*start).shares_memory = shares_memory as u64;
+    }
+    sp
+}
+
+/// A fork-like call (no new stack): the child returns here, inside the trap, then re-arms.
+fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
+    let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    if r == 0 {
+        after_fork();
+        sud::arm_thread();
+    }
+    r
+}
+
+/// clone(2). vfork semantics (a child borrowing the parent's stack) cannot coexist with a
+/// runtime frame on that stack, so a stackless CLONE_VM|CLONE_VFORK becomes a plain fork.
+pub fn clone(uc: *mut u8, a: &[usize; 6]) -> isize {
+    let mut flags = a[0] as u64;
+    let stack = a[1] as u64;
+    if stack == 0 {
+        if flags & CLONE_VM != 0 {
+            flags &= !(CLONE_VM | CLONE_VFORK);
+        }
+        return fork_here(CLONE, &[flags as usize, 0, a[2], a[3], a[4], a[5]]);
+    }
+    let sp = prepare_child(uc, stack, flags & CLONE_VM != 0);
+    unsafe { coreplane_clone(flags, sp, a[2], a[3], a[4]) }
+}
+
+/// clone3(2): like clone, with the stack given as base and size.
+pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
+    let size = a[1].min(88);
+    if size < 64 {
+        return -EINVAL;
+    }
+    let mut args = [0u64; 11];
+    unsafe { core::ptr::copy_nonoverlapping(a[0] as *const u8, args.as_mut_ptr() as *mut u8, size) };
+    let (flags, stack, stack_size) = (args[0], args[5], args[6]);
+    if stack == 0 {
+        if flags & CLONE_VM != 0 {
+            args[0] &= !(CLONE_VM | CLONE_VFORK);
+        }
+        return fork_here(CLONE3, &[args.as_ptr() as usize, size, 0, 0, 0, 0]);
+    }
+    let sp = prepare_child(uc, stack + stack_size, flags & CLONE_VM != 0);
+    args[6] = sp as u64 - stack;
+    unsafe { coreplane_clone3(args.as_ptr(), size) }
+}
+
+/// fork(2) and vfork(2) (the latter as fork, see `clone`).
+pub fn fork() -> isize {
+    fork_here(FORK, &[0; 6])
+}
+
+/// Fails like the kernel would, before the runtime is re-executed for `path`.
+fn precheck(path: *const u8) -> isize {
+    let fd = unsafe { syscall3(OPEN, path as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd < 0 {
+        return fd;
+    }
+    let mut head = [0u8; 4];
+    let n = unsafe { syscall6(PREAD64, fd as usize, head.as_mut_ptr() as usize, 4, 0, 0, 0) };
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    let ok = access_x(path);
+    if ok < 0 {
+        return ok;
+    }
+    if n >= 2 && (&head[..2] == b"#!" || (n == 4 && &head == b"\x7fELF")) {
+        0
+    } else {
+        -ENOEXEC
+    }
+}
+
+fn access_x(path: *const u8) -> isize {
+    unsafe { syscall3(ACCESS, path as usize, 1 /* X_OK */, 0) }
+}
+
+fn count(v: *const *const u8) -> usize {
+    let mut n = 0;
+    if !v.is_null() {
+        while unsafe { !(*v.add(n)).is_null() } {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// execve(2): runs `coreplane-rt PATH ARGV...` instead, with the configuration restored in
+/// the environment, so the new image is intercepted from its first instruction.
+pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
+    let mut path = path as *const u8;
+    if unsafe { sys::cstr(path) } == PROC_SELF_EXE {
+        path = exe().as_ptr();
+    }
+    let r = precheck(path);
+    if r < 0 {
+        return r;
+    }
+    let (argv, envp) = (argv as *const *const u8, envp as *const *const u8);
+    let (na, ne) = (count(argv), count(envp));
+    let words = (2 + na + 1) + (ne + 2);
+    let Some(buf) = sys::map_anon((words * 8 + PAGE - 1) & !(PAGE - 1)) else { return -ENOMEM };
+    let buf = buf as *mut *const u8;
+    unsafe {
+        let mut w = 0;
+        let mut push = |p: *const u8| {
+            *buf.add(w) = p;
+            w += 1;
+            w
+        };
+        push(b"coreplane-rt\0".as_ptr());
+        push(path);
+        for i in 0..na {
+            push(*argv.add(i));
+        }
+        let env_start = push(core::ptr::null());
+        let name = coreplane_runtime::config::ENV_NAME;
+        for i in 0..ne {
+            let e = sys::cstr(*envp.add(i));
+            if !(e.starts_with(name) && e.get(name.len()) == Some(&b'=')) {
+                push(*envp.add(i));
+            }
+        }
+        push(crate::CONFIG_ENV);
+        push(core::ptr::null());
+        profile::end_process(EXEC_MARKER);
+        let r = syscall3(EXECVE, b"/proc/self/exe\0".as_ptr() as usize, buf as usize, buf.add(env_start) as usize);
+        profile::end_process_undo();
+        syscall3(MUNMAP, buf as usize, words * 8, 0);
+        r
+    }
+}
+
+/// execveat(2): resolved to a path, then as execve.
+pub fn execveat(a: &[usize; 6]) -> isize {
+    let (dirfd, path, flags) = (a[0] as i32 as isize, a[1] as *const u8, a[4]);
+    const AT_EMPTY_PATH: usize = 0x1000;
+    let rel = unsafe { sys::cstr(path) };
+    if dirfd == AT_FDCWD || rel.first() == Some(&b'/') {
+        return execve(a[1], a[2], a[3]);
+    }
+    let mut full = [0u8; 4096];
+    let mut n = 0;
+    let mut put = |s: &[u8]| {
+        let k = s.len().min(full.len() - 1 - n);
+        full[n..n + k].copy_from_slice(&s[..k]);
+        n += k;
+    };
+    let mut b = [0u8; 20];
+    put(b"/proc/self/fd/");
+    put(sys::fmt_u64(dirfd as u64, &mut b));
+    if !(rel.is_empty() && flags & AT_EMPTY_PATH != 0) {
+        put(b"/");
+        put(rel);
+    }
+    execve(full.as_ptr() as usize, a[2], a[3])
+}
+
+/// readlink/readlinkat of /proc/self/exe: the program, not the runtime.
+pub fn readlink_self_exe(path: usize, buf: usize, size: usize) -> Option<isize> {
+    if unsafe { sys::cstr(path as *const u8) } != PROC_SELF_EXE {
+        return None;
+    }
+    let exe = exe();
+    let n = exe.len().min(size);
+    unsafe { core::ptr::copy_nonoverlapping(exe.as_ptr(), buf as *mut u8, n) };
+    Some(n as isize)
+}
+
+/// exit(2) of one thread.
+pub fn exit_thread(code: usize) -> ! {
+    let t = thread::current();
+    profile::end_thread(t.prof);
+    unsafe { syscall3(EXIT, code, 0, 0) };
+    loop {}
+}
+
+/// exit_group(2): the profile is closed first.
+pub fn exit_group(code: usize) -> ! {
+    profile::end_thread(thread::current().prof);
+    profile::end_process(code as u64 & 0xff);
+    sys::exit_group(code)
+}

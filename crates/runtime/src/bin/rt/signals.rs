@@ -1,0 +1,113 @@
+//! The signal family: SIGSYS belongs to the runtime, so the program may neither block it nor
+//! replace its handler; the end of every program handler (its rt_sigreturn) is seen here, which
+//! is how a delegated blocking call learns that a signal interrupted its caller.
+
+use crate::dispatch::{gregs, REG_RIP, REG_RSP};
+use crate::sud::{self, KSigaction, SA_RESTART};
+use crate::sys::*;
+use crate::thread;
+
+const SIGSYS_BIT: u64 = 1 << (SIGSYS - 1);
+const NSIG: usize = 64;
+
+/// The program's own SIGSYS action (virtual: the real one stays the runtime's).
+static mut PROGRAM_SIGSYS: KSigaction = KSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
+/// sa_flags of the program's handlers, by signal number, for SA_RESTART decisions.
+static mut FLAGS: [u64; NSIG + 1] = [0; NSIG + 1];
+
+/// Size of the kernel's `struct ucontext` in an x86-64 rt_sigframe; the siginfo follows it.
+const KERNEL_UCONTEXT_SIZE: usize = 304;
+
+/// Calls that a signal with SA_RESTART does not restart (the kernel returns EINTR for them,
+/// or their remaining time): see signal(7), "Interruption of system calls".
+fn never_restarted(nr: usize) -> bool {
+    matches!(nr, 7 /*poll*/ | 23 /*select*/ | 34 /*pause*/ | 35 /*nanosleep*/ | 128 /*rt_sigtimedwait*/
+        | 130 /*rt_sigsuspend*/ | 232 /*epoll_wait*/ | 230 /*clock_nanosleep*/ | 270 /*pselect6*/
+        | 271 /*ppoll*/ | 281 /*epoll_pwait*/ | 441 /*epoll_pwait2*/ | 299 /*recvmmsg*/ | 69 /*msgsnd*/
+        | 70 /*msgrcv*/ | 65 /*semop*/ | 220 /*semtimedop*/ | 208 /*io_getevents*/)
+}
+
+/// Whether a call interrupted by `signo`'s handler resumes (true) or fails with EINTR.
+pub fn restarts(signo: i32, nr: usize) -> bool {
+    let flags = if (1..=NSIG as i32).contains(&signo) { unsafe { FLAGS[signo as usize] } } else { 0 };
+    flags & SA_RESTART != 0 && !never_restarted(nr)
+}
+
+/// rt_sigaction: SIGSYS is virtual, SIG_INTERRUPT is reserved, other masks lose SIGSYS.
+pub fn rt_sigaction(sig: usize, act: usize, old: usize) -> isize {
+    if sig == SIG_INTERRUPT {
+        return -EINVAL;
+    }
+    unsafe {
+        if sig == SIGSYS {
+            let prev = PROGRAM_SIGSYS;
+            if act != 0 {
+                PROGRAM_SIGSYS = *(act as *const KSigaction);
+            }
+            if old != 0 {
+                *(old as *mut KSigaction) = prev;
+            }
+            return 0;
+        }
+        let mut copy = KSigaction::default();
+        let act_ptr = if act != 0 {
+            copy = *(act as *const KSigaction);
+            copy.mask &= !SIGSYS_BIT;
+            &copy as *const KSigaction as usize
+        } else {
+            0
+        };
+        let r = syscall6(RT_SIGACTION, sig, act_ptr, old, 8, 0, 0);
+        if r == 0 && act != 0 && sig <= NSIG {
+            FLAGS[sig] = copy.flags;
+        }
+        r
+    }
+}
+
+/// Copies a sigset argument without SIGSYS; returns the pointer to pass on (0 stays 0).
+fn without_sigsys(set: usize, copy: &mut u64) -> usize {
+    if set == 0 {
+        return 0;
+    }
+    *copy = unsafe { *(set as *const u64) } & !SIGSYS_BIT;
+    copy as *mut u64 as usize
+}
+
+/// Syscalls that take a signal mask, run locally with SIGSYS removed from it.
+pub fn masked_call(nr: usize, a: &[usize; 6]) -> isize {
+    let mut m = 0u64;
+    let mut a = *a;
+    unsafe {
+        match nr {
+            RT_SIGPROCMASK if a[0] != 1 /* SIG_UNBLOCK needs no change */ => a[1] = without_sigsys(a[1], &mut m),
+            RT_SIGSUSPEND => a[0] = without_sigsys(a[0], &mut m),
+            PPOLL => a[3] = without_sigsys(a[3], &mut m),
+            EPOLL_PWAIT | EPOLL_PWAIT2 => a[4] = without_sigsys(a[4], &mut m),
+            PSELECT6 if a[5] != 0 => {
+                // The sixth argument points to { const sigset_t *ss; size_t ss_len }.
+                let pair = a[5] as *const [usize; 2];
+                let mut copy = *pair;
+                copy[0] = without_sigsys(copy[0], &mut m);
+                return syscall6(nr, a[0], a[1], a[2], a[3], a[4], &copy as *const _ as usize);
+            }
+            _ => {}
+        }
+        syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+    }
+}
+
+/// A program handler returns: note which signal it handled, then let the kernel's
+/// rt_sigreturn run from the runtime's gadget with the program's stack pointer, so the
+/// program's frame (not the runtime's) is the one restored.
+pub fn on_sigreturn(uc: *mut u8) {
+    let g = gregs(uc);
+    let frame = g[REG_RSP] as usize;
+    let t = thread::current();
+    unsafe {
+        let signo = *((frame + KERNEL_UCONTEXT_SIZE) as *const i32);
+        core::ptr::write_volatile(&mut t.last_signo, signo);
+        core::ptr::write_volatile(&mut t.handlers_done, t.handlers_done + 1);
+    }
+    g[REG_RIP] = sud::coreplane_sigreturn as *const () as u64;
+}

@@ -1,0 +1,104 @@
+//! Syscall User Dispatch: the runtime's text is the only region whose syscalls reach the
+//! kernel directly; any other syscall raises SIGSYS, handled by `dispatch::on_trap`.
+//! SUD is per thread and is not inherited by clone or fork, so every new thread and process
+//! arms it itself before running program code.
+
+use crate::sys::{self, *};
+use core::arch::global_asm;
+
+const PR_SYS_DISPATCH_ON: usize = 1;
+pub const SA_SIGINFO: u64 = 4;
+pub const SA_RESTORER: u64 = 0x0400_0000;
+pub const SA_RESTART: u64 = 0x1000_0000;
+pub const SA_NODEFER: u64 = 0x4000_0000;
+
+static mut TEXT_START: usize = 0;
+static mut TEXT_LEN: usize = 0;
+
+global_asm!(
+    // The restorer of the runtime's handlers, and the gadget through which a program
+    // handler's rt_sigreturn is replayed from inside the allowed region.
+    ".globl coreplane_sigreturn",
+    "coreplane_sigreturn:",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
+);
+
+extern "C" {
+    pub fn coreplane_sigreturn();
+    static __ehdr_start: u8;
+}
+
+/// Kernel `struct sigaction` for rt_sigaction.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct KSigaction {
+    pub handler: usize,
+    pub flags: u64,
+    pub restorer: usize,
+    pub mask: u64,
+}
+
+/// Finds the runtime's executable segment from its own program headers.
+pub unsafe fn find_runtime_text(_auxv: *const usize) {
+    let base = core::ptr::addr_of!(__ehdr_start) as usize;
+    let head = core::slice::from_raw_parts(base as *const u8, coreplane_runtime::elf::EHDR_SIZE);
+    let eh = coreplane_runtime::elf::parse_ehdr(head).unwrap_or_else(|_| sys::die(&[b"bad runtime image"]));
+    for i in 0..eh.phnum as usize {
+        let raw = core::slice::from_raw_parts((base + eh.phoff as usize + i * 56) as *const u8, 56);
+        let ph = coreplane_runtime::elf::parse_phdr(raw);
+        if ph.kind == coreplane_runtime::elf::PT_LOAD && ph.flags & coreplane_runtime::elf::PF_X != 0 {
+            TEXT_START = base + ph.vaddr as usize;
+            TEXT_LEN = ph.memsz as usize;
+        }
+    }
+    if TEXT_LEN == 0 {
+        sys::die(&[b"runtime text segment not found"]);
+    }
+}
+
+/// Arms SUD on the calling thread; only the runtime's text may then make syscalls.
+pub fn arm_thread() {
+    let rc = unsafe {
+        syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, TEXT_START, TEXT_LEN, 0, 0)
+    };
+    if rc != 0 {
+        sys::die(&[b"cannot arm Syscall User Dispatch (kernel >= 5.11 with CONFIG_SYSCALL_USER_DISPATCH needed)"]);
+    }
+}
+
+pub fn sigaction(sig: usize, act: Option<&KSigaction>, old: Option<&mut KSigaction>) -> isize {
+    let a = act.map_or(0, |a| a as *const _ as usize);
+    let o = old.map_or(0, |o| o as *mut _ as usize);
+    unsafe { syscall6(RT_SIGACTION, sig, a, o, 8, 0, 0) }
+}
+
+extern "C" fn on_sigsys(_sig: i32, info: *mut u8, uc: *mut u8) {
+    crate::dispatch::on_trap(info, uc);
+}
+
+/// Process start: handlers, the main thread's state, the profile file, then SUD.
+pub fn arm_process() {
+    // SA_NODEFER: a program handler running inside a trap (a signal that interrupted a local
+    // blocking call) must itself be able to trap; the program's mask is left as it was.
+    let act = KSigaction {
+        handler: on_sigsys as *const () as usize,
+        flags: SA_SIGINFO | SA_RESTORER | SA_NODEFER,
+        restorer: coreplane_sigreturn as *const () as usize,
+        mask: 0,
+    };
+    sigaction(SIGSYS, Some(&act), None);
+    crate::delegate::install_interrupt_handler();
+    let unblock: u64 = 1 << (SIGSYS - 1);
+    unsafe { syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &unblock as *const u64 as usize, 0, 8, 0, 0) };
+    let compute = &crate::config().compute;
+    if !compute.is_empty() {
+        // Program threads inherit this; delegates re-pin themselves on the control cores.
+        unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
+    }
+    crate::profile::open_process();
+    crate::thread::start_thread(false);
+    arm_thread();
+    crate::profile::calibrate_trap();
+}

@@ -1,0 +1,181 @@
+//! Raw Linux x86-64 syscalls and the constants the runtime uses. Every syscall the runtime
+//! makes goes through these functions, so it runs from the runtime's text, the one region
+//! Syscall User Dispatch lets through.
+
+use core::arch::asm;
+
+pub const WRITE: usize = 1;
+pub const OPEN: usize = 2;
+pub const CLOSE: usize = 3;
+pub const MMAP: usize = 9;
+pub const MPROTECT: usize = 10;
+pub const MUNMAP: usize = 11;
+pub const RT_SIGACTION: usize = 13;
+pub const RT_SIGPROCMASK: usize = 14;
+pub const RT_SIGRETURN: usize = 15;
+pub const PREAD64: usize = 17;
+pub const ACCESS: usize = 21;
+pub const GETPID: usize = 39;
+pub const CLONE: usize = 56;
+pub const FORK: usize = 57;
+pub const VFORK: usize = 58;
+pub const EXECVE: usize = 59;
+pub const EXIT: usize = 60;
+pub const FTRUNCATE: usize = 77;
+pub const READLINK: usize = 89;
+pub const GETRUSAGE: usize = 98;
+pub const GETPPID: usize = 110;
+pub const RT_SIGSUSPEND: usize = 130;
+pub const PRCTL: usize = 157;
+pub const ARCH_PRCTL: usize = 158;
+pub const GETTID: usize = 186;
+pub const FUTEX: usize = 202;
+pub const SCHED_SETAFFINITY: usize = 203;
+pub const CLOCK_GETTIME: usize = 228;
+pub const EXIT_GROUP: usize = 231;
+pub const TGKILL: usize = 234;
+pub const READLINKAT: usize = 267;
+pub const PSELECT6: usize = 270;
+pub const PPOLL: usize = 271;
+pub const EPOLL_PWAIT: usize = 281;
+pub const EXECVEAT: usize = 322;
+pub const CLONE3: usize = 435;
+pub const EPOLL_PWAIT2: usize = 441;
+
+pub const EINTR: isize = 4;
+pub const ENOEXEC: isize = 8;
+pub const ENOMEM: isize = 12;
+pub const EINVAL: isize = 22;
+
+pub const SIGSYS: usize = 31;
+/// Real-time signal the runtime reserves to interrupt a delegate's blocking call.
+pub const SIG_INTERRUPT: usize = 63;
+
+pub const CLONE_VM: u64 = 0x100;
+pub const CLONE_FS: u64 = 0x200;
+pub const CLONE_FILES: u64 = 0x400;
+pub const CLONE_SIGHAND: u64 = 0x800;
+pub const CLONE_VFORK: u64 = 0x4000;
+pub const CLONE_THREAD: u64 = 0x10000;
+pub const CLONE_SYSVSEM: u64 = 0x40000;
+
+pub const AT_FDCWD: isize = -100;
+pub const O_RDONLY: usize = 0;
+pub const O_RDWR: usize = 2;
+pub const O_CREAT: usize = 0o100;
+pub const O_EXCL: usize = 0o200;
+pub const O_CLOEXEC: usize = 0o2000000;
+pub const PROT_NONE: usize = 0;
+pub const PROT_READ: usize = 1;
+pub const PROT_WRITE: usize = 2;
+pub const PROT_EXEC: usize = 4;
+pub const MAP_SHARED: usize = 1;
+pub const MAP_PRIVATE: usize = 2;
+pub const MAP_FIXED: usize = 0x10;
+pub const MAP_ANONYMOUS: usize = 0x20;
+pub const FUTEX_WAIT_PRIVATE: usize = 128;
+pub const FUTEX_WAKE_PRIVATE: usize = 129;
+pub const ARCH_SET_GS: usize = 0x1001;
+pub const ARCH_GET_GS: usize = 0x1004;
+pub const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
+pub const PAGE: usize = 4096;
+
+#[inline(always)]
+pub unsafe fn syscall6(nr: usize, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> isize {
+    let ret: isize;
+    asm!("syscall", inlateout("rax") nr as isize => ret, in("rdi") a1, in("rsi") a2, in("rdx") a3,
+         in("r10") a4, in("r8") a5, in("r9") a6, lateout("rcx") _, lateout("r11") _, options(nostack));
+    ret
+}
+
+#[inline(always)]
+pub unsafe fn syscall3(nr: usize, a1: usize, a2: usize, a3: usize) -> isize {
+    syscall6(nr, a1, a2, a3, 0, 0, 0)
+}
+
+pub fn exit_group(code: usize) -> ! {
+    unsafe { syscall3(EXIT_GROUP, code, 0, 0) };
+    loop {}
+}
+
+pub fn write_all(fd: usize, mut buf: &[u8]) {
+    while !buf.is_empty() {
+        let n = unsafe { syscall3(WRITE, fd, buf.as_ptr() as usize, buf.len()) };
+        if n <= 0 {
+            return;
+        }
+        buf = &buf[n as usize..];
+    }
+}
+
+/// Anonymous private read-write memory, or None.
+pub fn map_anon(len: usize) -> Option<*mut u8> {
+    let p = unsafe { syscall6(MMAP, 0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, usize::MAX, 0) };
+    (p >= 0 || p < -4095).then_some(p as *mut u8)
+}
+
+pub fn gettid() -> i32 {
+    unsafe { syscall3(GETTID, 0, 0, 0) as i32 }
+}
+
+pub fn getpid() -> i32 {
+    unsafe { syscall3(GETPID, 0, 0, 0) as i32 }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = [0i64; 2];
+    unsafe { syscall3(CLOCK_GETTIME, 1, ts.as_mut_ptr() as usize, 0) };
+    ts[0] as u64 * 1_000_000_000 + ts[1] as u64
+}
+
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+pub fn futex_wait(word: *const u32, expected: u32, timeout_ns: u64) -> isize {
+    let ts = [(timeout_ns / 1_000_000_000) as i64, (timeout_ns % 1_000_000_000) as i64];
+    let tsp = if timeout_ns == 0 { 0 } else { ts.as_ptr() as usize };
+    unsafe { syscall6(FUTEX, word as usize, FUTEX_WAIT_PRIVATE, expected as usize, tsp, 0, 0) }
+}
+
+pub fn futex_wake(word: *const u32, n: usize) {
+    unsafe { syscall3(FUTEX, word as usize, FUTEX_WAKE_PRIVATE, n) };
+}
+
+/// Length of a NUL-terminated string.
+pub unsafe fn cstr_len(p: *const u8) -> usize {
+    let mut n = 0;
+    while *p.add(n) != 0 {
+        n += 1;
+    }
+    n
+}
+
+pub unsafe fn cstr<'a>(p: *const u8) -> &'a [u8] {
+    core::slice::from_raw_parts(p, cstr_len(p))
+}
+
+/// Formats `v` in decimal into `buf`, returning the digits.
+pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// Prints "coreplane-rt: <msg>" on stderr and exits with status 127, as a failed exec would.
+pub fn die(parts: &[&[u8]]) -> ! {
+    write_all(2, b"coreplane-rt: ");
+    for p in parts {
+        write_all(2, p);
+    }
+    write_all(2, b"\n");
+    exit_group(127)
+}

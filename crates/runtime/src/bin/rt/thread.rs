@@ -1,0 +1,57 @@
+//! Per-thread runtime state, found through the GS base (which glibc leaves unused on x86-64),
+//! so the trap path needs no syscall and no thread-local storage of its own.
+
+use crate::sys::{self, *};
+use core::arch::asm;
+
+#[repr(C)]
+pub struct Thread {
+    /// Points to itself: `mov reg, gs:[0]` yields the Thread.
+    pub self_ptr: *mut Thread,
+    pub tid: i32,
+    pub pid: i32,
+    /// This thread's block in the process profile file (null without a profile).
+    pub prof: *mut u8,
+    /// Request slot for delegated calls (u32::MAX until the first one).
+    pub slot: u32,
+    /// Program signal handlers finished on this thread (their rt_sigreturn trapped).
+    pub handlers_done: u64,
+    /// Signal number of the most recent of those.
+    pub last_signo: i32,
+    /// The program's own GS base (ARCH_SET_GS is virtualised).
+    pub program_gs: usize,
+}
+
+/// The calling thread's state.
+#[inline(always)]
+pub fn current() -> &'static mut Thread {
+    let p: *mut Thread;
+    unsafe {
+        asm!("mov {}, gs:[0]", out(reg) p, options(nostack, readonly, preserves_flags));
+        &mut *p
+    }
+}
+
+/// Creates the state of a new thread (or of a new process's only thread) and points GS at it.
+pub fn start_thread(clone_vm_sibling: bool) -> &'static mut Thread {
+    let t = sys::map_anon(PAGE).unwrap_or_else(|| sys::die(&[b"out of memory for a thread"])) as *mut Thread;
+    unsafe {
+        (*t).self_ptr = t;
+        (*t).tid = sys::gettid();
+        (*t).pid = sys::getpid();
+        (*t).slot = u32::MAX;
+        (*t).prof = crate::profile::claim_thread_block((*t).tid, clone_vm_sibling);
+        syscall3(ARCH_PRCTL, ARCH_SET_GS, t as usize, 0);
+        &mut *t
+    }
+}
+
+/// After fork: the copied Thread now belongs to a new process with one thread.
+pub fn adopt_after_fork() -> &'static mut Thread {
+    let t = current();
+    t.tid = sys::gettid();
+    t.pid = sys::getpid();
+    t.slot = u32::MAX;
+    t.prof = crate::profile::claim_thread_block(t.tid, false);
+    t
+}

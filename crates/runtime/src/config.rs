@@ -1,0 +1,129 @@
+//! The runtime's configuration, passed from coreplane-exec in the COREPLANE_RT environment
+//! variable as `key=value` fields separated by `;` (the profile directory comes last).
+
+use crate::sysset::SysSet;
+
+pub const ENV_NAME: &[u8] = b"COREPLANE_RT";
+pub const MAX_CPUS: usize = 1024;
+
+/// A CPU set for sched_setaffinity (1024 bits, the kernel's cpu_set_t).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CpuMask(pub [u64; MAX_CPUS / 64]);
+
+impl CpuMask {
+    pub const EMPTY: CpuMask = CpuMask([0; MAX_CPUS / 64]);
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+
+    pub fn contains(&self, cpu: usize) -> bool {
+        cpu < MAX_CPUS && self.0[cpu / 64] >> (cpu % 64) & 1 == 1
+    }
+
+    /// Parses a kernel CPU list ("0-3,8").
+    pub fn parse(text: &[u8]) -> Option<CpuMask> {
+        let mut mask = CpuMask::EMPTY;
+        for part in text.split(|&c| c == b',').filter(|p| !p.is_empty()) {
+            let (lo, hi) = match part.iter().position(|&c| c == b'-') {
+                Some(i) => (parse_u64(&part[..i])?, parse_u64(&part[i + 1..])?),
+                None => (parse_u64(part)?, parse_u64(part)?),
+            };
+            if lo > hi || hi as usize >= MAX_CPUS {
+                return None;
+            }
+            for c in lo..=hi {
+                mask.0[c as usize / 64] |= 1 << (c % 64);
+            }
+        }
+        Some(mask)
+    }
+}
+
+/// Parsed configuration; byte slices borrow from the environment string.
+#[derive(Clone, Copy, Debug)]
+pub struct Config<'a> {
+    /// Syscalls delegated to the control cores; all others run locally.
+    pub delegated: SysSet,
+    /// Artificial forward cost per direction in ns (a round trip costs twice this).
+    pub forward_cost_ns: u64,
+    /// TSC frequency in kHz, measured once by the supervisor.
+    pub tsc_khz: u64,
+    pub compute: CpuMask,
+    pub control: CpuMask,
+    /// Delegate threads started with the first delegated call (the pool grows when all block).
+    pub delegates: u32,
+    /// Directory receiving one profile file per process; empty for no profile.
+    pub profile_dir: &'a [u8],
+}
+
+pub fn parse_u64(text: &[u8]) -> Option<u64> {
+    if text.is_empty() || text.len() > 19 {
+        return None;
+    }
+    text.iter().try_fold(0u64, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as u64))
+}
+
+/// Parses the COREPLANE_RT value; None if a field is malformed or one is missing.
+pub fn parse(text: &[u8]) -> Option<Config<'_>> {
+    let mut cfg = Config {
+        delegated: SysSet::EMPTY,
+        forward_cost_ns: 0,
+        tsc_khz: 0,
+        compute: CpuMask::EMPTY,
+        control: CpuMask::EMPTY,
+        delegates: 1,
+        profile_dir: b"",
+    };
+    let mut rest = text;
+    while !rest.is_empty() {
+        let eq = rest.iter().position(|&c| c == b'=')?;
+        let key = &rest[..eq];
+        let after = &rest[eq + 1..];
+        if key == b"prof" {
+            cfg.profile_dir = after;
+            break;
+        }
+        let end = after.iter().position(|&c| c == b';').unwrap_or(after.len());
+        let value = &after[..end];
+        match key {
+            b"d" => cfg.delegated = SysSet::from_hex(value)?,
+            b"fc" => cfg.forward_cost_ns = parse_u64(value)?,
+            b"khz" => cfg.tsc_khz = parse_u64(value)?,
+            b"cmp" => cfg.compute = CpuMask::parse(value)?,
+            b"ctl" => cfg.control = CpuMask::parse(value)?,
+            b"nd" => cfg.delegates = parse_u64(value)? as u32,
+            _ => return None,
+        }
+        rest = if end < after.len() { &after[end + 1..] } else { &[] };
+    }
+    (cfg.tsc_khz > 0).then_some(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_all_fields() {
+        let mut hex = [b'0'; 128];
+        hex[0] = b'8'; // bit 63 of word 0
+        let text = [b"d=".as_slice(), &hex, b";fc=1500;khz=2600000;cmp=1-2;ctl=0;nd=2;prof=/tmp/a;b"].concat();
+        let cfg = parse(&text).unwrap();
+        assert!(cfg.delegated.contains(63) && !cfg.delegated.contains(0));
+        assert_eq!((cfg.forward_cost_ns, cfg.tsc_khz, cfg.delegates), (1500, 2600000, 2));
+        assert!(cfg.compute.contains(1) && cfg.compute.contains(2) && !cfg.compute.contains(0));
+        assert!(cfg.control.contains(0));
+        assert_eq!(cfg.profile_dir, b"/tmp/a;b");
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert!(parse(b"khz=0").is_none());
+        assert!(parse(b"khz=12;fc=x").is_none());
+        assert!(parse(b"khz=12;zz=1").is_none());
+        assert!(parse(b"khz=12;cmp=3-1").is_none());
+        assert!(parse(b"khz=12;cmp=5000").is_none());
+        assert!(parse(b"khz=12").is_some());
+    }
+}

@@ -1,0 +1,79 @@
+//! Layout of a per-process profile file: written live by the runtime through a MAP_SHARED
+//! mapping (so it survives SIGKILL) and read by coreplane-exec, which merges the files.
+
+pub const MAGIC: &[u8; 8] = b"CPPROF01";
+pub const HEADER_SIZE: usize = 4096;
+
+// Header fields (u64 little endian unless noted).
+pub const H_PID: usize = 8;
+pub const H_PPID: usize = 16;
+pub const H_START_NS: usize = 24; // CLOCK_MONOTONIC
+pub const H_END_NS: usize = 32; // 0 while running or if killed
+pub const H_NTHREADS: usize = 40;
+pub const H_EXIT_CODE: usize = 48; // exit_group argument
+pub const H_USER_NS: usize = 56;
+pub const H_SYS_NS: usize = 64;
+pub const H_TRAP_NS: usize = 72; // measured cost of one trapped call minus a native one
+pub const H_EXE: usize = 512; // NUL-terminated path of the loaded program
+pub const H_EXE_MAX: usize = HEADER_SIZE - H_EXE;
+
+/// Histogram buckets: four per octave of nanoseconds, 40 octaves.
+pub const HIST_BUCKETS: usize = 160;
+pub const NSYS: usize = crate::sysset::MAX_SYSCALLS;
+pub const HIST_FORWARD_OFF: usize = HEADER_SIZE;
+pub const HIST_QUEUED_OFF: usize = HIST_FORWARD_OFF + NSYS * HIST_BUCKETS * 8;
+pub const THREADS_OFF: usize = HIST_QUEUED_OFF + NSYS * HIST_BUCKETS * 8;
+
+// Per-thread block: header then NSYS records of STAT_FIELDS u64.
+pub const T_TID: usize = 0;
+pub const T_START_NS: usize = 8;
+pub const T_END_NS: usize = 16;
+pub const T_STATS: usize = 64;
+pub const STAT_FIELDS: usize = 5;
+pub const S_COUNT: usize = 0;
+pub const S_ERRORS: usize = 1;
+pub const S_TOTAL_NS: usize = 2;
+pub const S_DELEGATED: usize = 3;
+pub const S_QUEUED_NS: usize = 4;
+pub const THREAD_BLOCK: usize = 24576;
+pub const MAX_THREADS: usize = 4096;
+pub const FILE_SIZE: usize = THREADS_OFF + MAX_THREADS * THREAD_BLOCK;
+
+const _: () = assert!(T_STATS + NSYS * STAT_FIELDS * 8 <= THREAD_BLOCK);
+const _: () = assert!(THREADS_OFF % 4096 == 0);
+
+/// Histogram bucket of a duration: exact below 4 ns, then four buckets per power of two.
+pub fn bucket_of(ns: u64) -> usize {
+    if ns < 4 {
+        return ns as usize;
+    }
+    let octave = 63 - ns.leading_zeros() as usize; // >= 2
+    let sub = (ns >> (octave - 2)) as usize & 3;
+    (4 * (octave - 1) + sub).min(HIST_BUCKETS - 1)
+}
+
+/// Smallest duration that falls into bucket `b`.
+pub fn bucket_floor(b: usize) -> u64 {
+    if b < 4 {
+        return b as u64;
+    }
+    let octave = b / 4 + 1;
+    ((4 + b % 4) as u64) << (octave - 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_monotonic_and_invert() {
+        let mut last = 0;
+        for ns in 0..100_000u64 {
+            let b = bucket_of(ns);
+            assert!(b >= last);
+            last = b;
+            assert!(bucket_floor(b) <= ns && (b + 1 >= HIST_BUCKETS || ns < bucket_floor(b + 1)), "{ns}");
+        }
+        assert_eq!(bucket_of(u64::MAX), HIST_BUCKETS - 1);
+    }
+}
