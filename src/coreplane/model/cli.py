@@ -1,0 +1,101 @@
+"""The `coreplane project` command: naive, refined and queueing speedup projections for a profile."""
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.output import console, emit
+from coreplane.model import policies, profile as profiles
+from coreplane.model.figures import human_ns
+from coreplane.model.naive import naive
+from coreplane.model.queueing import queueing
+from coreplane.model.refined import refined
+
+
+def _render(doc: dict) -> None:
+    par, pol = doc["parameters"], doc["policy"]
+    console.print(f"[bold]{' '.join(doc['argv']) or doc['program']}[/] ({doc['profile']}): "
+                  f"{doc['threads']} thread(s), wall {human_ns(doc['wall_ns'])}, system share p = {doc['p']:.3%}",
+                  highlight=False)
+    console.print(f"gain γ = {par['gamma']:g}, forward cost 2·f_c = {human_ns(par['forward_cost_ns'])} per delegated "
+                  f"call, policy {pol['description']}: {len(pol['delegated'])} of {pol['distinct_calls']} syscalls, "
+                  f"{pol['delegated_calls']:,} of {pol['calls']:,} calls delegated", highlight=False)
+    table = Table()
+    for col in ("model", "speedup", "projected time", "notes"):
+        table.add_column(col, justify="left" if col in ("model", "notes") else "right")
+    n, r, q = doc["naive"], doc["refined"], doc["queueing"]
+    table.add_row("naive (eq. 3)", f"{n['speedup']:.4f}", human_ns(n["time_ns"]), "every call delegated, no forwarding cost")
+    table.add_row("refined (eq. 4–11)", f"{r['speedup']:.4f}", human_ns(r["time_ns"]),
+                  f"forwarding {human_ns(r['forward_ns'])} in total")
+    if q["saturated"]:
+        table.add_row(f"queueing {q['model']} (eq. 12–13)", "saturated", "—",
+                      f"load {q['load']:.3f} ≥ 1: the delegates cannot keep up", style="bold red")
+    else:
+        table.add_row(f"queueing {q['model']} (eq. 12–13)", f"{q['speedup']:.4f}", human_ns(q["time_ns"]),
+                      f"load {q['load']:.3f}, mean wait {human_ns(q['wait_ns'])} per delegated call")
+    console.print(table)
+    for warning in doc["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for path in doc["plots"]:
+        console.print(f"figure: {path}", highlight=False)
+
+
+def project(
+    profile_path: Path = typer.Argument(..., metavar="PROFILE", help="A profile JSON (coreplane-profile/1)."),
+    gamma: float = typer.Option(1.0, "--gamma", help="Gain γ of the compute cores over Linux (1 = none)."),
+    forward_cost: float = typer.Option(0.0, "--forward-cost", metavar="NS",
+                                       help="Round-trip cost 2·f_c per delegated call in ns (as `coreplane run "
+                                            "--forward-cost` and paper 002 Table 3)."),
+    policy: str = typer.Option("all", "--policy", metavar="P",
+                               help="all | none | min-frequency | max-frequency | random | mckernel | mos | "
+                                    "NAME,NAME,... | @FILE: which calls are delegated."),
+    share: float = typer.Option(0.9, "--share", metavar="X",
+                                help="Share of the profile's syscalls delegated by min-/max-frequency and random."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random policy."),
+    delegates: int = typer.Option(1, "--delegates", metavar="C", help="Delegate threads: M/M/1 for 1, M/M/c above."),
+    plot: Path = typer.Option(None, "--plot", metavar="DIR", help="Draw the sensitivity figures (paper Fig. 2, 4, 5, 7, 8, 9) into DIR."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
+) -> None:
+    """Projects the speedup of delegating a profiled program's syscalls: naive, refined and queueing models."""
+    if gamma <= 0:
+        raise CoreplaneError(f"--gamma {gamma}: must be positive")
+    if forward_cost < 0:
+        raise CoreplaneError(f"--forward-cost {forward_cost}: must be zero or positive")
+    if delegates < 1:
+        raise CoreplaneError(f"--delegates {delegates}: at least one delegate is needed")
+    prof = profiles.load(profile_path)
+    pol = policies.parse(policy, share=share, seed=seed)
+    fc = forward_cost / 2.0
+    ref = refined(prof, gamma, fc, pol)
+    warnings = []
+    if prof.measured_with_delegation():
+        warnings.append(f"the profile was measured with delegation (policy {(prof.config or {}).get('policy', '?')}): "
+                        "its g(s) include forwarding and queueing; project from a profile taken with --delegate none")
+    if prof.multithreaded:
+        warnings.append("multithreaded profile: the models apply to the threads' summed busy time; time in "
+                        f"{', '.join(sorted(profiles.WAIT_CALLS))} (waiting for other threads) is left out")
+    plots = []
+    if plot:
+        from coreplane.model.sensitivity import draw_all
+        with Progress(console=Console(stderr=True), disable=json_out, transient=True) as bar:
+            task = bar.add_task("sensitivity figures", total=None)
+            plots = [str(p) for p in draw_all([prof], plot, gamma, fc, share, seed, progress=lambda done, total, name:
+                                              bar.update(task, completed=done, total=total, description=name))]
+    doc = {
+        "profile": str(profile_path), "program": prof.program, "argv": prof.argv,
+        "threads": max(1, len(prof.threads)), "wall_ns": prof.wall_ns, "p": prof.system_share(),
+        "parameters": {"gamma": gamma, "forward_cost_ns": forward_cost, "fc_ns": fc, "delegates": delegates},
+        "policy": {"name": policy, "description": pol.describe(), "delegated": ref.delegated,
+                   "distinct_calls": len(prof.syscalls), "delegated_calls": ref.delegated_calls,
+                   "calls": sum(c.count for c in prof.syscalls)},
+        "naive": naive(prof, gamma).to_dict(),
+        "refined": ref.to_dict(),
+        "queueing": queueing(prof, gamma, fc, pol, delegates).to_dict(),
+        "warnings": warnings,
+        "plots": plots,
+    }
+    emit(doc, json_out, _render)

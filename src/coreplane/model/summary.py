@@ -1,0 +1,62 @@
+"""A profile at a glance: the `strace -c`-style table and the syscall profile plots (paper 002 Fig. 6 and 12)."""
+
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from coreplane.model.figures import plt, save, style
+from coreplane.model.profile import Profile
+
+
+def summary(profile: Profile) -> dict:
+    """Per syscall, by total time as `strace -c` sorts: calls, errors, total and mean time (ns),
+    share of all syscall time and of the wall time; plus p, the model's system share."""
+    syscall_ns = sum(c.total_ns for c in profile.syscalls)
+    rows = [{"name": c.name, "calls": c.count, "errors": c.errors, "total_ns": c.total_ns,
+             "mean_ns": c.total_ns / c.count if c.count else 0.0,
+             "share_of_syscall_time": c.total_ns / syscall_ns if syscall_ns else 0.0,
+             "share_of_wall": c.total_ns / profile.wall_ns,
+             "delegated": c.delegated}
+            for c in sorted(profile.syscalls, key=lambda c: (-c.total_ns, c.name))]
+    calls = sum(c.count for c in profile.syscalls)
+    return {"program": profile.program, "argv": profile.argv, "wall_ns": profile.wall_ns,
+            "threads": max(1, len(profile.threads)), "p": profile.system_share(), "rows": rows,
+            "total": {"calls": calls, "errors": sum(c.errors for c in profile.syscalls),
+                      "total_ns": syscall_ns, "mean_ns": syscall_ns / calls if calls else 0.0,
+                      "share_of_wall": syscall_ns / profile.wall_ns}}
+
+
+def render(doc: dict, console: Console) -> None:
+    """Prints a `summary()` document as a table with strace -c's columns and two more."""
+    table = Table(title=f"{' '.join(doc['argv']) or doc['program']}: {doc['wall_ns'] / 1e6:.1f} ms, "
+                        f"{doc['threads']} thread(s), system share p = {doc['p']:.3%}")
+    for col in ("% time", "seconds", "usecs/call", "calls", "errors", "% of wall", "syscall"):
+        table.add_column(col, justify="left" if col == "syscall" else "right")
+    for r in doc["rows"]:
+        table.add_row(f"{r['share_of_syscall_time'] * 100:.2f}", f"{r['total_ns'] / 1e9:.6f}",
+                      f"{r['mean_ns'] / 1e3:.2f}", str(r["calls"]), str(r["errors"] or ""),
+                      f"{r['share_of_wall'] * 100:.3f}", r["name"])
+    t = doc["total"]
+    table.add_row("100.00", f"{t['total_ns'] / 1e9:.6f}", f"{t['mean_ns'] / 1e3:.2f}", str(t["calls"]),
+                  str(t["errors"] or ""), f"{t['share_of_wall'] * 100:.3f}", "total", style="bold")
+    console.print(table)
+
+
+def plot_syscall_profile(profiles: list[Profile], path: str | Path) -> Path:
+    """Left, as Fig. 6: the CDF of invocation counts, the share of distinct syscalls invoked at most
+    x times (log x). Then, as Fig. 12, one panel per profile with each syscall's count (log y)."""
+    fig, axes = plt.subplots(1, 1 + len(profiles), figsize=(5 + 5 * len(profiles), 4), squeeze=False)
+    cdf_ax = axes[0][0]
+    for prof in profiles:
+        counts = np.sort([c.count for c in prof.syscalls if c.count])
+        cdf_ax.step(counts, np.arange(1, counts.size + 1) / counts.size, where="post", label=prof.label)
+    style(cdf_ax, "invocations of a syscall", "share of distinct syscalls", "syscall invocation CDF", logx=True)
+    for ax, prof in zip(axes[0][1:], profiles):
+        calls = sorted((c for c in prof.syscalls if c.count), key=lambda c: -c.count)
+        ax.bar(range(len(calls)), [c.count for c in calls], color="tab:blue")
+        ax.set_xticks(range(len(calls)), [c.name for c in calls], rotation=90, fontsize=7)
+        ax.set_yscale("log")
+        style(ax, "", "invocations", f"{prof.label}: p = {prof.system_share():.3%}", legend=False)
+    return save(fig, path)

@@ -1,0 +1,97 @@
+"""`coreplane project` as users and scripts see it: JSON equal to the API, saturation, plots, one-line errors."""
+
+import json
+
+import pytest
+
+from conftest import REPO, cli_json, run_cli
+from coreplane.model import profile as profiles
+from coreplane.model.naive import naive
+from coreplane.model.policies import Policy
+from coreplane.model.queueing import queueing
+from coreplane.model.refined import refined
+
+FIXTURES = REPO / "tests" / "fixtures" / "profiles"
+
+
+def test_listed_in_root_help():
+    assert "project" in run_cli("--help", check=True).stdout
+
+
+def test_json_matches_the_models():
+    path = FIXTURES / "bzip2.json"
+    doc = cli_json("project", str(path), "--gamma", "1.04", "--forward-cost", "6280", "--policy", "mckernel")
+    prof = profiles.load(path)
+    pol = Policy("mckernel")
+    assert doc["parameters"] == {"gamma": 1.04, "forward_cost_ns": 6280.0, "fc_ns": 3140.0, "delegates": 1}
+    assert doc["naive"]["speedup"] == pytest.approx(naive(prof, 1.04).speedup)
+    assert doc["refined"]["speedup"] == pytest.approx(refined(prof, 1.04, 3140.0, pol).speedup)
+    assert doc["queueing"]["speedup"] == pytest.approx(queueing(prof, 1.04, 3140.0, pol).speedup)
+    assert doc["queueing"]["model"] == "M/M/1"
+    assert "read" in doc["policy"]["delegated"] and "mmap" not in doc["policy"]["delegated"]
+    assert doc["policy"]["calls"] == 11659 and doc["p"] == pytest.approx(prof.system_share())
+    # bzip2 is syscall-bound enough that a 6.28 µs round trip on 11 626 calls eats the 4 % gain.
+    assert doc["naive"]["speedup"] > 1.0 > doc["refined"]["speedup"] > doc["queueing"]["speedup"]
+    assert doc["warnings"] == [] and doc["plots"] == []
+
+
+def test_hand_vector_through_the_cli():
+    # tiny, γ = 2, 2·f_c = 2 µs, min-frequency 50 %: S_r = 1e6 / 720 000 (test_model_refined)
+    doc = cli_json("project", str(FIXTURES / "tiny.json"), "--gamma", "2", "--forward-cost", "2000",
+                   "--policy", "min-frequency", "--share", "0.5")
+    assert doc["refined"]["speedup"] == pytest.approx(1e6 / 720_000)
+    assert doc["policy"]["delegated"] == ["mmap", "write"] and doc["policy"]["delegated_calls"] == 60
+
+
+def test_saturation_is_reported_not_a_number():
+    args = ("project", str(FIXTURES / "tiny-mt.json"), "--gamma", "2", "--forward-cost", "2000")
+    doc = cli_json(*args)
+    assert doc["queueing"]["saturated"] is True and doc["queueing"]["speedup"] is None
+    assert doc["queueing"]["load"] > 1
+    assert any("multithreaded profile" in w for w in doc["warnings"])
+    human = run_cli(*args, check=True).stdout
+    assert "saturated" in human and "load 1.023 ≥ 1" in human
+    two = cli_json(*args, "--delegates", "2")
+    assert two["queueing"]["model"] == "M/M/2" and two["queueing"]["speedup"] > 0
+
+
+def test_profile_measured_with_delegation_is_flagged(tmp_path):
+    doc = json.loads((FIXTURES / "tiny.json").read_text())
+    doc["config"]["policy"] = "all"
+    doc["syscalls"][3].update(local=0, delegated=100)
+    path = tmp_path / "delegated.json"
+    path.write_text(json.dumps(doc))
+    out = cli_json("project", str(path))
+    assert any("measured with delegation (policy all)" in w for w in out["warnings"])
+
+
+def test_plot_draws_the_sensitivity_figures(tmp_path):
+    doc = cli_json("project", str(FIXTURES / "xz-T2.json"), "--gamma", "2", "--forward-cost", "20000",
+                   "--plot", str(tmp_path / "figs"))
+    names = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    assert names == ["fig2-naive.png", "fig4-policies-gamma.png", "fig5-gamma-fc.png", "fig7-fc-share.png",
+                     "fig8-gamma-share.png", "fig9-policies-fc.png"]
+    assert sorted(doc["plots"]) == sorted(str(tmp_path / "figs" / n) for n in names)
+    for name in names:
+        data = (tmp_path / "figs" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_human_output_names_every_model():
+    out = run_cli("project", str(FIXTURES / "gcc.json"), "--policy", "mos", "--gamma", "1.04",
+                  "--forward-cost", "6460", check=True).stdout
+    for text in ("naive (eq. 3)", "refined (eq. 4–11)", "queueing M/M/1", "policy mos", "system share p"):
+        assert text in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--gamma", "0"], "--gamma 0.0: must be positive"),
+    (["--forward-cost", "-5"], "--forward-cost -5.0: must be zero or positive"),
+    (["--share", "1.5", "--policy", "random"], "--share 1.5: must be between 0 and 1"),
+    (["--policy", "read,wirte"], "--policy read,wirte: 'wirte' is not an x86-64 syscall name"),
+    (["--delegates", "0"], "--delegates 0: at least one delegate is needed"),
+])
+def test_bad_options_are_one_line(args, message):
+    proc = run_cli("project", str(FIXTURES / "tiny.json"), *args)
+    assert proc.returncode == 2
+    assert proc.stderr == f"coreplane: error: {message}\n"
