@@ -14,12 +14,15 @@ from coreplane.graph.model import EDGE_COLUMNS, NODE_COLUMNS, MultiLayerGraph
 FORMAT = "coreplane-graph/1"
 
 
-def save(graph: MultiLayerGraph, path: str | Path) -> Path:
-    """Writes the graph to directory `path`, replacing it only once the new one is complete."""
+def save(graph: MultiLayerGraph, path: str | Path, extra: dict[str, Path] | None = None) -> Path:
+    """Writes the graph to directory `path` (plus `extra` files: name -> source path), replacing
+    an existing directory only once the new one is complete."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    for name, source in (extra or {}).items():
+        shutil.copyfile(source, tmp / name)
     graph.nodes.to_parquet(tmp / "nodes.parquet", index=False)
     graph.edges.to_parquet(tmp / "edges.parquet", index=False)
     (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, **graph.meta}, indent=2, default=str) + "\n")

@@ -31,15 +31,17 @@ def descendants(root: int) -> list[int]:
     return out
 
 
-def writable_frames(pid: int) -> np.ndarray:
-    """PFNs of the present pages of pid's writable mappings (empty when pagemap is not readable:
-    without CAP_SYS_ADMIN the kernel reports PFN 0)."""
-    frames = []
+def writable_frames(pid: int) -> tuple[np.ndarray, np.ndarray]:
+    """PFNs of the present pages of pid's writable mappings and whether each comes from a shared
+    (MAP_SHARED) mapping; empty when pagemap is not readable (without CAP_SYS_ADMIN the kernel
+    reports PFN 0)."""
+    frames, shared = [], []
+    empty = (np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool))
     try:
         maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
         fd = os.open(f"/proc/{pid}/pagemap", os.O_RDONLY)
     except OSError:
-        return np.zeros(0, dtype=np.uint64)
+        return empty
     try:
         for line in maps:
             fields = line.split()
@@ -53,10 +55,15 @@ def writable_frames(pid: int) -> np.ndarray:
                 continue
             entries = np.frombuffer(raw, dtype=np.uint64)
             present = entries[(entries & np.uint64(PRESENT)) != 0] & np.uint64(PFN_MASK)
-            frames.append(present[present != 0])
+            present = present[present != 0]
+            frames.append(present)
+            shared.append(np.full(len(present), fields[1][3] == "s"))
     finally:
         os.close(fd)
-    return np.unique(np.concatenate(frames)) if frames else np.zeros(0, dtype=np.uint64)
+    if not frames:
+        return empty
+    pfns, first = np.unique(np.concatenate(frames), return_index=True)
+    return pfns, np.concatenate(shared)[first]
 
 
 def cpu_times(pid: int) -> dict[int, float]:
@@ -80,6 +87,7 @@ class FrameSampler(threading.Thread):
         self.root_pid, self.interval = root_pid, interval
         self.samples: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # pid -> pfn -> samples
         self.cpu_ns: dict[int, float] = {}
+        self.shared: set[int] = set()  # frames seen in a MAP_SHARED mapping
         self.rounds = 0
         self._stop_event = threading.Event()
 
@@ -89,8 +97,10 @@ class FrameSampler(threading.Thread):
                 continue  # the tracer (strace) itself
             self.cpu_ns.update(cpu_times(pid))
             counts = self.samples[pid]
-            for pfn in writable_frames(pid).tolist():
+            pfns, shared = writable_frames(pid)
+            for pfn in pfns.tolist():
                 counts[pfn] += 1
+            self.shared.update(pfns[shared].tolist())
         self.rounds += 1
 
     def run(self) -> None:
@@ -103,9 +113,9 @@ class FrameSampler(threading.Thread):
         self.join()
 
 
-def frames_layer(samples: dict[int, dict[int, int]], task_index: dict[int, int]):
-    """Layer-2 nodes (one per frame; weight = samples it was seen in) and 1->2 links from each
-    process's main thread to the frames it mapped (weight = samples)."""
+def frames_layer(samples: dict[int, dict[int, int]], shared: set[int], task_index: dict[int, int]):
+    """Layer-2 nodes (one per frame; weight = samples it was seen in; `shared` = from a MAP_SHARED
+    mapping) and 1->2 links from each process's main thread to the frames it mapped (weight = samples)."""
     pfns = sorted({pfn for counts in samples.values() for pfn in counts})
     index = {pfn: i for i, pfn in enumerate(pfns)}
     seen = defaultdict(int)
@@ -119,7 +129,7 @@ def frames_layer(samples: dict[int, dict[int, int]], task_index: dict[int, int])
             dst.append(index[pfn])
             w.append(n)
     nodes = node_frame(2, [f"pfn:{p:#x}" for p in pfns], [seen[p] for p in pfns],
-                       pfn=np.array(pfns, dtype=np.uint64))
+                       pfn=np.array(pfns, dtype=np.uint64), shared=np.array([p in shared for p in pfns], dtype=bool))
     return nodes, edge_frame(1, src, 2, dst, w, "maps")
 
 

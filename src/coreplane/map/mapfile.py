@@ -1,0 +1,41 @@
+"""The mapping file `coreplane-map/1` written by `coreplane map --out` and read by `coreplane run --map`."""
+
+import json
+from pathlib import Path
+
+from coreplane.core.errors import CoreplaneError
+
+FORMAT = "coreplane-map/1"
+
+
+def write(path: Path, doc: dict) -> None:
+    """Writes a mapping document (atomically: a crash leaves the old file or the new one)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"format": FORMAT, **doc}, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def cpu_lists(path: str | Path) -> dict[str, list[int]]:
+    """Task key (clone-tree position: "0" the program, "0.1" its second child, ...) -> the OS CPUs
+    it may run on. What a launcher applies with sched_setaffinity when the task appears."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise CoreplaneError(f"{path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise CoreplaneError(f"{path}: line {exc.lineno}: {exc.msg}") from None
+    if doc.get("format") != FORMAT:
+        raise CoreplaneError(f"{path}: field 'format' is {doc.get('format')!r}, expected {FORMAT!r}")
+    out: dict[str, list[int]] = {}
+    for i, entry in enumerate(doc.get("placement") or []):
+        task, cpus = entry.get("task"), entry.get("cpus")
+        if not isinstance(task, str) or not isinstance(cpus, list) or not cpus \
+                or not all(isinstance(c, int) and c >= 0 for c in cpus):
+            raise CoreplaneError(f"{path}: placement[{i}]: needs 'task' (string) and 'cpus' (non-empty list of CPU numbers)")
+        if task in out:
+            raise CoreplaneError(f"{path}: placement[{i}]: task {task!r} placed twice")
+        out[task] = cpus
+    if not out:
+        raise CoreplaneError(f"{path}: field 'placement' is missing or empty")
+    return out
