@@ -7,6 +7,8 @@ import typer
 from coreplane.bench.cli import app as bench_app
 from coreplane.core.errors import CoreplaneError
 from coreplane.doctor.cli import doctor
+from coreplane.graph.cli import app as graph_app
+from coreplane.map.cli import map_command
 from coreplane.dse.cli import sweep
 from coreplane.model.cli import project
 
@@ -19,6 +21,8 @@ app = typer.Typer(
 )
 app.command()(doctor)
 app.add_typer(bench_app, name="bench")
+app.add_typer(graph_app, name="graph")
+app.command(name="map")(map_command)
 app.command()(sweep)
 app.command()(project)
 
