@@ -58,7 +58,7 @@ bench: setup
 figures: setup
 	@mkdir -p docs/figures
 	$(CLI) bench floor --plot docs/figures/floor-cdf.png
-	$(CLI) project tests/fixtures/profiles/bzip2.json --gamma 2 --forward-cost 20000 --plot docs/figures/model-bzip2 >/dev/null
+	$(CLI) project tests/fixtures/profiles/bzip2.json --gamma 2 --forward-cost 10000 --plot docs/figures/model-bzip2 >/dev/null
 
 clean:
 	rm -rf target $(VENV)

@@ -20,10 +20,10 @@ def test_listed_in_root_help():
 
 def test_json_matches_the_models():
     path = FIXTURES / "bzip2.json"
-    doc = cli_json("project", str(path), "--gamma", "1.04", "--forward-cost", "6280", "--policy", "mckernel")
+    doc = cli_json("project", str(path), "--gamma", "1.04", "--forward-cost", "3140", "--policy", "mckernel")
     prof = profiles.load(path)
     pol = Policy("mckernel")
-    assert doc["parameters"] == {"gamma": 1.04, "forward_cost_ns": 6280.0, "fc_ns": 3140.0, "delegates": 1}
+    assert doc["parameters"] == {"gamma": 1.04, "fc_ns": 3140.0, "round_trip_ns": 6280.0, "delegates": 1}
     assert doc["naive"]["speedup"] == pytest.approx(naive(prof, 1.04).speedup)
     assert doc["refined"]["speedup"] == pytest.approx(refined(prof, 1.04, 3140.0, pol).speedup)
     assert doc["queueing"]["speedup"] == pytest.approx(queueing(prof, 1.04, 3140.0, pol).speedup)
@@ -36,15 +36,15 @@ def test_json_matches_the_models():
 
 
 def test_hand_vector_through_the_cli():
-    # tiny, γ = 2, 2·f_c = 2 µs, min-frequency 50 %: S_r = 1e6 / 720 000 (test_model_refined)
-    doc = cli_json("project", str(FIXTURES / "tiny.json"), "--gamma", "2", "--forward-cost", "2000",
+    # tiny, γ = 2, f_c = 1 µs, min-frequency 50 %: S_r = 1e6 / 720 000 (test_model_refined)
+    doc = cli_json("project", str(FIXTURES / "tiny.json"), "--gamma", "2", "--forward-cost", "1000",
                    "--policy", "min-frequency", "--share", "0.5")
     assert doc["refined"]["speedup"] == pytest.approx(1e6 / 720_000)
     assert doc["policy"]["delegated"] == ["mmap", "write"] and doc["policy"]["delegated_calls"] == 60
 
 
 def test_saturation_is_reported_not_a_number():
-    args = ("project", str(FIXTURES / "tiny-mt.json"), "--gamma", "2", "--forward-cost", "2000")
+    args = ("project", str(FIXTURES / "tiny-mt.json"), "--gamma", "2", "--forward-cost", "1000")
     doc = cli_json(*args)
     assert doc["queueing"]["saturated"] is True and doc["queueing"]["speedup"] is None
     assert doc["queueing"]["load"] > 1
@@ -66,7 +66,7 @@ def test_profile_measured_with_delegation_is_flagged(tmp_path):
 
 
 def test_plot_draws_the_sensitivity_figures(tmp_path):
-    doc = cli_json("project", str(FIXTURES / "xz-T2.json"), "--gamma", "2", "--forward-cost", "20000",
+    doc = cli_json("project", str(FIXTURES / "xz-T2.json"), "--gamma", "2", "--forward-cost", "10000",
                    "--plot", str(tmp_path / "figs"))
     names = sorted(p.name for p in (tmp_path / "figs").iterdir())
     assert names == ["fig2-naive.png", "fig4-policies-gamma.png", "fig5-gamma-fc.png", "fig7-fc-share.png",
@@ -79,7 +79,7 @@ def test_plot_draws_the_sensitivity_figures(tmp_path):
 
 def test_human_output_names_every_model():
     out = run_cli("project", str(FIXTURES / "gcc.json"), "--policy", "mos", "--gamma", "1.04",
-                  "--forward-cost", "6460", check=True).stdout
+                  "--forward-cost", "3230", check=True).stdout
     for text in ("naive (eq. 3)", "refined (eq. 4–11)", "queueing M/M/1", "policy mos", "system share p"):
         assert text in out
 

@@ -63,14 +63,18 @@ def test_work_scales_with_one_over_gamma():
 
 def test_refined_model_recovers_the_emulated_gain(tmp_path):
     # Profile the γ = 1 run from the benchmark's own report, then solve eq. 11 (nothing delegated,
-    # f_c = 0) for the γ that explains the measured speedup of the γ = 2 run.
+    # f_c = 0) for the γ that explains the measured speedup of the γ = 2 run. The runs alternate
+    # so that a burst of load from other processes hits both sides alike; medians of five.
     mix = synthetic.write_mix({"read": 40, "write": 40, "getppid": 20}, tmp_path / "m.mix")
-    base, _ = _median_run(synthetic.command(mix, 1.0, trials=400_000, phases=20))
-    fast, _ = _median_run(synthetic.command(mix, 2.0, trials=400_000, phases=20))
+    runs = {1.0: [], 2.0: []}
+    for _ in range(5):
+        for gamma in runs:
+            runs[gamma].append(synthetic.run(synthetic.command(mix, gamma, trials=400_000, phases=20)))
+    base = {k: statistics.median(r[k] for r in runs[1.0]) for k in ("wall_ns", "syscall_ns")}
+    fast = statistics.median(r["wall_ns"] for r in runs[2.0])
     doc = {"format": "coreplane-profile/1", "program": "gain_synth", "wall_ns": int(base["wall_ns"]),
            "syscalls": [{"name": "read", "count": 2000, "total_ns": int(base["syscall_ns"])}]}
-    prof = profiles.from_dict(doc)
-    gamma = solve_gamma(prof, base["wall_ns"] / fast["wall_ns"], 0.0, Policy("none"))
+    gamma = solve_gamma(profiles.from_dict(doc), base["wall_ns"] / fast, 0.0, Policy("none"))
     assert 1.5 < gamma < 2.7, gamma
 
 
@@ -109,3 +113,10 @@ def test_report_is_one_json_line():
     out = subprocess.run([str(synthetic.binary()), "-w", "100", "-p", "1"], capture_output=True, text=True,
                          check=True).stdout
     assert out.count("\n") == 1 and json.loads(out)["calls"] == {}
+
+
+def test_trials_calibrated_to_a_compute_time():
+    # Four times the compute time needs about four times the trials (ordering, with a wide margin).
+    short, long_ = synthetic.trials_for(10e6), synthetic.trials_for(40e6)
+    assert 0 < short < long_
+    assert 2 < long_ / short < 8

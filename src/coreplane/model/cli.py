@@ -21,8 +21,8 @@ def _render(doc: dict) -> None:
     console.print(f"[bold]{' '.join(doc['argv']) or doc['program']}[/] ({doc['profile']}): "
                   f"{doc['threads']} thread(s), wall {human_ns(doc['wall_ns'])}, system share p = {doc['p']:.3%}",
                   highlight=False)
-    console.print(f"gain γ = {par['gamma']:g}, forward cost 2·f_c = {human_ns(par['forward_cost_ns'])} per delegated "
-                  f"call, policy {pol['description']}: {len(pol['delegated'])} of {pol['distinct_calls']} syscalls, "
+    console.print(f"gain γ = {par['gamma']:g}, forward cost f_c = {human_ns(par['fc_ns'])} per direction (round trip "
+                  f"{human_ns(par['round_trip_ns'])}), policy {pol['description']}: {len(pol['delegated'])} of {pol['distinct_calls']} syscalls, "
                   f"{pol['delegated_calls']:,} of {pol['calls']:,} calls delegated", highlight=False)
     table = Table()
     for col in ("model", "speedup", "projected time", "notes"):
@@ -48,8 +48,8 @@ def project(
     profile_path: Path = typer.Argument(..., metavar="PROFILE", help="A profile JSON (coreplane-profile/1)."),
     gamma: float = typer.Option(1.0, "--gamma", help="Gain γ of the compute cores over Linux (1 = none)."),
     forward_cost: float = typer.Option(0.0, "--forward-cost", metavar="NS",
-                                       help="Round-trip cost 2·f_c per delegated call in ns (as `coreplane run "
-                                            "--forward-cost` and paper 002 Table 3)."),
+                                       help="Forwarding cost f_c per direction in ns, as `coreplane run "
+                                            "--forward-cost`: a delegated call pays 2·f_c (eq. 5)."),
     policy: str = typer.Option("all", "--policy", metavar="P",
                                help="all | none | min-frequency | max-frequency | random | mckernel | mos | "
                                     "NAME,NAME,... | @FILE: which calls are delegated."),
@@ -69,8 +69,7 @@ def project(
         raise CoreplaneError(f"--delegates {delegates}: at least one delegate is needed")
     prof = profiles.load(profile_path)
     pol = policies.parse(policy, share=share, seed=seed)
-    fc = forward_cost / 2.0
-    ref = refined(prof, gamma, fc, pol)
+    ref = refined(prof, gamma, forward_cost, pol)
     warnings = []
     if prof.measured_with_delegation():
         warnings.append(f"the profile was measured with delegation (policy {(prof.config or {}).get('policy', '?')}): "
@@ -83,18 +82,18 @@ def project(
         from coreplane.model.sensitivity import draw_all
         with Progress(console=Console(stderr=True), disable=json_out, transient=True) as bar:
             task = bar.add_task("sensitivity figures", total=None)
-            plots = [str(p) for p in draw_all([prof], plot, gamma, fc, share, seed, progress=lambda done, total, name:
+            plots = [str(p) for p in draw_all([prof], plot, gamma, forward_cost, share, seed, progress=lambda done, total, name:
                                               bar.update(task, completed=done, total=total, description=name))]
     doc = {
         "profile": str(profile_path), "program": prof.program, "argv": prof.argv,
         "threads": max(1, len(prof.threads)), "wall_ns": prof.wall_ns, "p": prof.system_share(),
-        "parameters": {"gamma": gamma, "forward_cost_ns": forward_cost, "fc_ns": fc, "delegates": delegates},
+        "parameters": {"gamma": gamma, "fc_ns": forward_cost, "round_trip_ns": 2 * forward_cost, "delegates": delegates},
         "policy": {"name": policy, "description": pol.describe(), "delegated": ref.delegated,
                    "distinct_calls": len(prof.syscalls), "delegated_calls": ref.delegated_calls,
                    "calls": sum(c.count for c in prof.syscalls)},
         "naive": naive(prof, gamma).to_dict(),
         "refined": ref.to_dict(),
-        "queueing": queueing(prof, gamma, fc, pol, delegates).to_dict(),
+        "queueing": queueing(prof, gamma, forward_cost, pol, delegates).to_dict(),
         "warnings": warnings,
         "plots": plots,
     }
