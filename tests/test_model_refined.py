@@ -9,7 +9,7 @@ from conftest import REPO
 from coreplane.model import profile as profiles
 from coreplane.model.naive import naive
 from coreplane.model.policies import Policy
-from coreplane.model.refined import refined
+from coreplane.model.refined import interposed_local_ns, refined
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 TINY = profiles.load(FIXTURES / "tiny.json")
@@ -100,3 +100,17 @@ def test_gamma_one_and_no_cost_is_no_change():
 def test_result_is_json_ready():
     doc = refined(TINY, 2.0, 1000.0, Policy("all")).to_dict()
     assert isinstance(doc["speedup"], float) and not isinstance(doc["t_d_ns"], np.ndarray)
+
+
+def test_interposition_cost_on_local_calls_by_hand():
+    # tiny with a runtime overhead of 100 ns per intercepted call, nothing delegated, γ = 1:
+    # g' = g + 100·n → t_local = 200 000 + 100·1164 = 316 400; S = 1e6 / (800 000 + 316 400)
+    doc = TINY.to_dict()
+    doc["overhead"] = {"interposed_call_ns": 100.0, "method": "hand"}
+    prof = profiles.from_dict(doc)
+    local = interposed_local_ns(prof)
+    assert local["read"] == 100_000 + 100 * 100
+    r = refined(prof, 1.0, 0.0, Policy("none"), local_ns=local)
+    assert r.t_local_ns == pytest.approx(316_400)
+    assert r.speedup == pytest.approx(1e6 / 1_116_400)
+    assert interposed_local_ns(TINY) == {c.name: c.total_ns for c in TINY.syscalls}  # 0 ns overhead

@@ -61,6 +61,14 @@ def splits(profile: Profile, delegated: frozenset[str], local_ns: Mapping[str, f
     return [split(seg, delegated, scale) for seg in profile.segments()]
 
 
+def interposed_local_ns(profile: Profile) -> dict[str, float]:
+    """g'(s) of coreplane's own emulation: a call kept local still pays the runtime's calibrated
+    interposition cost (`overhead.interposed_call_ns`, not included in total_ns) on top of g(s).
+    Pass it as `local_ns` to predict a `coreplane run` rather than a real multi-kernel."""
+    per_call = float((profile.overhead or {}).get("interposed_call_ns") or 0.0)
+    return {c.name: c.total_ns + per_call * c.count for c in profile.syscalls}
+
+
 def speedup(parts: list[Split], gamma, fc_ns):
     """Eq. 10–11 summed over segments: S_r = Σ t_nd / Σ t_d (arrays broadcast over γ and f_c)."""
     return sum(p.t_nd() for p in parts) / sum(p.t_d(gamma, fc_ns) for p in parts)
