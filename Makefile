@@ -11,7 +11,7 @@ BENCH_OUT := target/bench
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
-APT_PACKAGES := build-essential linux-libc-dev hwloc-nox linux-perf strace procps util-linux
+APT_PACKAGES := build-essential linux-libc-dev hwloc-nox linux-perf strace procps util-linux scotch
 
 .PHONY: setup apt venv rust workloads demo test bench figures clean
 

@@ -225,12 +225,20 @@ fn local_moving(g: &Graph, cores: f64, rng: &mut Rng, max_passes: usize) -> Vec<
         let (q, p) = quality(g, &member, n, cores);
         (q.t, p)
     };
-    for _ in 0..max_passes {
+    // Statuses (sequential/parallel) are fixed during a pass, so a pass of many moves can raise
+    // the exact T; it is then undone and retried with half as many moves allowed.
+    let mut budget = usize::MAX;
+    let mut passes = 0;
+    while passes < max_passes {
+        passes += 1;
         let f = |c: usize, par: &Vec<bool>| if par[c] { 1.0 / cores } else { 1.0 };
-        let saved = member.clone();
+        let saved = (member.clone(), size.clone(), empty.clone());
         rng.shuffle(&mut order);
         let mut moves = 0usize;
         for &i in &order {
+            if moves >= budget {
+                break;
+            }
             let i = i as usize;
             let a = member[i] as usize;
             for p in nb.ptr[i]..nb.ptr[i + 1] {
@@ -281,18 +289,21 @@ fn local_moving(g: &Graph, cores: f64, rng: &mut Rng, max_passes: usize) -> Vec<
             }
             touched.clear();
         }
-        let (q, p) = quality(g, &member, n, cores);
-        if q.t > best_t + 1e-9 {
-            // the statuses moved under our feet: keep the pass start, this level is done
-            member = saved;
+        if moves == 0 {
             break;
         }
-        let gained = best_t - q.t;
+        let (q, p) = quality(g, &member, n, cores);
+        if q.t > best_t - 1e-12 * best_t.abs().max(1.0) {
+            (member, size, empty) = saved;
+            if moves == 1 {
+                break;
+            }
+            budget = moves / 2;
+            continue;
+        }
         best_t = q.t;
         par = p;
-        if moves == 0 || gained <= 1e-12 * best_t.abs().max(1.0) {
-            break;
-        }
+        budget = budget.saturating_mul(2);
     }
     member
 }

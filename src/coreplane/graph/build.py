@@ -40,7 +40,7 @@ def trace_syscalls(argv: list[str], workdir: Path, interval: float) -> tuple[Pat
 
 
 def build(argv: list[str], out: Path, topology: str = "host", layer0: bool = True, window: int = 200_000,
-          windows: int = 4, start_ms: int = 0, period_ms: int = 100, sample_interval: float = 0.05,
+          windows: int = 4, start_ms: int = 0, period_ms: int = 100, sample_interval: float = 0.02,
           source: str = "strace", progress: Callable[[str], None] = lambda msg: None) -> MultiLayerGraph:
     """All four layers of `argv` (run twice: once traced for layers 1-2, once single-stepped for layer 0)."""
     if source not in threads.SOURCES:

@@ -48,7 +48,7 @@ def build(
     windows: int = typer.Option(4, "--windows", help="Layer 0: number of windows."),
     start_ms: int = typer.Option(0, "--start-ms", help="Layer 0: full-speed time before the first window."),
     period_ms: int = typer.Option(100, "--period-ms", help="Layer 0: full-speed time between windows."),
-    interval: float = typer.Option(0.05, "--sample-interval", help="Layer 2: seconds between pagemap samples."),
+    interval: float = typer.Option(0.02, "--sample-interval", help="Layer 2: seconds between pagemap samples."),
     source: str = typer.Option("strace", "--source", help="Layer 1 syscall trace source."),
     json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
 ) -> None:

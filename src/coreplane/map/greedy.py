@@ -43,8 +43,9 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
          T_apart = (L_p + L_q)/2 + 2*B_pq*byte_hop_ns/2 (N = 2, W_c = both ends of the traffic
          B_pq crossing one hop);
       2. otherwise it takes, among the m free cores nearest its heaviest placed partner, the one
-         minimising sum_q w_pq * hops(core, core_q) over its k heaviest placed partners (ties:
-         the core with fewest free neighbours, which keeps the placed region compact);
+         minimising byte_hop_ns * sum_q w_pq * hops(core, core_q) over its k heaviest placed
+         partners plus the load already on that core (ties: the core with fewest free
+         neighbours, which keeps the placed region compact);
       3. a process with no placed partner (a new independent group) starts on the free core
          farthest from everything placed so far.
     The walk is run from two starts -- the most communicating process on the topology's centre
@@ -76,12 +77,14 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacen
     """One greedy pass: breadth-first from order[0] (placed near first_core); see greedy_map."""
     placement = np.full(comm.n, -1, dtype=np.int64)
     free = np.full(topo.n_cores, capacity, dtype=np.int64)
+    core_load = np.zeros(topo.n_cores)
     hops = topo.hops
     dist_to_placed = np.full(topo.n_cores, np.iinfo(np.int32).max, dtype=np.int64)
 
     def place(p: int, core: int) -> None:
         placement[p] = core
         free[core] -= 1
+        core_load[core] += comm.load[p]
         np.minimum(dist_to_placed, hops[core], out=dist_to_placed)
 
     def start_core() -> int:
@@ -105,7 +108,8 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacen
         candidates = ring[free[ring] > 0][:CANDIDATE_CORES]
         cores = placement[[q for q, _ in placed]]
         weights = np.array([w for _, w in placed])
-        cost = hops[np.ix_(candidates, cores)] @ weights
+        # eq. (1) in ns: bytes moved times hops, plus the work already on the core (N = 1 there)
+        cost = byte_hop_ns * (hops[np.ix_(candidates, cores)] @ weights) + core_load[candidates]
         free_nbrs = (adjacent[candidates] & (free > 0)).sum(axis=1)
         return int(candidates[np.lexsort((free_nbrs, cost))[0]])
 

@@ -66,6 +66,13 @@ def writable_frames(pid: int) -> tuple[np.ndarray, np.ndarray]:
     return pfns, np.concatenate(shared)[first]
 
 
+def _comm(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
 def cpu_times(pid: int) -> dict[int, float]:
     """utime+stime in ns of each thread of pid (from /proc/PID/task/TID/stat)."""
     out = {}
@@ -82,8 +89,9 @@ def cpu_times(pid: int) -> dict[int, float]:
 class FrameSampler(threading.Thread):
     """Samples, every `interval` s until stopped, the frames and CPU times of a process tree."""
 
-    def __init__(self, root_pid: int, interval: float = 0.05):
+    def __init__(self, root_pid: int, interval: float = 0.02):
         super().__init__(daemon=True)
+        self.tracer_comm = _comm(root_pid)
         self.root_pid, self.interval = root_pid, interval
         self.samples: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # pid -> pfn -> samples
         self.cpu_ns: dict[int, float] = {}
@@ -93,8 +101,8 @@ class FrameSampler(threading.Thread):
 
     def sample_once(self) -> None:
         for pid in descendants(self.root_pid):
-            if pid == self.root_pid:
-                continue  # the tracer (strace) itself
+            if pid == self.root_pid or _comm(pid) == self.tracer_comm:
+                continue  # the tracer and the probe children it forks before the program
             self.cpu_ns.update(cpu_times(pid))
             counts = self.samples[pid]
             pfns, shared = writable_frames(pid)

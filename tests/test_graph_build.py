@@ -1,0 +1,98 @@
+"""Building the multi-layer graph of real programs: the layer-0 tracer on a known instruction
+sequence, the strace parser on a fixture, and `coreplane graph build` end to end."""
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import cli_json, run_cli
+from coreplane.core.native import binary
+from coreplane.graph import io
+from coreplane.graph.layers.threads import interactions, parse_strace
+
+PROGRAM = """
+.globl _start
+.text
+_start:
+  mov $5, %rax          # 0
+  mov $7, %rbx          # 1
+  add %rbx, %rax        # 2: rax <- 0, rbx <- 1
+  mov %rax, -8(%rsp)    # 3: rax <- 2
+  mov -8(%rsp), %rcx    # 4: memory <- 3
+  mov $60, %eax         # 5
+  xor %edi, %edi        # 6
+  syscall               # 7: rdi <- 6 (exit)
+"""
+
+
+def test_itrace_links_register_and_memory_dependencies(tmp_path):
+    (tmp_path / "t.S").write_text(PROGRAM)
+    subprocess.run(["gcc", "-nostdlib", "-static", "-o", str(tmp_path / "t"), str(tmp_path / "t.S")], check=True)
+    subprocess.run([str(binary("coreplane-itrace")), "--out", str(tmp_path / "o"), "--window", "1000",
+                    "--", str(tmp_path / "t")], check=True)
+    nodes = np.fromfile(tmp_path / "o.nodes", dtype=[("pc", "<u8"), ("task", "<u4"), ("window", "<u4")])
+    edges = np.fromfile(tmp_path / "o.edges", dtype=[("src", "<u4"), ("dst", "<u4"), ("w", "<f4"), ("kind", "<u4")])
+    assert len(nodes) == 8 and np.all(np.diff(nodes["pc"].astype(np.int64)) > 0)
+    got = {(int(e["src"]), int(e["dst"]), "reg" if e["kind"] == 1 else "mem") for e in edges}
+    assert got == {(0, 2, "reg"), (1, 2, "reg"), (2, 3, "reg"), (3, 4, "mem"), (6, 7, "reg")}
+    static = (tmp_path / "o.static").read_text().splitlines()
+    assert static[2].endswith("add rax,rbx")
+
+
+def test_strace_parser_joins_resumed_calls_and_pairs_futex_wakes(hosts):
+    tasks, edges = interactions(parse_strace(hosts.parent / "strace" / "futex_pipe.txt"))
+    by_tid = {t.tid: t for t in tasks.values()}
+    assert (by_tid[101].key, by_tid[101].kind, by_tid[101].program) == ("0.0", "process", "consumer")
+    assert (by_tid[102].key, by_tid[102].kind, by_tid[102].pid) == ("0.1", "thread", 100)
+    flows = {(a, b, k): w for a, b, w, k in edges}
+    assert flows[(100, 101, "pipe")] == 5096  # 4096 (read resumed) + 1000
+    assert flows[(100, 102, "futex")] == 64  # one wake-up that woke a waiter; the second woke nobody
+    assert (100, 101, "spawn") in flows and (100, 102, "spawn") in flows
+
+
+def test_malformed_strace_line_is_named(tmp_path):
+    bad = tmp_path / "s.txt"
+    bad.write_text("100 1.000 read(0, \"\", 1) = 0\nnot strace\n")
+    with pytest.raises(Exception, match=r"s.txt:2"):
+        list(parse_strace(bad))
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is installed by make apt")
+def test_build_a_real_pipeline_end_to_end(tmp_path):
+    out = tmp_path / "g.cpg"
+    produced = len(subprocess.run(["seq", "1", "300000"], capture_output=True).stdout)
+    proc = run_cli("graph", "build", "--json", "--out", str(out), "--window", "20000", "--windows", "1", "--sample-interval", "0.005", "--",
+                   "sh", "-c", "seq 1 300000 | gzip -c > /dev/null", check=True)
+    doc = json.loads(proc.stdout)
+    g = io.load(out)
+    threads = g.layer_nodes(1)
+    assert {"sh", "seq", "gzip"} <= set(threads["program"])
+    # layer 1: the pipe edge seq -> gzip carries exactly what seq wrote
+    pipe = g.layer_edges(1)
+    pipe = pipe[pipe["kind"] == "pipe"]
+    name = dict(zip(threads["id"], threads["program"]))
+    seq_to_gzip = pipe[(pipe["src"].map(name) == "seq") & (pipe["dst"].map(name) == "gzip")]
+    assert seq_to_gzip["weight"].sum() == produced
+    # layer 0: the window, with dependencies pointing forward and every instruction on a thread
+    assert doc["counts"]["nodes"]["instructions"] == 20000
+    intra = g.layer_edges(0)
+    assert len(intra) > 10000 and (intra["src"] < intra["dst"]).all()
+    runs_on = g.layer_edges(0, 1)
+    assert len(runs_on) == 20000 and runs_on["dst"].isin(threads["id"]).all()
+    # layer 2 (root reads PFNs) and layer 3 (this host)
+    assert len(g.layer_nodes(2)) > 0 and len(g.layer_edges(1, 2)) > 0
+    assert doc["counts"]["nodes"]["cores"] >= 2
+    # partition and map the built graph
+    part = cli_json("graph", "partition", str(out), "--cores", "4", "--baselines", "metis")
+    assert [r["method"] for r in part["results"]] == ["greedy", "metis"]
+    assert part["results"][0]["t"] <= part["results"][1]["t"]
+    mapped = cli_json("map", str(out), "--topology", "mesh:2x2")
+    assert len(mapped["results"][0]["placement"]) == len(threads)
+
+
+def test_missing_graph_directory_is_one_line(tmp_path):
+    proc = run_cli("graph", "partition", str(tmp_path / "nope"), "--cores", "2")
+    assert proc.returncode == 2 and "not a graph directory" in proc.stderr and proc.stderr.count("\n") == 1
