@@ -5,10 +5,12 @@ import sys
 import typer
 
 from coreplane.bench.cli import app as bench_app
+from coreplane.cell.cli import app as cell_app
 from coreplane.core.errors import CoreplaneError
 from coreplane.doctor.cli import doctor
 from coreplane.graph.cli import app as graph_app
 from coreplane.map.cli import map_command
+from coreplane.noise.cli import app as noise_app
 from coreplane.dse.cli import sweep
 from coreplane.model.cli import project
 
@@ -23,6 +25,8 @@ app.command()(doctor)
 app.add_typer(bench_app, name="bench")
 app.add_typer(graph_app, name="graph")
 app.command(name="map")(map_command)
+app.add_typer(cell_app, name="cell")
+app.add_typer(noise_app, name="noise")
 app.command()(sweep)
 app.command()(project)
 

@@ -48,6 +48,10 @@ pub struct MeasureArgs {
     /// At most this many gaps are kept per CPU for the timeline (all are counted).
     #[arg(long, default_value_t = 200_000)]
     max_gaps: usize,
+    /// Measure as SCHED_FIFO at this priority (0: an ordinary task). Only higher-priority
+    /// threads, interrupts and the RT throttle can then interrupt the detectors.
+    #[arg(long, default_value_t = 0)]
+    fifo: i32,
 }
 
 #[derive(Serialize)]
@@ -94,6 +98,19 @@ pub fn parse_cpu_list(spec: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
+/// Makes the calling thread SCHED_FIFO at `priority` (it then preempts every ordinary task).
+pub fn become_fifo(priority: i32) -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: pid 0 is the calling thread; `param` outlives the call.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(format!(
+            "SCHED_FIFO priority {priority}: {} (needs root or CAP_SYS_NICE)",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// Runs `work(cpu, start_barrier)` on one scoped thread per CPU and collects the results in order.
 pub fn on_each_cpu<R: Send>(
     cpus: &[usize],
@@ -119,6 +136,9 @@ fn measure(args: &MeasureArgs) -> Result<MeasureReport, String> {
     let tsc_ns = tsc_per_ns(Duration::from_millis(100));
     let reports = on_each_cpu(&cpus, |cpu, barrier| {
         crate::cpu::pin_current_thread(cpu)?;
+        if args.fifo > 0 {
+            become_fifo(args.fifo)?;
+        }
         let gap_cfg = gap::Config {
             duration_ns: args.duration_ns,
             threshold_ns: args.threshold_ns,

@@ -100,3 +100,27 @@ pub fn run(cfg: &Config) -> (GapReport, FtqReport) {
     };
     (gap, FtqReport { quantum_ns: cfg.quantum_ns, counts })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{run, Config};
+    use crate::cpu::tsc_per_ns;
+    use std::time::Duration;
+
+    #[test]
+    fn one_count_per_quantum_and_consistent_totals() {
+        let cfg = Config {
+            duration_ns: 20_000_000,
+            threshold_ns: 5_000,
+            quantum_ns: 1_000_000,
+            max_gaps: 3,
+            tsc_ns: tsc_per_ns(Duration::from_millis(20)),
+        };
+        let (gap, ftq) = run(&cfg);
+        assert_eq!(ftq.counts.len(), 20);
+        assert!(gap.runtime_ns >= 20e6 && gap.runtime_ns < 40e6, "{}", gap.runtime_ns);
+        assert!(ftq.counts.iter().map(|&c| u64::from(c)).sum::<u64>() <= gap.iterations);
+        assert!(gap.lost_ns <= gap.runtime_ns && gap.max_ns <= gap.lost_ns + 1.0);
+        assert!(gap.timeline.len() <= 3 && gap.timeline_truncated == (gap.count > 3));
+    }
+}

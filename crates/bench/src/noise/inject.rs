@@ -82,18 +82,6 @@ fn sleep_until(deadline_ns: u64) {
     unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
 }
 
-fn become_fifo(priority: i32) -> Result<(), String> {
-    let param = libc::sched_param { sched_priority: priority };
-    // SAFETY: pid 0 is the calling thread; `param` outlives the call.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(format!(
-            "SCHED_FIFO priority {priority}: {} (needs root or CAP_SYS_NICE)",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
-}
-
 /// A small xorshift generator: the phases need spread, not cryptographic quality.
 struct XorShift(u64);
 
@@ -108,7 +96,7 @@ impl XorShift {
 
 fn inject_on(cpu: usize, args: &InjectArgs, until_ns: Option<u64>) -> Result<CpuInjection, String> {
     crate::cpu::pin_current_thread(cpu)?;
-    become_fifo(args.priority)?;
+    super::become_fifo(args.priority)?;
     let mut rng = XorShift((args.seed ^ (cpu as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1);
     let (mut latencies, mut spins) = (Vec::new(), Vec::new());
     let mut missed = 0;

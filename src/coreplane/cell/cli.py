@@ -1,0 +1,122 @@
+"""The `coreplane cell` commands: create, status, list, destroy, exec."""
+
+import os
+import time
+
+import typer
+from rich.table import Table
+
+from coreplane.cell.cell import Cell
+from coreplane.cell.spec import CellSpec, parse_cores
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.output import console, emit
+from coreplane.doctor.host import format_cpu_list
+
+app = typer.Typer(help="Cells: exclusive compute cores, the machine's other work on control cores.",
+                  no_args_is_help=True)
+STYLE = {"isolated": "green", "partial": "yellow", "not isolated": "bold red", "info": "cyan"}
+JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
+
+
+def _render_created(doc: dict) -> None:
+    m = doc.get("machine", {})
+    tasks = m.get("tasks", {})
+    console.print(f"cell [bold]{doc['name']}[/]: compute {format_cpu_list(doc['compute'])}, "
+                  f"control {format_cpu_list(doc['control'])} ({doc['cgroup']['path']})")
+    if tasks:
+        console.print(f"  {tasks['moved']} processes moved to the control cores, {len(tasks['refused'])} refused")
+    if "steering" in m:
+        s = m["steering"]
+        console.print(f"  {s['irqs_steered']} IRQs steered, {len(s['irqs_refused'])} refused; "
+                      f"workqueue cpumask: {s.get('workqueue_cpumask')}")
+    owner = doc.get("owner")
+    console.print(f"  owner pid {owner['pid']} (watchdog {doc['watchdog_pid']})" if owner
+                  else f"  no owner: it lives until `coreplane cell destroy {doc['name']}`")
+
+
+def _render_status(doc: dict) -> None:
+    console.print(f"[bold]cell {doc['name']}[/]: compute {format_cpu_list(doc['compute'])}, control "
+                  f"{format_cpu_list(doc['control'])}, processes {doc['processes'] or 'none'}")
+    for check in doc["checks"]:
+        console.print(f"[{STYLE[check['state']]}]{check['state']:>12}[/]  [bold]{check['item']}[/]: "
+                      f"{check['detail']}", highlight=False)
+        for line in check["evidence"]:
+            console.print(f"{'':14}[dim]{line}[/]", highlight=False)
+
+
+def _render_list(doc: dict) -> None:
+    table = Table(title="cells")
+    for col in ("name", "compute", "control", "owner", "processes", "age", "phase"):
+        table.add_column(col)
+    for r in doc["cells"]:
+        owner = r.get("owner")
+        table.add_row(r["name"], format_cpu_list(r["compute"]), format_cpu_list(r["control"]),
+                      str(owner["pid"]) if owner else "-", str(len(r.get("processes", []))),
+                      f"{time.time() - r['created']:.0f} s", r.get("phase", "?"))
+    console.print(table)
+    if doc["reaped"]:
+        console.print(f"reaped stale cells (owner dead): {', '.join(doc['reaped'])}")
+
+
+@app.command()
+def create(
+    compute: str = typer.Option(..., "--compute", help="Compute cores, e.g. 1 or 2-7."),
+    control: str = typer.Option(..., "--control", help="Control cores, e.g. 0."),
+    name: str = typer.Option(None, "--name", help="Cell name (default pid<owner>)."),
+    owner: int = typer.Option(None, "--owner", help="Destroy the cell when this process dies (a watchdog waits for it)."),
+    pids: list[int] = typer.Option([], "--pid", help="Put this process into the cell (repeatable)."),
+    move_tasks: bool = typer.Option(True, "--move-tasks/--no-move-tasks", help="Move the machine's other processes to the control cores."),
+    steer_irqs: bool = typer.Option(True, "--steer-irqs/--no-steer-irqs", help="Steer IRQs and unbound workqueues off the compute cores."),
+    hugepages: int = typer.Option(0, "--hugepages", help="2 MiB huge pages to add to the pool for the cell."),
+    mlock: bool = typer.Option(False, "--mlock", help="Lift the memory-lock limit of the cell's processes."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Creates a cell; without --owner it lives until `coreplane cell destroy`."""
+    spec = CellSpec(compute=parse_cores(compute, "--compute"), control=parse_cores(control, "--control"),
+                    name=name, move_tasks=move_tasks, steer_irqs=steer_irqs, hugepages=hugepages, mlock=mlock)
+    cell = Cell.create(spec, watchdog=owner is not None, owner=owner)
+    for pid in pids:
+        cell.add_process(pid)
+    emit(cell.record, json_out, _render_created)
+
+
+@app.command()
+def status(name: str = typer.Argument(..., help="Cell name."),
+           sample: float = typer.Option(0.2, "--sample", help="Seconds of interrupt sampling on the compute cores."),
+           json_out: bool = JSON_OPT) -> None:
+    """What the cell isolates and what it cannot (tick, kernel threads, IRQs...), with evidence."""
+    if not 0 < sample <= 60:
+        raise CoreplaneError(f"--sample {sample}: between 0 and 60 seconds")
+    emit(Cell.load(name).status(sample), json_out, _render_status)
+
+
+@app.command("list")
+def list_cells(json_out: bool = JSON_OPT) -> None:
+    """Live cells; cells whose owner has died are reaped on the way."""
+    cells, reaped = Cell.live()
+    emit({"cells": cells, "reaped": reaped}, json_out, _render_list)
+
+
+@app.command()
+def destroy(name: str = typer.Argument(None, help="Cell name."),
+            all_cells: bool = typer.Option(False, "--all", help="Destroy every cell."),
+            json_out: bool = JSON_OPT) -> None:
+    """Moves the cell's processes out, removes its cgroups and gives the machine back."""
+    if bool(name) == all_cells:
+        raise CoreplaneError("give a cell name or --all")
+    names = [r["name"] for r in Cell.live()[0]] if all_cells else [name]
+    done = {n: Cell.load(n).destroy() for n in names}
+    emit({"destroyed": done}, json_out,
+         lambda d: console.print(f"destroyed: {', '.join(d['destroyed']) or 'nothing'}"))
+
+
+@app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def exec_in(ctx: typer.Context, name: str = typer.Argument(..., help="Cell name.")) -> None:
+    """Runs a command inside the cell: `coreplane cell exec NAME -- taskset -c 1 ./app`."""
+    if not ctx.args:
+        raise CoreplaneError("nothing to run: coreplane cell exec NAME -- COMMAND [ARGS]")
+    Cell.load(name).add_process(os.getpid())
+    try:
+        os.execvp(ctx.args[0], ctx.args)
+    except OSError as exc:
+        raise CoreplaneError(f"{ctx.args[0]}: {exc.strerror}") from None

@@ -1,0 +1,1 @@
+"""OS noise: measuring it (gap detector, FWQ, FTQ, osnoise/timerlat) and injecting it."""

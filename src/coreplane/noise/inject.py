@@ -1,0 +1,100 @@
+"""`coreplane noise inject`: SCHED_FIFO injectors in the foreground, in the background (for
+experiments), and checked by measuring them with the gap detector and FTQ."""
+
+import json
+import signal
+import subprocess
+import time
+
+import numpy as np
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import binary, run_json
+from coreplane.doctor.host import format_cpu_list
+from coreplane.noise.measure import measure
+from coreplane.noise.units import human_ns
+
+# A measured spin or period further than this from the request fails the check.
+CHECK_TOLERANCE = 0.15
+
+
+def _args(cpus: list[int], period_ns: int, spin_ns: int, phase: str, priority: int, duration_ns: int) -> list[str]:
+    if spin_ns >= period_ns:
+        raise CoreplaneError(f"--spin {human_ns(spin_ns)} must be shorter than --period {human_ns(period_ns)}")
+    return ["noise", "inject", "--cpus", format_cpu_list(cpus), "--period-ns", str(period_ns), "--spin-ns",
+            str(spin_ns), "--phase", phase, "--priority", str(priority), "--duration-ns", str(duration_ns)]
+
+
+def inject(cpus: list[int], period_ns: int, spin_ns: int, phase: str = "sync", priority: int = 10,
+           duration_ns: int = 0) -> dict:
+    """Injects in the foreground until the duration ends (0: until Ctrl-C); returns the report."""
+    return run_json("coreplane-bench", *_args(cpus, period_ns, spin_ns, phase, priority, duration_ns))
+
+
+class Injector:
+    """Injectors running in the background; always bounded by `limit_ns` so that a crashed
+    caller cannot leave them spinning forever. Use as a context manager."""
+
+    def __init__(self, cpus: list[int], period_ns: int, spin_ns: int, phase: str = "sync", priority: int = 10,
+                 limit_ns: int = 600_000_000_000):
+        self.proc = subprocess.Popen([str(binary("coreplane-bench")),
+                                      *_args(cpus, period_ns, spin_ns, phase, priority, limit_ns)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.report: dict | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> dict:
+        """Stops the injectors (each ends within one period) and returns their report."""
+        if self.report is None:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+            out, err = self.proc.communicate()
+            if self.proc.returncode != 0:
+                raise CoreplaneError(err.strip().splitlines()[-1] if err.strip() else "injector failed")
+            self.report = json.loads(out)
+        return self.report
+
+    def __enter__(self) -> "Injector":
+        time.sleep(0.05)
+        if self.proc.poll() is not None:  # failed at once (bad CPU, no SCHED_FIFO): say why
+            self.stop()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def check(cpus: list[int], period_ns: int, spin_ns: int, phase: str, priority: int, duration_ns: int,
+          threshold_ns: int) -> dict:
+    """Injects while measuring the same CPUs and compares what the gap detector saw with
+    what was asked: spin length, rate of activations and (synchronised) period. The detector
+    runs as SCHED_FIFO just below the injectors, so ordinary tasks sharing the CPU (time
+    slices of milliseconds on a busy machine) cannot pass for injected noise."""
+    if priority < 2:
+        raise CoreplaneError("--check needs --priority >= 2: the detector runs at SCHED_FIFO priority - 1")
+    with Injector(cpus, period_ns, spin_ns, phase, priority, limit_ns=duration_ns + 10 * period_ns) as inj:
+        doc = measure(cpus, duration_ns, threshold_ns, fwq=False, tracers=False, fifo=priority - 1)
+        report = inj.stop()
+    results = []
+    for c in doc["native"]["cpus"]:
+        t = np.asarray(c["gap"]["timeline"]).reshape(-1, 2)
+        # Gaps of the injected length; longer ones are the RT throttle or the host preempting the vCPU.
+        hits = t[(t[:, 1] >= spin_ns / 2) & (t[:, 1] <= 2 * spin_ns)]
+        seconds = c["gap"]["runtime_ns"] / 1e9
+        r = {"cpu": c["cpu"], "injected_gaps": len(hits), "expected_gaps": seconds * 1e9 / period_ns,
+             "spin_ns": float(np.median(hits[:, 1])) if len(hits) else None,
+             "rate_per_s": len(hits) / seconds, "ftq_peaks_hz": c["ftq"]["spectrum"]["peaks"]}
+        r["period_ns"] = float(np.median(np.diff(hits[:, 0]))) if len(hits) > 2 else None
+        r["ok"] = bool(
+            r["spin_ns"] is not None
+            and abs(r["spin_ns"] - spin_ns) <= CHECK_TOLERANCE * spin_ns
+            and abs(r["rate_per_s"] * period_ns / 1e9 - 1) <= CHECK_TOLERANCE
+            and (phase != "sync" or (r["period_ns"] is not None
+                                     and abs(r["period_ns"] - period_ns) <= CHECK_TOLERANCE * period_ns)))
+        results.append(r)
+    return {"requested": {"period_ns": period_ns, "spin_ns": spin_ns, "phase": phase, "priority": priority},
+            "tolerance": CHECK_TOLERANCE, "ok": all(r["ok"] for r in results), "cpus": results,
+            "injector": report, "measurement": doc["summary"]}
