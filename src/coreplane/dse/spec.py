@@ -100,7 +100,7 @@ class Spec:
         return any(m.source == "time" for m in self.metrics)
 
 
-class _Where:
+class Where:
     """Turns a key path into `file:line: path: message` errors, locating the key in TOML text."""
 
     def __init__(self, source: str, text: str):
@@ -166,7 +166,7 @@ class _Where:
         return CoreplaneError(f"{where}: {dotted + ': ' if dotted else ''}{message}")
 
 
-def _check_keys(table: dict, allowed: tuple, path: tuple, where: _Where) -> None:
+def _check_keys(table: dict, allowed: tuple, path: tuple, where: Where) -> None:
     for key in table:
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
@@ -174,7 +174,7 @@ def _check_keys(table: dict, allowed: tuple, path: tuple, where: _Where) -> None
             raise where.fail(path + (key,), f"unknown key{hint}")
 
 
-def _typed(value: Any, kinds: tuple, path: tuple, where: _Where, what: str) -> Any:
+def _typed(value: Any, kinds: tuple, path: tuple, where: Where, what: str) -> Any:
     if isinstance(value, bool) and bool not in kinds:
         raise where.fail(path, f"expected {what}, got {value!r}")
     if not isinstance(value, kinds):
@@ -182,7 +182,7 @@ def _typed(value: Any, kinds: tuple, path: tuple, where: _Where, what: str) -> A
     return value
 
 
-def _positive(value: Any, path: tuple, where: _Where, integer: bool = False, zero_ok: bool = False) -> Any:
+def _positive(value: Any, path: tuple, where: Where, integer: bool = False, zero_ok: bool = False) -> Any:
     kinds = (int,) if integer else (int, float)
     _typed(value, kinds, path, where, "an integer" if integer else "a number")
     if value < 0 or (value == 0 and not zero_ok):
@@ -211,7 +211,7 @@ def value_range(start: float, stop: float, step: float | None = None, factor: fl
     return [round(start + i * step, 12) for i in range(count)]
 
 
-def _parameter_values(raw: Any, path: tuple, where: _Where) -> list:
+def _parameter_values(raw: Any, path: tuple, where: Where) -> list:
     if isinstance(raw, list):
         if not raw:
             raise where.fail(path, "empty list of values")
@@ -235,7 +235,7 @@ def _parameter_values(raw: Any, path: tuple, where: _Where) -> list:
     raise where.fail(path, f"expected a list of values or a range table, got {raw!r}")
 
 
-def placeholders(template: str, path: tuple, where: _Where) -> set[str]:
+def placeholders(template: str, path: tuple, where: Where) -> set[str]:
     """Names used as {name} in a template; a malformed brace is an error at its line."""
     try:
         return {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
@@ -243,7 +243,7 @@ def placeholders(template: str, path: tuple, where: _Where) -> set[str]:
         raise where.fail(path, f"bad template {template!r}: {exc} (write {{{{ and }}}} for literal braces)") from None
 
 
-def _metric(raw: Any, path: tuple, where: _Where) -> Metric:
+def _metric(raw: Any, path: tuple, where: Where) -> Metric:
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a table")
     _check_keys(raw, ("source", "name", "pattern", "stream", "file", "fields"), path, where)
@@ -282,7 +282,7 @@ def _metric(raw: Any, path: tuple, where: _Where) -> Metric:
     return Metric(source=source, name=name, pattern=pattern, stream=stream, file=file, fields=dict(fields))
 
 
-def _timeout(raw: Any, where: _Where) -> Timeout:
+def _timeout(raw: Any, where: Where) -> Timeout:
     path = ("timeout",)
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return Timeout(seconds=_positive(raw, path, where))
@@ -307,7 +307,7 @@ def _timeout(raw: Any, where: _Where) -> Timeout:
     )
 
 
-def _retries(raw: Any, where: _Where) -> Retries:
+def _retries(raw: Any, where: Where) -> Retries:
     path = ("retries",)
     if isinstance(raw, int) and not isinstance(raw, bool):
         return Retries(count=_positive(raw, path, where, integer=True, zero_ok=True))
@@ -322,7 +322,7 @@ def _retries(raw: Any, where: _Where) -> Retries:
                    on=tuple(on))
 
 
-def _statistics(raw: Any, where: _Where) -> Statistics:
+def _statistics(raw: Any, where: Where) -> Statistics:
     path = ("statistics",)
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a table")
@@ -338,7 +338,7 @@ def _statistics(raw: Any, where: _Where) -> Statistics:
     )
 
 
-def _slurm(raw: Any, where: _Where) -> SlurmOptions:
+def _slurm(raw: Any, where: Where) -> SlurmOptions:
     path = ("slurm",)
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a table")
@@ -361,9 +361,9 @@ TOP_KEYS = ("name", "command", "repetitions", "warmups", "workdir", "tags", "env
             "timeout", "retries", "statistics", "metrics", "slurm")
 
 
-def from_dict(doc: dict, source: str = "<dict>", text: str = "", where: _Where | None = None) -> Spec:
+def from_dict(doc: dict, source: str = "<dict>", text: str = "", where: Where | None = None) -> Spec:
     """Validates a spec given as a dict (a parsed TOML file, or built in Python) into a `Spec`."""
-    where = where or _Where(source, text)
+    where = where or Where(source, text)
     _check_keys(doc, TOP_KEYS, (), where)
     command = doc.get("command")
     if not isinstance(command, str) or not command.strip():
@@ -428,7 +428,7 @@ def from_dict(doc: dict, source: str = "<dict>", text: str = "", where: _Where |
     return spec
 
 
-def _check_references(spec: Spec, where: _Where) -> None:
+def _check_references(spec: Spec, where: Where) -> None:
     """Every name a template, rule or size class uses must be a parameter (or a built-in)."""
     known = set(spec.parameters) | set(BUILTINS)
     for path, template in [(("command",), spec.command)] + [(("env", k), v) for k, v in spec.env.items()]:
@@ -469,122 +469,6 @@ def parse_toml(text: str, source: str) -> Spec:
     return from_dict(doc, source, text)
 
 
-# INFOFILE keys that set the spec instead of naming a parameter, and the spec path each sets.
-INFO_SETTINGS = {
-    "name": ("name",), "command": ("command",), "workdir": ("workdir",),
-    "repetitions": ("repetitions",), "warmups": ("warmups",),
-    "timeout": ("timeout",), "timeout_factor": ("timeout", "factor"), "timeout_floor": ("timeout", "floor"),
-    "timeout_initial": ("timeout", "initial"), "size_class": ("timeout", "size_class"),
-    "retries": ("retries", "count"), "backoff": ("retries", "backoff"), "retry_on": ("retries", "on"),
-    "cv_threshold": ("statistics", "cv_threshold"), "max_repetitions": ("statistics", "max_repetitions"),
-    "metrics": ("metrics",), "zip": ("expand", "zip"),
-}
-_INFO_LISTS = ("retry_on", "size_class")
-_INFO_RANGE = re.compile(r"^(-?[\d.]+)\.\.(-?[\d.]+)(?::(\*?)([\d.]+))?$")
-
-
-class _InfoWhere(_Where):
-    """Errors in an INFOFILE point at the line of the key that set the offending spec path."""
-
-    def __init__(self, source: str):
-        super().__init__(source, "")
-        self.origin: dict[tuple, int] = {}
-
-    def line_of(self, path: tuple) -> int:
-        for cut in range(len(path), 0, -1):
-            if path[:cut] in self.origin:
-                return self.origin[path[:cut]]
-        return 1
-
-
-def _info_scalar(text: str) -> int | float | str:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _info_values(text: str, line: int, key: str, source: str) -> list:
-    """`a,b,c`, or a range `start..stop` / `start..stop:step` / `start..stop:*factor`."""
-    match = _INFO_RANGE.match(text)
-    if match:
-        start, stop, geometric, step = (_info_scalar(g) if g else g for g in match.groups())
-        if any(isinstance(v, str) and v for v in (start, stop, step)):
-            raise CoreplaneError(f"{source}:{line}: {key}: not a numeric range: {text}")
-        try:
-            return value_range(start, stop, None if geometric else step, step if geometric else None)
-        except ValueError as exc:
-            raise CoreplaneError(f"{source}:{line}: {key}: {exc}") from None
-    values = [v.strip() for v in text.split(",")]
-    if any(v == "" for v in values):
-        raise CoreplaneError(f"{source}:{line}: {key}: empty value in '{text}'")
-    return [_info_scalar(v) for v in values]
-
-
-def _info_setting(doc: dict, key: str, value: str) -> None:
-    """Puts one reserved INFOFILE key into the spec dict (types are checked by `from_dict`)."""
-    path = INFO_SETTINGS[key]
-    if key == "timeout":
-        doc["timeout"]["adaptive" if value == "adaptive" else "seconds"] = True if value == "adaptive" else _info_scalar(value)
-    elif key == "metrics":
-        doc["metrics"].extend({"source": v.strip()} for v in value.split(","))
-    elif key == "zip":
-        doc["expand"] = {"zip": [[n.strip() for n in group.split("+")] for group in value.split(",")]}
-    elif len(path) == 2:
-        doc.setdefault(path[0], {})[path[1]] = ([v.strip() for v in value.split(",")] if key in _INFO_LISTS
-                                                else _info_scalar(value))
-    else:
-        doc[path[0]] = value if key in ("name", "command", "workdir") else _info_scalar(value)
-
-
-def parse_infofile(text: str, source: str) -> Spec:
-    """Paper 001's INFOFILE: `key=v1,v2,...` lines; see docs/formats.md for the key mapping."""
-    doc: dict[str, Any] = {"parameters": {}, "env": {}, "tags": {}, "metrics": [], "timeout": {}}
-    where = _InfoWhere(source)
-    seen: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if "=" not in line:
-            raise CoreplaneError(f"{source}:{number}: expected key=value, got '{line}'")
-        key, value = (s.strip() for s in line.split("=", 1))
-        if not re.match(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$", key):
-            raise CoreplaneError(f"{source}:{number}: bad key '{key}'")
-        if key in seen:
-            raise CoreplaneError(f"{source}:{number}: {key}: already set on line {seen[key]}")
-        if not value:
-            raise CoreplaneError(f"{source}:{number}: {key}: no value")
-        seen[key] = number
-        prefix, _, rest = key.partition(".")
-        if prefix == "env" and rest:
-            doc["env"][rest] = value
-            where.origin[("env", rest)] = number
-        elif prefix == "tag" and rest:
-            doc["tags"][rest] = value
-        elif prefix == "metric" and rest:
-            where.origin[("metrics", len(doc["metrics"]))] = number
-            doc["metrics"].append({"source": "regex", "name": rest, "pattern": value})
-        elif rest:
-            raise CoreplaneError(f"{source}:{number}: {key}: unknown prefix '{prefix}.' (env., tag., metric.)")
-        elif key in INFO_SETTINGS:
-            if key == "metrics":
-                for i in range(len(value.split(","))):
-                    where.origin[("metrics", len(doc["metrics"]) + i)] = number
-            where.origin[INFO_SETTINGS[key]] = number
-            _info_setting(doc, key, value)
-        else:
-            where.origin[("parameters", key)] = number
-            doc["parameters"][key] = _info_values(value, number, key, source)
-    if not doc["timeout"]:
-        del doc["timeout"]
-    elif set(doc["timeout"]) - {"seconds", "adaptive"} and "timeout" not in seen:
-        where.origin[("timeout",)] = min(where.origin[p] for p in where.origin if p[0] == "timeout")
-    return from_dict(doc, source, text, where)
-
-
 def load(path: str | Path) -> Spec:
     """Reads a spec file: `.toml` as TOML, anything else as an INFOFILE."""
     path = Path(path)
@@ -592,6 +476,10 @@ def load(path: str | Path) -> Spec:
         text = path.read_text()
     except OSError as exc:
         raise CoreplaneError(f"{path}: cannot read the spec: {exc.strerror}") from None
-    spec = parse_toml(text, str(path)) if path.suffix == ".toml" else parse_infofile(text, str(path))
+    if path.suffix == ".toml":
+        spec = parse_toml(text, str(path))
+    else:
+        from coreplane.dse.infofile import parse_infofile
+        spec = parse_infofile(text, str(path))
     spec.text = text
     return spec

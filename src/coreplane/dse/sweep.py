@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -94,9 +95,11 @@ def _sigterm_interrupts():
 
 
 def _progress(enabled: bool) -> Progress:
+    """The bar on stderr: runs done of runs planned, failures, elapsed time and ETA (terminals only)."""
+    console = Console(stderr=True)
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                    TimeRemainingColumn(), console=Console(stderr=True), disable=not enabled, transient=False)
+                    TimeRemainingColumn(), console=console, disable=not (enabled and console.is_terminal))
 
 
 def run_sweep(spec: Spec, out: str | Path, *, resume: bool = False, executor: str = "local", parallel: int = 1,
@@ -150,7 +153,13 @@ def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, prog
             store.mark_running(t.run_id, t.point_id, t.rep, t.warmup, "local", pid, process_start_ticks(pid),
                                socket.gethostname(), cpus, t.log_dir)
 
+        results_lock = threading.Lock()
+
         def on_result(result: RunResult) -> None:
+            with results_lock:   # parallel workers report concurrently
+                _record(result)
+
+        def _record(result: RunResult) -> None:
             store.record(result)
             status = result.final.status
             counts[("warmup " if result.warmup else "") + status] += 1
@@ -159,7 +168,9 @@ def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, prog
             elif result.point_id in by_id:
                 policy.learn(size_class(by_id[result.point_id].params, spec.timeout.size_class),
                              result.final.wall_s)
-            bar.update(task, advance=1, failed=sum(v for k, v in counts.items() if not k.endswith("ok")))
+            done = bar.tasks[0].completed + 1
+            bar.update(task, completed=done, total=max(done, bar.tasks[0].total or 0),
+                       failed=sum(v for k, v in counts.items() if not k.endswith("ok")))
 
         ctx = RunContext(settings, policy, live, store, on_start, on_result)
         previous = _sigterm_interrupts()
