@@ -12,6 +12,7 @@ from coreplane.graph.cli import app as graph_app
 from coreplane.map.cli import map_command
 from coreplane.noise.cli import app as noise_app
 from coreplane.dse.cli import sweep
+from coreplane.report.cli import compare, report
 from coreplane.model.cli import project
 
 app = typer.Typer(
@@ -28,6 +29,8 @@ app.command(name="map")(map_command)
 app.add_typer(cell_app, name="cell")
 app.add_typer(noise_app, name="noise")
 app.command()(sweep)
+app.command()(report)
+app.command()(compare)
 app.command()(project)
 
 
