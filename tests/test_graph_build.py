@@ -49,6 +49,7 @@ def test_strace_parser_joins_resumed_calls_and_pairs_futex_wakes(hosts):
     assert (by_tid[102].key, by_tid[102].kind, by_tid[102].pid) == ("0.1", "thread", 100)
     flows = {(a, b, k): w for a, b, w, k in edges}
     assert flows[(100, 101, "pipe")] == 5096  # 4096 (read resumed) + 1000
+    assert flows[(100, 101, "socket")] == 300  # socket endpoints "[900->901]" paired with "[901->900]"
     assert flows[(100, 102, "futex")] == 64  # one wake-up that woke a waiter; the second woke nobody
     assert (100, 101, "spawn") in flows and (100, 102, "spawn") in flows
 

@@ -130,6 +130,10 @@ int main(int argc, char **argv) {
             memset(buf, side, size);
             int out = side == 0 ? ab[1] : ba[1];
             int in = side == 0 ? ba[0] : ab[0];
+            // keep only our own ends, so a peer that dies gives EOF instead of a hang
+            int ends[4] = {ab[0], ab[1], ba[0], ba[1]};
+            for (int e = 0; e < 4; e++)
+                if (ends[e] != in && ends[e] != out) close(ends[e]);
             long t0 = now_ns();
             for (int i = 0; i < round_trips; i++) {
                 if (side == 0) {

@@ -81,7 +81,7 @@ def parse_strace(path: str | Path) -> Iterator[SyscallEvent]:
 
 SOURCES: dict[str, Callable[[str | Path], Iterable[SyscallEvent]]] = {"strace": parse_strace}
 
-_FD_OBJECT = re.compile(r"^\s*\d+<([^>]*)>")
+_FD_OBJECT = re.compile(r"^\s*\d+<(.+?)>(?:,|$)")  # socket names hold "->"
 _ENDPOINTS = re.compile(r"^([A-Za-z0-9-]+):\[(.+)->(.+)\]$")
 
 

@@ -1,0 +1,189 @@
+"""NetworkedOS experiments for docs/benchmarks.md: (a) IPC pairs same- vs cross-core, (b) mapping
+quality on meshes and real programs, (c) partition and mapping time against size.
+
+Run by `make bench` (JSON in target/bench/) and `make figures` (PNGs in docs/figures/):
+    python -m coreplane.map.experiments ipc|quality|scaling --out FILE.json
+    python -m coreplane.map.experiments figures --bench DIR --figures DIR
+"""
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.console import Console
+
+from coreplane.bench.machine import describe
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import REPO_ROOT
+from coreplane.graph import io
+from coreplane.graph.build import build
+from coreplane.graph.partition import greedy_partition, layer_arrays
+from coreplane.map import mapfile, methods
+from coreplane.map.comm import from_graph
+from coreplane.map.greedy import default_capacity, greedy_map
+from coreplane.map.patterns import PATTERNS, pattern
+from coreplane.map.topology import parse_spec
+
+app = typer.Typer(help="NetworkedOS experiments (make bench / make figures).", no_args_is_help=True)
+err = Console(stderr=True)
+IPC = REPO_ROOT / "workloads" / "bin" / "ipc_pairs"
+SIZES = (1024, 4096, 16384, 65536)
+MESHES = ("mesh:4x4", "mesh:8x8", "mesh:8x16", "mesh:16x16")
+QUALITY_METHODS = ("greedy", "greedy-refined", "scotch", "treematch", "round-robin", "random")
+
+
+def _ipc(pairs: int, size: int, transport: str, cpus: list[int], round_trips: int) -> dict:
+    proc = subprocess.run([str(IPC), "--pairs", str(pairs), "--size", str(size), "--transport", transport,
+                           "--round-trips", str(round_trips), "--cpus", ",".join(map(str, cpus))],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise CoreplaneError(f"ipc_pairs: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def _mapped_cpus(pairs: int, size: int, transport: str) -> tuple[list[int], dict]:
+    """The placement `coreplane map` (greedy, host topology) gives the benchmark's processes,
+    from a graph built by tracing one short run of it."""
+    with tempfile.TemporaryDirectory(prefix="coreplane-ipc-") as tmp:
+        g = build([str(IPC), "--pairs", str(pairs), "--size", str(size), "--transport", transport,
+                   "--round-trips", "200"], Path(tmp, "g.cpg"), "host", layer0=False)
+        comm = from_graph(g)
+        topo = parse_spec("host")
+        placement = greedy_map(comm, topo, default_capacity(comm.n, topo.n_cores))
+        doc = {"placement": [{"task": comm.keys[p], "cpus": [topo.cpu_ids[int(c)]]} for p, c in enumerate(placement)]}
+        mapfile.write(Path(tmp, "m.json"), doc)
+        cpus = mapfile.cpu_lists(Path(tmp, "m.json"))
+    # ipc_pairs forks process 2i+side as the (2i+side)-th child of the program: task "0.<k>"
+    return [cpus[f"0.{k}"][0] for k in range(2 * pairs)], {"tasks": comm.n, "traffic_edges": int(len(comm.src))}
+
+
+@app.command()
+def ipc(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option(5, "--repetitions"),
+        round_trips: int = typer.Option(2000, "--round-trips")) -> None:
+    """(a) Pairs of processes exchanging 1-64 KiB messages, same-core vs cross-core vs mapped."""
+    if not IPC.is_file():
+        raise CoreplaneError(f"{IPC}: missing, run `make workloads`")
+    rows = []
+    for transport in ("pipe", "socket"):
+        for pairs in (1, 2):
+            mapped, graph_info = _mapped_cpus(pairs, 4096, transport)
+            placements = {"same-core": [0, 0, 1, 1][: 2 * pairs], "cross-core": [0, 1, 0, 1][: 2 * pairs],
+                          "mapped": mapped}
+            for size in SIZES:
+                for name, cpus in placements.items():
+                    runs = [_ipc(pairs, size, transport, cpus, round_trips) for _ in range(repetitions)]
+                    rt = [r["round_trip_ns_median"] for r in runs]
+                    rows.append({"transport": transport, "pairs": pairs, "size": size, "placement": name,
+                                 "cpus": cpus, "round_trip_ns": float(np.median(rt)), "runs": rt})
+                    err.print(f"ipc {transport} pairs={pairs} size={size} {name}: {np.median(rt) / 1e3:.1f} µs")
+    out.write_text(json.dumps({"machine": describe(), "round_trips": round_trips, "repetitions": repetitions,
+                               "rows": rows}, indent=1))
+
+
+def _real_graphs(workdir: Path) -> dict[str, Path]:
+    """Graphs (layers 1-3) of three real programs: make -j2, xz -T2, sort | gzip."""
+    data = workdir / "input.txt"
+    rng = np.random.default_rng(0)
+    data.write_text("\n".join(map(str, rng.integers(0, 10**9, 400_000))))
+    src = workdir / "proj"
+    shutil.copytree(REPO_ROOT / "workloads", src, ignore=shutil.ignore_patterns("bin"))
+    programs = {
+        "make -j2": ["make", "-j2", "-s", "-C", str(src)],
+        "xz -T2": ["xz", "-T2", "-1", "--block-size=1MiB", "-c", str(data)],
+        "sort | gzip": ["sh", "-c", f"sort {data} | gzip -c > /dev/null"],
+    }
+    graphs = {}
+    for name, argv in programs.items():
+        err.print(f"building the graph of {name}")
+        graphs[name] = workdir / f"{name.split()[0]}.cpg"
+        build(argv, graphs[name], "host", layer0=False)
+    return graphs
+
+
+@app.command()
+def quality(out: Path = typer.Option(..., "--out")) -> None:
+    """(b) hop-bytes and link load of every method on patterns x meshes and on real programs."""
+    rows = []
+    for spec in MESHES:
+        topo = parse_spec(spec)
+        for name in PATTERNS:
+            comm = pattern(name, topo.n_cores, 1024.0, topo.dims if name == "stencil" else None)
+            for method in QUALITY_METHODS:
+                r = methods.run(method, comm, topo, 1)
+                rows.append({"topology": spec, "workload": name, "method": method, "seconds": r["seconds"],
+                             "violation": r["violation"], **{k: r["metrics"][k] for k in
+                                                             ("hop_bytes", "max_link_load", "avg_packet_latency_cycles", "energy_nj")}})
+            err.print(f"quality {spec} {name} done")
+    with tempfile.TemporaryDirectory(prefix="coreplane-real-") as tmp:
+        for name, path in _real_graphs(Path(tmp)).items():
+            comm = from_graph(io.load(path))
+            topo = parse_spec("mesh:4x4")
+            cap = default_capacity(comm.n, topo.n_cores)
+            for method in QUALITY_METHODS:
+                r = methods.run(method, comm, topo, cap)
+                rows.append({"topology": "mesh:4x4", "workload": name, "method": method, "seconds": r["seconds"],
+                             "processes": comm.n, "capacity": cap, "violation": r["violation"],
+                             **{k: r["metrics"][k] for k in ("hop_bytes", "max_link_load", "avg_packet_latency_cycles", "energy_nj")}})
+            err.print(f"quality {name}: {comm.n} tasks")
+    out.write_text(json.dumps({"machine": describe(), "rows": rows}, indent=1))
+
+
+@app.command()
+def scaling(out: Path = typer.Option(..., "--out"), max_window: int = typer.Option(200_000, "--window"),
+            cores: int = typer.Option(16, "--cores")) -> None:
+    """(c) partition time against layer-0 size (xz -T2, up to 5 windows = 10^6 instructions) and
+    mapping time against process count."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="coreplane-scale-") as tmp:
+        data = Path(tmp, "input.txt")
+        data.write_text("\n".join(map(str, np.random.default_rng(1).integers(0, 10**12, 1_500_000))))
+        for windows in (1, 2, 5):
+            for window in (max_window // 20, max_window // 4, max_window):
+                if windows > 1 and window != max_window:
+                    continue
+                err.print(f"scaling: layer 0 of xz -T2, {windows} x {window} instructions")
+                g = build(["xz", "-T2", "-1", "--block-size=1MiB", "-c", str(data)], Path(tmp, "x.cpg"), "host",
+                          window=window, windows=windows, start_ms=50, period_ms=50)
+                n, src, dst, w = layer_arrays(g, 0)
+                part = greedy_partition(n, src, dst, w, cores)
+                rows.append({"kind": "partition", "nodes": n, "edges": int(len(src)), "seconds": part.seconds,
+                             "native_s": part.detail["native_s"], "processes": part.summary()["processes"],
+                             "t": part.quality.t, "t_singletons": part.detail["levels"][0]["t"],
+                             "trace_s": g.meta["runs"]["instructions"]["tracer_wall_s"],
+                             "trace_us_per_instruction": g.meta["runs"]["instructions"]["wall_s"] / n * 1e6})
+    for side in (4, 8, 16, 32, 64):
+        topo = parse_spec(f"mesh:{side}x{side}")
+        _ = topo.hops, topo.by_distance, topo.center  # topology tables are built once per machine
+        comm = pattern("stencil", topo.n_cores, 1024.0, topo.dims)
+        for method in ("greedy", "scotch"):
+            started = time.perf_counter()
+            methods.METHODS[method](comm, topo, 1)
+            rows.append({"kind": "map", "method": method, "processes": comm.n,
+                         "seconds": time.perf_counter() - started})
+        err.print(f"scaling: mapping {comm.n} processes")
+    out.write_text(json.dumps({"machine": describe(), "rows": rows}, indent=1))
+
+
+@app.command()
+def figures(bench: Path = typer.Option(..., "--bench"), out_dir: Path = typer.Option(..., "--figures")) -> None:
+    """Draws netos-ipc.png, netos-mapping.png and netos-scaling.png from the JSON results."""
+    from coreplane.map.plots import ipc_figure, quality_figure, scaling_figure
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, fn in (("ipc", ipc_figure), ("quality", quality_figure), ("scaling", scaling_figure)):
+        src = bench / f"netos-{name}.json"
+        if src.is_file():
+            fn(json.loads(src.read_text()), out_dir / f"netos-{name}.png")
+            err.print(f"wrote {out_dir / f'netos-{name}.png'}")
+
+
+if __name__ == "__main__":
+    try:
+        app()
+    except CoreplaneError as exc:
+        err.print(f"coreplane: error: {exc}")
+        raise SystemExit(exc.exit_code)

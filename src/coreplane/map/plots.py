@@ -1,0 +1,97 @@
+"""Figures of the NetworkedOS experiments (IPC pairs, mapping quality, scaling)."""
+
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _title(doc: dict, what: str) -> str:
+    m = doc["machine"]
+    return f"{what} — {m['cpu']}, {m['cpus']} CPUs{' (VM)' if m['virtual'] else ''}"
+
+
+def ipc_figure(doc: dict, path: Path) -> None:
+    """Round-trip time against message size, one panel per transport and pair count."""
+    rows = doc["rows"]
+    panels = sorted({(r["transport"], r["pairs"]) for r in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.6), sharey=True)
+    for ax, (transport, pairs) in zip(np.atleast_1d(axes), panels):
+        for placement, style in (("same-core", "o-"), ("cross-core", "s-"), ("mapped", "x--")):
+            sel = sorted((r for r in rows if (r["transport"], r["pairs"], r["placement"]) == (transport, pairs, placement)),
+                         key=lambda r: r["size"])
+            if sel:
+                ax.plot([r["size"] / 1024 for r in sel], [r["round_trip_ns"] / 1e3 for r in sel], style, label=placement)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size [KiB]")
+        ax.set_title(f"{transport}, {pairs} pair{'s' if pairs > 1 else ''}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("round trip [µs] (median)")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.suptitle(_title(doc, "IPC pairs (paper Fig. 3)"), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def quality_figure(doc: dict, path: Path) -> None:
+    """hop-bytes of each method divided by Scotch's, per workload (meshes) and real programs."""
+    rows = doc["rows"]
+    scotch = {(r["topology"], r["workload"]): r["hop_bytes"] for r in rows if r["method"] == "scotch"}
+    methods = [m for m in ("greedy", "greedy-refined", "treematch", "round-robin", "random")
+               if any(r["method"] == m for r in rows)]
+    cases = sorted(scotch, key=lambda k: (k[1] in ("ring", "stencil", "alltoall", "butterfly", "masterworker"), k))
+    cases = [c for c in cases if scotch[c] > 0]
+    fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(cases)), 4.2))
+    width = 0.8 / len(methods)
+    ratio = defaultdict(dict)
+    for r in rows:
+        key = (r["topology"], r["workload"])
+        if key in scotch and scotch[key] > 0:
+            ratio[r["method"]][key] = r["hop_bytes"] / scotch[key]
+    for i, m in enumerate(methods):
+        ax.bar(np.arange(len(cases)) + i * width, [ratio[m].get(c, np.nan) for c in cases], width, label=m)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(np.arange(len(cases)) + 0.4 - width / 2)
+    ax.set_xticklabels([f"{w}\n{t.split(':')[1]}" for t, w in cases], fontsize=6, rotation=90)
+    ax.set_ylabel("hop-bytes / Scotch's")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7, ncol=5)
+    ax.set_title(_title(doc, "Mapping quality on 2-D meshes"), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def scaling_figure(doc: dict, path: Path) -> None:
+    """Partition time against layer-0 nodes; mapping time against processes."""
+    rows = doc["rows"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
+    part = sorted((r for r in rows if r["kind"] == "partition"), key=lambda r: r["nodes"])
+    a.plot([r["nodes"] for r in part], [r["seconds"] for r in part], "o-", label="greedy T partition (total)")
+    a.plot([r["nodes"] for r in part], [r["native_s"] for r in part], "x--", label="native local moving")
+    a.axhline(60, color="r", lw=0.8, ls=":", label="goal: 60 s at 10^6")
+    a.set_xscale("log")
+    a.set_yscale("log")
+    a.set_xlabel("layer-0 nodes (dynamic instructions)")
+    a.set_ylabel("seconds")
+    a.legend(fontsize=7)
+    a.grid(True, which="both", alpha=0.3)
+    for method, style in (("greedy", "o-"), ("scotch", "s-")):
+        sel = sorted((r for r in rows if r["kind"] == "map" and r["method"] == method), key=lambda r: r["processes"])
+        b.plot([r["processes"] for r in sel], [r["seconds"] * 1e3 for r in sel], style, label=method)
+    b.set_xscale("log")
+    b.set_yscale("log")
+    b.set_xlabel("processes (stencil on a square mesh)")
+    b.set_ylabel("mapping time [ms]")
+    b.legend(fontsize=7)
+    b.grid(True, which="both", alpha=0.3)
+    fig.suptitle(_title(doc, "Partition and mapping time"), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
