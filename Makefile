@@ -11,7 +11,7 @@ BENCH_OUT := target/bench
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
-APT_PACKAGES := build-essential linux-libc-dev hwloc-nox linux-perf strace procps util-linux scotch
+APT_PACKAGES := build-essential linux-libc-dev hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server
 
 .PHONY: setup apt venv rust workloads demo test bench figures clean
 
@@ -45,6 +45,8 @@ workloads:
 demo: setup
 	$(CLI) doctor
 	$(CLI) bench floor
+	$(CLI) sweep examples/sweeps/gzip.info --out target/demo/sweep-gzip --resume
+	$(CLI) report target/demo/sweep-gzip
 
 test: setup
 	cargo test --release --workspace --quiet
@@ -54,6 +56,8 @@ bench: setup
 	@mkdir -p $(BENCH_OUT)
 	$(CLI) bench floor --json > $(BENCH_OUT)/floor.json
 	$(CLI) bench floor --from $(BENCH_OUT)/floor.json
+	$(PY) -m coreplane.dse.overhead --json > $(BENCH_OUT)/sweep-overhead.json
+	$(PY) -m coreplane.dse.overhead --from $(BENCH_OUT)/sweep-overhead.json
 
 figures: setup
 	@mkdir -p docs/figures

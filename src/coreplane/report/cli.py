@@ -63,14 +63,19 @@ def _fmt(value: float) -> str:
 
 def _render_comparison(doc: dict) -> None:
     rows = doc["rows"]
-    table = Table(title=f"B = {doc['b']}  vs  A = {doc['a']}  (Welch's t-test, alpha {doc['alpha']})")
-    for column in [*doc["keys"], "metric", "n A", "mean A", "n B", "mean B", "B/A", "p", ""]:
-        table.add_column(column, justify="left" if column in doc["keys"] + ["metric", ""] else "right")
+    metrics = sorted({r["metric"] for r in rows})
+    keys = doc["keys"] + (["metric"] if len(metrics) > 1 else [])
+    title = f"A = {doc['a']}\nB = {doc['b']}\n" + (f"{metrics[0]}, " if len(metrics) == 1 else "")
+    table = Table(title=title + f"Welch's t-test (n.s.: p >= {doc['alpha']})")
+    for column in keys:
+        table.add_column(column, min_width=len(column))
+    for column in ("n A", "mean A", "n B", "mean B", "B/A", "p"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("")
     for r in rows:
-        verdict = ("[green]lower[/]" if r["ratio"] < 1 else "[red]higher[/]") if r["significant"] \
-            else "[dim]no significant difference[/]"
-        table.add_row(*(str(r[k]) for k in doc["keys"]), r["metric"], str(r["n_a"]), _fmt(r["mean_a"]),
-                      str(r["n_b"]), _fmt(r["mean_b"]), _fmt(r["ratio"]), _fmt(r["p"]), verdict)
+        verdict = ("[green]lower[/]" if r["ratio"] < 1 else "[red]higher[/]") if r["significant"] else "[dim]n.s.[/]"
+        table.add_row(*(str(r[k]) for k in keys), str(r["n_a"]), _fmt(r["mean_a"]), str(r["n_b"]),
+                      _fmt(r["mean_b"]), _fmt(r["ratio"]), _fmt(r["p"]), verdict)
     console.print(table)
 
 

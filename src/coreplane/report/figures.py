@@ -25,9 +25,10 @@ def png(fig) -> bytes:
 
 
 def varying(summary: pd.DataFrame, params: list[str]) -> list[str]:
-    """Parameters that take more than one value in the summary, numeric ones first."""
+    """Parameters that take more than one value in the summary: numeric ones first, most values first
+    (the first is the x axis)."""
     names = [p for p in params if summary[p].nunique(dropna=False) > 1]
-    return sorted(names, key=lambda p: not is_numeric(summary[p]))
+    return sorted(names, key=lambda p: (not is_numeric(summary[p]), -summary[p].nunique()))
 
 
 def is_numeric(column: pd.Series) -> bool:
