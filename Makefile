@@ -58,11 +58,15 @@ bench: setup
 	$(CLI) bench floor --from $(BENCH_OUT)/floor.json
 	$(PY) -m coreplane.dse.overhead --json > $(BENCH_OUT)/sweep-overhead.json
 	$(PY) -m coreplane.dse.overhead --from $(BENCH_OUT)/sweep-overhead.json
+	$(PY) -m coreplane.map.experiments ipc --out $(BENCH_OUT)/netos-ipc.json
+	$(PY) -m coreplane.map.experiments quality --out $(BENCH_OUT)/netos-quality.json
+	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
 
 figures: setup
 	@mkdir -p docs/figures
 	$(CLI) bench floor --plot docs/figures/floor-cdf.png
 	$(CLI) project tests/fixtures/profiles/bzip2.json --gamma 2 --forward-cost 10000 --plot docs/figures/model-bzip2 >/dev/null
+	$(PY) -m coreplane.map.experiments figures --bench $(BENCH_OUT) --figures docs/figures
 
 clean:
 	rm -rf target $(VENV)
