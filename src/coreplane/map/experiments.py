@@ -37,13 +37,17 @@ MESHES = ("mesh:4x4", "mesh:8x8", "mesh:8x16", "mesh:16x16")
 QUALITY_METHODS = ("greedy", "greedy-refined", "scotch", "treematch", "round-robin", "random")
 
 
-def _ipc(pairs: int, size: int, transport: str, cpus: list[int], round_trips: int) -> dict:
-    proc = subprocess.run([str(IPC), "--pairs", str(pairs), "--size", str(size), "--transport", transport,
-                           "--round-trips", str(round_trips), "--cpus", ",".join(map(str, cpus))],
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise CoreplaneError(f"ipc_pairs: {proc.stderr.strip()}")
-    return json.loads(proc.stdout)
+def _ipc(pairs: int, size: int, transport: str, cpus: list[int], round_trips: int, attempts: int = 5) -> dict:
+    """One ipc_pairs run. A failed pin is retried: on a shared machine another user's exclusive
+    cpuset can make a CPU unavailable for a moment."""
+    for attempt in range(attempts):
+        proc = subprocess.run([str(IPC), "--pairs", str(pairs), "--size", str(size), "--transport", transport,
+                               "--round-trips", str(round_trips), "--cpus", ",".join(map(str, cpus))],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode == 0:
+            return json.loads(proc.stdout)
+        time.sleep(1.0 + attempt)
+    raise CoreplaneError(f"ipc_pairs: {proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else proc.returncode}")
 
 
 def _mapped_cpus(pairs: int, size: int, transport: str) -> tuple[list[int], dict]:
