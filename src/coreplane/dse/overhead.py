@@ -64,13 +64,16 @@ def measure(runs: int, trials: int) -> dict:
                         str(Path(tmp) / "cli"), "--json"], check=True, capture_output=True)
         cli = time.perf_counter() - start
     median = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-    overhead = [r["sweep_ms_per_run"] - r["loop_ms_per_run"] for r in rows]
+    # Per run: the median start-to-start cycle of the sweep less the loop's cost of one /bin/true.
+    overhead = [r["cycle_ms_median"] - r["loop_ms_per_run"] for r in rows]
     return {
         "runs_per_trial": runs - runs % POINTS, "trials": trials, "command": "/bin/true",
         "loop_ms_per_run": median["loop_ms_per_run"], "sweep_ms_per_run": median["sweep_ms_per_run"],
         "cycle_ms_median": median["cycle_ms_median"],
         "overhead_ms_per_run": statistics.median(overhead),
         "overhead_ms_per_run_trials": overhead,
+        # Whole sweep (store creation and the closing WAL checkpoint included), spread over its runs.
+        "overhead_ms_per_run_total": statistics.median(r["sweep_ms_per_run"] - r["loop_ms_per_run"] for r in rows),
         "ratio_sweep_to_loop": median["sweep_ms_per_run"] / median["loop_ms_per_run"],
         "cli_end_to_end_ms_per_run": 1e3 * cli / (runs - runs % POINTS),
         "goal_ms": 20.0, "machine": describe(),
@@ -79,11 +82,12 @@ def measure(runs: int, trials: int) -> dict:
 
 def _render(doc: dict) -> None:
     ok = doc["overhead_ms_per_run"] <= doc["goal_ms"]
-    console.print(f"sweep of {doc['command']}: {doc['sweep_ms_per_run']:.2f} ms/run, shell loop "
-                  f"{doc['loop_ms_per_run']:.2f} ms/run (x{doc['ratio_sweep_to_loop']:.1f}); overhead "
-                  f"[{'green' if ok else 'red'}]{doc['overhead_ms_per_run']:.2f} ms/run[/] (median of "
-                  f"{doc['trials']} trials of {doc['runs_per_trial']} runs; goal <= {doc['goal_ms']:.0f} ms); "
-                  f"start-to-start median {doc['cycle_ms_median']:.2f} ms; CLI end to end "
+    console.print(f"overhead per run of a sweep of {doc['command']}: [{'green' if ok else 'red'}]"
+                  f"{doc['overhead_ms_per_run']:.2f} ms[/] median (goal <= {doc['goal_ms']:.0f} ms): a run starts "
+                  f"every {doc['cycle_ms_median']:.2f} ms (median), a shell loop runs one every "
+                  f"{doc['loop_ms_per_run']:.2f} ms; {doc['trials']} trials of {doc['runs_per_trial']} runs.\n"
+                  f"Whole sweep {doc['sweep_ms_per_run']:.2f} ms/run (x{doc['ratio_sweep_to_loop']:.1f} the loop, "
+                  f"{doc['overhead_ms_per_run_total']:.2f} ms/run over it); CLI end to end "
                   f"{doc['cli_end_to_end_ms_per_run']:.2f} ms/run", highlight=False)
 
 
