@@ -1,5 +1,5 @@
 //! Delegation: delegate threads pinned on the control cores execute syscalls for application
-//! threads. Each application thread owns one request slot (a 128-byte line); it fills the slot
+//! threads. Each application thread owns a request slot (a 128-byte line) per nesting depth; it fills it
 //! and pushes the slot's index on a FIFO shared by all delegates, which poll it and sleep on a
 //! futex when idle. Same address space and file table, so pointer arguments stay valid.
 //! When every delegate is busy (blocked in a call) and a request waits, the pool grows.
@@ -307,14 +307,19 @@ fn handlers_done(t: &Thread) -> u64 {
 /// queued ticks), or None when no slot is left (the caller then runs it locally).
 pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64)> {
     ensure_pool(t.pid);
-    if t.slot == NONE {
+    let depth = t.depth as usize;
+    if depth >= crate::thread::MAX_DEPTH {
+        return None;
+    }
+    if t.slots[depth] == NONE {
         let i = POOL.next_slot.fetch_add(1, Relaxed);
         if i as usize >= MAX_SLOTS {
             return None;
         }
-        t.slot = i;
+        t.slots[depth] = i;
     }
-    let index = t.slot;
+    let index = t.slots[depth];
+    t.depth += 1;
     let s = slot(index);
     s.cancel.store(0, Relaxed);
     s.waiting.store(0, Relaxed);
@@ -360,5 +365,6 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     let result = s.result;
     let queued = s.t_start.saturating_sub(s.t_post);
     s.state.store(FREE, Relaxed);
+    t.depth -= 1;
     Some((result, done - s.t_post, queued))
 }

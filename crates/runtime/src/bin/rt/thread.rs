@@ -4,6 +4,9 @@
 use crate::sys::{self, *};
 use core::arch::asm;
 
+/// Nesting depth of delegated calls; deeper calls run locally.
+pub const MAX_DEPTH: usize = 4;
+
 #[repr(C)]
 pub struct Thread {
     /// Points to itself: `mov reg, gs:[0]` yields the Thread.
@@ -12,8 +15,11 @@ pub struct Thread {
     pub pid: i32,
     /// This thread's block in the process profile file (null without a profile).
     pub prof: *mut u8,
-    /// Request slot for delegated calls (u32::MAX until the first one).
-    pub slot: u32,
+    /// Request slots for delegated calls, one per nesting depth: a signal handler that runs
+    /// while a delegated call waits may delegate calls of its own (u32::MAX: not yet taken).
+    pub slots: [u32; MAX_DEPTH],
+    /// Delegated calls in progress on this thread.
+    pub depth: u32,
     /// Program signal handlers finished on this thread (their rt_sigreturn trapped).
     pub handlers_done: u64,
     /// Signal number of the most recent of those.
@@ -39,7 +45,8 @@ pub fn start_thread(clone_vm_sibling: bool) -> &'static mut Thread {
         (*t).self_ptr = t;
         (*t).tid = sys::gettid();
         (*t).pid = sys::getpid();
-        (*t).slot = u32::MAX;
+        (*t).slots = [u32::MAX; MAX_DEPTH];
+        (*t).depth = 0;
         (*t).prof = crate::profile::claim_thread_block((*t).tid, clone_vm_sibling);
         syscall3(ARCH_PRCTL, ARCH_SET_GS, t as usize, 0);
         &mut *t
@@ -51,7 +58,8 @@ pub fn adopt_after_fork() -> &'static mut Thread {
     let t = current();
     t.tid = sys::gettid();
     t.pid = sys::getpid();
-    t.slot = u32::MAX;
+    t.slots = [u32::MAX; MAX_DEPTH];
+    t.depth = 0;
     t.prof = crate::profile::claim_thread_block(t.tid, false);
     t
 }
