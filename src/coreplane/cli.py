@@ -14,6 +14,7 @@ from coreplane.noise.cli import app as noise_app
 from coreplane.dse.cli import sweep
 from coreplane.report.cli import compare, report
 from coreplane.model.cli import project
+from coreplane.run.cli import CONTEXT as RUN_CONTEXT, profile, run
 
 app = typer.Typer(
     name="coreplane",
@@ -32,6 +33,8 @@ app.command()(sweep)
 app.command()(report)
 app.command()(compare)
 app.command()(project)
+app.command(context_settings=RUN_CONTEXT)(run)
+app.command(context_settings=RUN_CONTEXT)(profile)
 
 
 def main() -> None:

@@ -43,6 +43,9 @@ struct Args {
     /// Print the syscall table (number, name) as JSON and exit.
     #[arg(long)]
     list_syscalls: bool,
+    /// Check the options and the program, print the resolved configuration as JSON, exit.
+    #[arg(long)]
+    check: bool,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -119,6 +122,17 @@ fn main() {
     let program = find_program(&args.command[0])
         .unwrap_or_else(|| fail(format!("{}: program not found", args.command[0].to_string_lossy())));
     let rt = runtime_path();
+    if args.check {
+        let doc = serde_json::json!({
+            "program": program.display().to_string(),
+            "delegated": (0..coreplane_runtime::sysset::MAX_SYSCALLS).filter(|n| delegated.contains(*n)).map(syscalls::name).collect::<Vec<_>>(),
+            "compute_cores": layout.compute_list(),
+            "control_cores": layout.control_list(),
+            "runtime": rt.display().to_string(),
+        });
+        println!("{doc}");
+        return;
+    }
     let profile_dir = args.profile.as_ref().map(|_| merge::make_dir().unwrap_or_else(|e| fail(e)));
 
     let mut hex = [0u8; 128];

@@ -3,7 +3,7 @@
 //! is how a delegated blocking call learns that a signal interrupted its caller.
 
 use crate::dispatch::{gregs, REG_RIP, REG_RSP};
-use crate::sud::{self, KSigaction, SA_RESTART};
+use crate::sud::{self, KSigaction, SA_RESTART, SA_SIGINFO};
 use crate::sys::*;
 use crate::thread;
 
@@ -12,7 +12,7 @@ const NSIG: usize = 64;
 
 /// The program's own SIGSYS action (virtual: the real one stays the runtime's).
 static mut PROGRAM_SIGSYS: KSigaction = KSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
-/// sa_flags of the program's handlers, by signal number, for SA_RESTART decisions.
+/// sa_flags of the program's handlers as the program gave them, by signal number.
 static mut FLAGS: [u64; NSIG + 1] = [0; NSIG + 1];
 
 /// Size of the kernel's `struct ucontext` in an x86-64 rt_sigframe; the siginfo follows it.
@@ -34,6 +34,9 @@ pub fn restarts(signo: i32, nr: usize) -> bool {
 }
 
 /// rt_sigaction: SIGSYS is virtual, SIG_INTERRUPT is reserved, other masks lose SIGSYS.
+/// Handlers are installed with SA_SIGINFO whatever the program asked (a plain handler ignores
+/// the extra arguments), because only then does the kernel put the signal number in the frame
+/// that `on_sigreturn` reads; the program is shown its own flags.
 pub fn rt_sigaction(sig: usize, act: usize, old: usize) -> isize {
     if sig == SIG_INTERRUPT {
         return -EINVAL;
@@ -49,17 +52,27 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize) -> isize {
             }
             return 0;
         }
-        let mut copy = KSigaction::default();
+        let mut copy;
         let act_ptr = if act != 0 {
             copy = *(act as *const KSigaction);
             copy.mask &= !SIGSYS_BIT;
+            if copy.handler > 1 {
+                copy.flags |= SA_SIGINFO; // not for SIG_DFL (0) and SIG_IGN (1)
+            }
             &copy as *const KSigaction as usize
         } else {
             0
         };
+        let before = if sig <= NSIG { FLAGS[sig] } else { 0 };
         let r = syscall6(RT_SIGACTION, sig, act_ptr, old, 8, 0, 0);
-        if r == 0 && act != 0 && sig <= NSIG {
-            FLAGS[sig] = copy.flags;
+        if r == 0 && sig <= NSIG {
+            if old != 0 {
+                let o = &mut *(old as *mut KSigaction);
+                o.flags = (o.flags & !SA_SIGINFO) | (before & SA_SIGINFO);
+            }
+            if act != 0 {
+                FLAGS[sig] = (*(act as *const KSigaction)).flags;
+            }
         }
         r
     }

@@ -1,0 +1,1 @@
+"""`coreplane run` and `coreplane profile`: a program under the runtime, in a cell."""

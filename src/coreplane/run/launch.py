@@ -1,0 +1,125 @@
+"""Launching a program under coreplane-exec, optionally inside a cell, and reporting how it ended."""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import binary
+
+
+@dataclass
+class RunOptions:
+    """Everything `coreplane run` passes on; None means coreplane-exec's default."""
+
+    command: list[str]
+    delegate: str = "none"
+    local: list[str] = field(default_factory=list)
+    forward_cost_ns: int = 0
+    compute_cores: str | None = None
+    control_cores: str | None = None
+    delegates: int = 1
+    profile: Path | None = None
+    cell: bool | None = None  # None: a cell when compute cores are given and we are root
+
+
+@dataclass
+class RunResult:
+    exit_status: int | None
+    signal: int | None
+    wall_s: float
+    profile: Path | None
+    cell: str | None
+
+    def as_dict(self) -> dict:
+        return {"exit_status": self.exit_status, "signal": self.signal, "wall_s": self.wall_s,
+                "profile": str(self.profile) if self.profile else None, "cell": self.cell}
+
+    @property
+    def shell_status(self) -> int:
+        """The status a shell would show: the exit status, or 128 + the signal."""
+        return self.exit_status if self.signal is None else 128 + self.signal
+
+
+def exec_argv(opts: RunOptions) -> list[str]:
+    """The coreplane-exec command line for `opts`."""
+    argv = [str(binary("coreplane-exec")), "--delegate", opts.delegate,
+            "--forward-cost", str(opts.forward_cost_ns), "--delegates", str(opts.delegates)]
+    if opts.local:
+        argv += ["--local", ",".join(opts.local)]
+    if opts.compute_cores:
+        argv += ["--compute-cores", opts.compute_cores]
+    if opts.control_cores:
+        argv += ["--control-cores", opts.control_cores]
+    if opts.profile:
+        argv += ["--profile", str(opts.profile)]
+    return argv + ["--", *opts.command]
+
+
+def check(opts: RunOptions) -> dict:
+    """Rejects bad options before anything is created (a cell must not be made for a run that
+    cannot start); returns the configuration as coreplane-exec resolved it."""
+    if not opts.command:
+        raise CoreplaneError("no program given: coreplane run [OPTIONS] -- PROGRAM [ARGS...]")
+    if opts.forward_cost_ns < 0:
+        raise CoreplaneError(f"--forward-cost {opts.forward_cost_ns}: must be >= 0 ns")
+    if opts.delegates < 1:
+        raise CoreplaneError(f"--delegates {opts.delegates}: at least one delegate")
+    argv = exec_argv(opts)
+    split = argv.index("--")
+    probe = subprocess.run(argv[:split] + ["--check"] + argv[split:], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise CoreplaneError(probe.stderr.strip().removeprefix("coreplane-exec: "))
+    return json.loads(probe.stdout)
+
+
+def _cell(opts: RunOptions, stack: ExitStack):
+    """Creates the run's cell when asked for (or by default as root), owned by this process."""
+    wanted = opts.cell if opts.cell is not None else (opts.compute_cores is not None and os.geteuid() == 0)
+    if not wanted:
+        return None
+    from coreplane.cell import Cell, CellSpec
+    from coreplane.cell.spec import parse_cores
+    if not opts.compute_cores or not opts.control_cores:
+        raise CoreplaneError("--cell needs --compute-cores and --control-cores")
+    spec = CellSpec(compute=parse_cores(opts.compute_cores, "--compute-cores"),
+                    control=parse_cores(opts.control_cores, "--control-cores"))
+    cell = stack.enter_context(Cell.create(spec))
+    cell.add_process(os.getpid())  # coreplane-exec and the program inherit the cell
+    return cell
+
+
+def run(opts: RunOptions) -> RunResult:
+    """Runs the program to its end; the cell (if any) is destroyed afterwards, and by its
+    watchdog if this process is killed."""
+    check(opts)
+    with ExitStack() as stack:
+        cell = _cell(opts, stack)
+        start = time.monotonic()
+        proc = subprocess.Popen(exec_argv(opts))
+        # Like a shell running a foreground job: the program handles INT and QUIT itself.
+        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
+        try:
+            status = proc.wait()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+        wall = time.monotonic() - start
+        name = cell.name if cell else None
+    # coreplane-exec dies of the program's signal, so a negative status is that signal.
+    sig = -status if status < 0 else None
+    return RunResult(exit_status=None if sig else status, signal=sig, wall_s=wall,
+                     profile=opts.profile, cell=name)
+
+
+def temporary_profile() -> Path:
+    """A path for a profile the user did not ask to keep."""
+    fd, path = tempfile.mkstemp(prefix="coreplane-profile-", suffix=".json")
+    os.close(fd)
+    return Path(path)
