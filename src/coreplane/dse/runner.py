@@ -45,11 +45,9 @@ class RunSettings:
 
     @classmethod
     def of(cls, spec: Spec) -> "RunSettings":
-        workdir = spec.workdir
-        if spec.source != "<dict>":
-            base = Path(spec.source).resolve().parent
-            workdir = str(base / workdir) if workdir else str(base)
-        return cls(list(spec.metrics), spec.retries, workdir)
+        # Absolute, so runs on a Slurm node start where they would here.
+        base = Path.cwd() if spec.source == "<dict>" else Path(spec.source).resolve().parent
+        return cls(list(spec.metrics), spec.retries, str(base / spec.workdir if spec.workdir else base))
 
     @property
     def uses_time(self) -> bool:

@@ -95,10 +95,6 @@ class Spec:
     slurm: SlurmOptions = field(default_factory=SlurmOptions)
     text: str = ""                   # the spec's own text, kept in the store
 
-    @property
-    def uses_time(self) -> bool:
-        return any(m.source == "time" for m in self.metrics)
-
 
 class Where:
     """Turns a key path into `file:line: path: message` errors, locating the key in TOML text."""

@@ -19,7 +19,7 @@ from coreplane.dse import expand
 from coreplane.dse.expand import Point
 from coreplane.dse.runner import (LiveGroups, RunContext, RunSettings, RunTask, TimeoutPolicy,
                                   process_start_ticks, size_class)
-from coreplane.dse.spec import Spec
+from coreplane.dse.spec import Spec, from_dict, load
 from coreplane.dse.stats import cv_too_high
 from coreplane.dse.store import STORE_NAME, RunResult, Store
 
@@ -29,10 +29,6 @@ class Batch:
     """The runs of one point handed to a worker together: its warm-ups, then its repetitions."""
     point: Point
     tasks: list[RunTask]
-
-    @property
-    def measured(self) -> int:
-        return sum(not t.warmup for t in self.tasks)
 
 
 def run_id(point_id: str, rep: int) -> str:
@@ -102,13 +98,18 @@ def _progress(enabled: bool) -> Progress:
                     TimeRemainingColumn(), console=console, disable=not (enabled and console.is_terminal))
 
 
-def run_sweep(spec: Spec, out: str | Path, *, resume: bool = False, executor: str = "local", parallel: int = 1,
-              cores_per_run: int | None = None, progress: bool = True) -> dict:
-    """Runs every missing run of `spec` into the sweep directory `out` and returns a summary.
+def run_sweep(spec: Spec | dict | str | Path, out: str | Path, *, resume: bool = False, executor: str = "local",
+              parallel: int = 1, cores_per_run: int | None = None, progress: bool = True) -> dict:
+    """Runs every missing run of `spec` (a Spec, a spec dict, or a spec file) into the sweep
+    directory `out` and returns a summary.
 
     `resume=True` continues a sweep already in `out`: runs stored as ok are kept, missing,
     failed and interrupted ones run again. Raises CoreplaneError on bad input; failed runs are
     counted in the summary, not raised."""
+    if isinstance(spec, dict):
+        spec = from_dict(spec)
+    elif not isinstance(spec, Spec):
+        spec = load(spec)
     out = Path(out)
     points = expand.points(spec)
     if not points:
