@@ -50,6 +50,7 @@ def test_strace_parser_joins_resumed_calls_and_pairs_futex_wakes(hosts):
     flows = {(a, b, k): w for a, b, w, k in edges}
     assert flows[(100, 101, "pipe")] == 5096  # 4096 (read resumed) + 1000
     assert flows[(100, 101, "socket")] == 300  # socket endpoints "[900->901]" paired with "[901->900]"
+    assert flows[(101, 100, "file")] == 500  # a file written by one task and read by another
     assert flows[(100, 102, "futex")] == 64  # one wake-up that woke a waiter; the second woke nobody
     assert (100, 101, "spawn") in flows and (100, 102, "spawn") in flows
 

@@ -60,7 +60,7 @@ class CommGraph:
 
 
 PAGE_BYTES = 4096
-TRAFFIC_KINDS = ("pipe", "socket", "futex", "cacheline")  # `spawn` edges carry no data
+TRAFFIC_KINDS = ("pipe", "socket", "file", "futex", "cacheline")  # `spawn` edges carry no data
 
 
 def from_graph(graph) -> CommGraph:

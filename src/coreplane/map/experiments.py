@@ -146,12 +146,16 @@ def scaling(out: Path = typer.Option(..., "--out"), max_window: int = typer.Opti
     with tempfile.TemporaryDirectory(prefix="coreplane-scale-") as tmp:
         data = Path(tmp, "input.txt")
         data.write_text("\n".join(map(str, np.random.default_rng(1).integers(0, 10**12, 1_500_000))))
+        argv = ["xz", "-T2", "-1", "--block-size=1MiB", "-c", str(data)]
+        started = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+        rows.append({"kind": "plain-run", "argv": argv, "seconds": time.perf_counter() - started})
         for windows in (1, 2, 5):
             for window in (max_window // 20, max_window // 4, max_window):
                 if windows > 1 and window != max_window:
                     continue
                 err.print(f"scaling: layer 0 of xz -T2, {windows} x {window} instructions")
-                g = build(["xz", "-T2", "-1", "--block-size=1MiB", "-c", str(data)], Path(tmp, "x.cpg"), "host",
+                g = build(argv, Path(tmp, "x.cpg"), "host",
                           window=window, windows=windows, start_ms=50, period_ms=50)
                 n, src, dst, w = layer_arrays(g, 0)
                 part = greedy_partition(n, src, dst, w, cores)

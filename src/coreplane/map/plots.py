@@ -45,7 +45,9 @@ def quality_figure(doc: dict, path: Path) -> None:
     scotch = {(r["topology"], r["workload"]): r["hop_bytes"] for r in rows if r["method"] == "scotch"}
     methods = [m for m in ("greedy", "greedy-refined", "treematch", "round-robin", "random")
                if any(r["method"] == m for r in rows)]
-    cases = sorted(scotch, key=lambda k: (k[1] in ("ring", "stencil", "alltoall", "butterfly", "masterworker"), k))
+    order = ("ring", "stencil", "alltoall", "butterfly", "masterworker")
+    cases = sorted(scotch, key=lambda k: (order.index(k[1]) if k[1] in order else len(order),
+                                          int(np.prod([int(x) for x in k[0].split(":")[1].split("x")])), k[1]))
     cases = [c for c in cases if scotch[c] > 0]
     fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(cases)), 4.2))
     width = 0.8 / len(methods)

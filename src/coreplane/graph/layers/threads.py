@@ -1,4 +1,4 @@
-"""Layer 1: threads and processes, with messages (pipes, sockets) and futex wake-ups from a syscall trace.
+"""Layer 1: threads and processes, with messages (pipes, sockets, files passed on) and futex wake-ups from a syscall trace.
 
 The trace source is pluggable: a source turns a file into SyscallEvent objects. `strace` is the
 one that exists today (`strace -f -ttt -yy`); the runtime's own trace can be added to SOURCES.
@@ -103,10 +103,16 @@ class Task:
     extra: dict = field(default_factory=dict)
 
 
+NOT_FILES = ("/dev/", "/proc/", "/sys/")
+
+
 def _channel(obj: str, writing: bool) -> str | None:
-    """The one-way channel an fd's data travels on: a pipe inode, or socket endpoints ordered sender->receiver."""
+    """The one-way channel an fd's data travels on: a pipe inode, socket endpoints ordered
+    sender->receiver, or a regular file (a producer writes it, a consumer reads it later)."""
     if obj.startswith("pipe:"):
         return obj
+    if obj.startswith("/"):
+        return None if obj.startswith(NOT_FILES) else f"file:{obj}"
     m = _ENDPOINTS.match(obj)
     if not m:
         return None
@@ -168,7 +174,7 @@ def interactions(events: Iterable[SyscallEvent]) -> tuple[dict[int, Task], list[
     edges: list[tuple[int, int, float, str]] = []
     for chan, sides in flows.items():
         written = sum(sides["w"].values())
-        kind = "pipe" if chan.startswith("pipe:") else "socket"
+        kind = chan.split(":", 1)[0] if chan.startswith(("pipe:", "file:")) else "socket"
         for writer, wbytes in sides["w"].items():
             for reader, rbytes in sides["r"].items():
                 if writer != reader and written:
