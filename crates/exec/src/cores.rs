@@ -17,16 +17,20 @@ fn allowed() -> Vec<usize> {
     }
 }
 
-fn parse(option: &str, text: &str, allowed: &[usize]) -> Result<Vec<usize>, String> {
+fn parse(option: &str, text: &str) -> Result<Vec<usize>, String> {
     let mask = CpuMask::parse(text.as_bytes()).ok_or_else(|| format!("{option}: '{text}' is not a CPU list"))?;
     let cpus: Vec<usize> = (0..coreplane_runtime::config::MAX_CPUS).filter(|c| mask.contains(*c)).collect();
     if cpus.is_empty() {
         return Err(format!("{option}: empty CPU list"));
     }
-    if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
-        return Err(format!("{option}: CPU {bad} does not exist or is not allowed here (allowed: {})", list(allowed)));
-    }
     Ok(cpus)
+}
+
+fn check_allowed(option: &str, cpus: &[usize], allowed: &[usize]) -> Result<(), String> {
+    match cpus.iter().find(|c| !allowed.contains(c)) {
+        Some(bad) => Err(format!("{option}: CPU {bad} does not exist or is not allowed here (allowed: {})", list(allowed))),
+        None => Ok(()),
+    }
 }
 
 pub fn list(cpus: &[usize]) -> String {
@@ -36,11 +40,16 @@ pub fn list(cpus: &[usize]) -> String {
 /// Validates and completes the layout.
 pub fn layout(compute: Option<&str>, control: Option<&str>, delegating: bool) -> Result<Layout, String> {
     let allowed = allowed();
-    let compute = compute.map(|t| parse("--compute-cores", t, &allowed)).transpose()?;
-    let control = control.map(|t| parse("--control-cores", t, &allowed)).transpose()?;
+    let compute = compute.map(|t| parse("--compute-cores", t)).transpose()?;
+    let control = control.map(|t| parse("--control-cores", t)).transpose()?;
     if let (Some(a), Some(b)) = (&compute, &control) {
         if let Some(c) = a.iter().find(|c| b.contains(c)) {
             return Err(format!("--compute-cores and --control-cores overlap on CPU {c}"));
+        }
+    }
+    for (option, cpus) in [("--compute-cores", &compute), ("--control-cores", &control)] {
+        if let Some(cpus) = cpus {
+            check_allowed(option, cpus, &allowed)?;
         }
     }
     let control = match control {

@@ -1,0 +1,130 @@
+"""coreplane run beyond the corpus: many threads on one delegate, the profile's contents,
+SIGKILL of the program inside a cell, and bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, run_cli
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+@pytest.fixture(scope="module")
+def many_threads(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("prog") / "many_threads"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "many_threads.c")], check=True)
+    return exe
+
+
+def by_name(profile: dict) -> dict:
+    return {s["name"]: s for s in profile["syscalls"]}
+
+
+def test_80_threads_share_one_delegate(many_threads, tmp_path):
+    prof = tmp_path / "p.json"
+    proc = run_cli("run", "--delegate", "pread64,getppid", "--delegates", "1", "--profile", str(prof),
+                   "--", str(many_threads), "80", "200")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "threads=80 rounds=200 wrong=0\n"
+    doc = json.loads(prof.read_text())
+    calls = by_name(doc)
+    # ld.so's own preads of ELF headers come on top of the threads' 80 x 200.
+    assert 80 * 200 <= calls["pread64"]["delegated"] <= 80 * 200 + 10 and calls["pread64"]["local"] == 0
+    assert calls["getppid"]["delegated"] == 80 * 200
+    assert calls["write"]["delegated"] == 0  # not in the policy
+    assert len([t for t in doc["threads"] if t["syscalls"]]) >= 81
+    fwd = calls["pread64"]["forward_ns"]
+    assert 0 < fwd["min"] <= fwd["p50"] <= fwd["p99"]
+    assert calls["pread64"]["queued_ns"]["total"] > 0
+
+
+def test_profile_counts_match_the_program(tmp_path):
+    data = tmp_path / "in.bin"
+    data.write_bytes(os.urandom(512 * 300))
+    prof = tmp_path / "dd.json"
+    proc = run_cli("run", "--profile", str(prof), "--", "dd", f"if={data}", "of=/dev/null", "bs=512")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(prof.read_text())
+    assert doc["format"] == "coreplane-profile/1" and doc["exit"] == {"status": 0}
+    assert doc["argv"][:1] == ["dd"] and doc["config"]["policy"] == "none"
+    calls = by_name(doc)
+    assert calls["read"]["count"] >= 301  # 300 blocks and the final empty read
+    assert calls["write"]["count"] >= 300
+    assert all(c["delegated"] == 0 for c in doc["syscalls"])
+    assert doc["wall_ns"] > sum(c["total_ns"] for c in doc["syscalls"]) > 0
+    assert doc["overhead"]["interposed_call_ns"] > 0
+    assert "clock_gettime" in doc["not_intercepted"]
+    assert [p["end"] for p in doc["processes"]] == ["exit"]
+
+
+def test_exec_chain_gives_one_profile_per_image(tmp_path):
+    prof = tmp_path / "chain.json"
+    proc = run_cli("run", "--profile", str(prof), "--", "sh", "-c", "exec sh -c 'exec echo deep'")
+    assert proc.stdout == "deep\n"
+    ends = [p["end"] for p in json.loads(prof.read_text())["processes"]]
+    assert ends == ["execve", "execve", "exit"]
+
+
+def test_sigkill_of_the_program_cleans_the_cell(tmp_path):
+    proc = subprocess.Popen(CLI + ["run", "--json", "--compute-cores", "1", "--control-cores", "0", "--delegate",
+                                   "all", "--", "sleep", "30"], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    victim = None
+    while victim is None and time.time() < deadline:
+        for pid in os.listdir("/proc"):
+            try:
+                if pid.isdigit() and os.readlink(f"/proc/{pid}/exe").endswith("coreplane-rt") and \
+                        open(f"/proc/{pid}/cmdline").read().split("\0")[1].endswith("sleep"):
+                    victim = int(pid)
+            except (OSError, IndexError):
+                continue
+        time.sleep(0.05)
+    assert victim, "the program never started"
+    assert open(f"/proc/{victim}/status").read().split("Cpus_allowed_list:")[1].split()[0] == "1"
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGKILL
+    summary = json.loads(err.strip().splitlines()[-1])
+    assert summary["signal"] == signal.SIGKILL and summary["cell"]
+    live = json.loads(run_cli("cell", "list", "--json").stdout)["cells"]
+    assert summary["cell"] not in [c["name"] for c in live]
+    assert not Path(f"/sys/fs/cgroup/cpuset/coreplane/cell-{summary['cell']}").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--delegate", "read,bogus"], "--delegate: unknown syscall 'bogus'"),
+    (["--local", "nope"], "--local: unknown syscall 'nope'"),
+    (["--compute-cores", "1", "--control-cores", "1"], "overlap on CPU 1"),
+    (["--compute-cores", "4000", "--control-cores", "0"], "is not a CPU list"),
+    (["--compute-cores", "63"], "CPU 63 does not exist or is not allowed"),
+    (["--forward-cost", "-5"], "--forward-cost -5: must be >= 0 ns"),
+])
+def test_bad_options_are_one_line_and_leave_nothing(args, message):
+    proc = subprocess.Popen(CLI + ["run", *args, "--", "true"], stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("coreplane: error: ") and message in lines[0], err
+    # A cell made for this run would be named after its owner, the CLI process.
+    assert not Path(f"/sys/fs/cgroup/cpuset/coreplane/cell-pid{proc.pid}").exists()
+    assert not Path(f"/run/coreplane/cells/pid{proc.pid}.json").exists()
+
+
+def test_policy_file_errors_name_the_line(tmp_path):
+    policy = tmp_path / "policy.txt"
+    policy.write_text("read, write  # I/O\n\nopenat\nfrobnicate\n")
+    proc = run_cli("run", "--delegate", f"@{policy}", "--", "true")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"coreplane: error: {policy}:4: unknown syscall 'frobnicate'"
+
+
+def test_missing_program(tmp_path):
+    proc = run_cli("run", "--", str(tmp_path / "nope"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"coreplane: error: {tmp_path / 'nope'}: program not found"
