@@ -11,7 +11,7 @@ BENCH_OUT := target/bench
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
-APT_PACKAGES := build-essential linux-libc-dev hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server
+APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server
 
 .PHONY: setup apt venv rust workloads demo test bench figures clean
 
