@@ -22,6 +22,8 @@ class CommGraph:
     shared_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     shared_weight: np.ndarray = field(default_factory=lambda: np.zeros(0))
     keys: list[str] = None  # clone-tree keys of real tasks ("0", "0.1", ...), for the mapping file
+    start: np.ndarray = None  # when each process was alive (s); None: all the whole time
+    end: np.ndarray = None
 
     def __post_init__(self):
         self.src = np.asarray(self.src, dtype=np.int64)
@@ -29,6 +31,10 @@ class CommGraph:
         self.weight = np.asarray(self.weight, dtype=float)
         if self.keys is None:
             self.keys = list(self.names)
+        if self.start is None or self.end is None:
+            self.start, self.end = np.zeros(len(self.names)), np.ones(len(self.names))
+        self.start = np.nan_to_num(np.asarray(self.start, dtype=float), nan=0.0)
+        self.end = np.nan_to_num(np.asarray(self.end, dtype=float), nan=np.inf)
         if self.load is None:
             self.load = np.ones(len(self.names))
         self.load = np.asarray(self.load, dtype=float)
@@ -65,7 +71,7 @@ TRAFFIC_KINDS = ("pipe", "socket", "file", "futex", "cacheline")  # `spawn` edge
 
 def from_graph(graph) -> CommGraph:
     """The mapping problem of a built graph: layer-1 tasks, their traffic (bytes), their loads
-    (CPU ns, else syscalls), and shared memory = frames of MAP_SHARED mappings two processes
+    (CPU ns, else syscalls) and lifetimes, and shared memory = frames of MAP_SHARED mappings two processes
     both map (x 4 KiB)."""
     tasks = graph.layer_nodes(1)
     if not len(tasks):
@@ -87,4 +93,6 @@ def from_graph(graph) -> CommGraph:
             s_src, s_dst, s_w = both.row.astype(np.int64), both.col.astype(np.int64), both.data * PAGE_BYTES
     return CommGraph(names=tasks["name"].tolist(), keys=tasks["task"].tolist() if "task" in tasks else None,
                      src=e["src"].to_numpy(), dst=e["dst"].to_numpy(), weight=e["weight"].to_numpy(float),
-                     load=tasks["weight"].to_numpy(float), shared_src=s_src, shared_dst=s_dst, shared_weight=s_w)
+                     load=tasks["weight"].to_numpy(float), shared_src=s_src, shared_dst=s_dst, shared_weight=s_w,
+                     start=tasks["start_s"].to_numpy(float) if "start_s" in tasks else None,
+                     end=tasks["end_s"].to_numpy(float) if "end_s" in tasks else None)

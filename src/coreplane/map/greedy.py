@@ -44,8 +44,8 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
          B_pq crossing one hop);
       2. otherwise it takes, among the m free cores nearest its heaviest placed partner, the one
          minimising byte_hop_ns * sum_q w_pq * hops(core, core_q) over its k heaviest placed
-         partners plus the load already on that core (ties: the core with fewest free
-         neighbours, which keeps the placed region compact);
+         partners plus the load already on that core from processes alive at the same time (ties:
+         the core with fewest free neighbours, which keeps the placed region compact);
       3. a process with no placed partner (a new independent group) starts on the free core
          farthest from everything placed so far.
     The walk is run from two starts -- the most communicating process on the topology's centre
@@ -77,14 +77,14 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacen
     """One greedy pass: breadth-first from order[0] (placed near first_core); see greedy_map."""
     placement = np.full(comm.n, -1, dtype=np.int64)
     free = np.full(topo.n_cores, capacity, dtype=np.int64)
-    core_load = np.zeros(topo.n_cores)
+    on_core: list[list[int]] = [[] for _ in range(topo.n_cores)]
     hops = topo.hops
     dist_to_placed = np.full(topo.n_cores, np.iinfo(np.int32).max, dtype=np.int64)
 
     def place(p: int, core: int) -> None:
         placement[p] = core
         free[core] -= 1
-        core_load[core] += comm.load[p]
+        on_core[core].append(p)
         np.minimum(dist_to_placed, hops[core], out=dist_to_placed)
 
     def start_core() -> int:
@@ -108,8 +108,11 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacen
         candidates = ring[free[ring] > 0][:CANDIDATE_CORES]
         cores = placement[[q for q, _ in placed]]
         weights = np.array([w for _, w in placed])
-        # eq. (1) in ns: bytes moved times hops, plus the work already on the core (N = 1 there)
-        cost = byte_hop_ns * (hops[np.ix_(candidates, cores)] @ weights) + core_load[candidates]
+        # eq. (1) in ns: bytes moved times hops, plus the work on that core of processes alive at
+        # the same time as p (N = 1 there); a process that ended before p started costs nothing
+        busy = [sum(comm.load[q] for q in on_core[c] if comm.start[q] < comm.end[p] and comm.start[p] < comm.end[q])
+                for c in candidates.tolist()]
+        cost = byte_hop_ns * (hops[np.ix_(candidates, cores)] @ weights) + np.array(busy)
         free_nbrs = (adjacent[candidates] & (free > 0)).sum(axis=1)
         return int(candidates[np.lexsort((free_nbrs, cost))[0]])
 

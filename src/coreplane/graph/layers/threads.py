@@ -98,6 +98,8 @@ class Task:
     parent: int | None = None
     children: int = 0
     syscalls: int = 0
+    first_ts: float | None = None  # first and last event: when the task was alive
+    last_ts: float | None = None
     bytes_read: int = 0
     bytes_written: int = 0
     extra: dict = field(default_factory=dict)
@@ -135,6 +137,8 @@ def interactions(events: Iterable[SyscallEvent]) -> tuple[dict[int, Task], list[
     for ev in events:
         t = task(ev.tid)
         t.syscalls += 1
+        t.first_ts = min(t.first_ts or ev.ts, ev.start or ev.ts)
+        t.last_ts = max(t.last_ts or ev.ts, ev.ts)
         if ev.name in ("clone", "clone3", "fork", "vfork") and ev.ret and ev.ret > 0:
             is_thread = "CLONE_THREAD" in ev.args
             child = tasks.get(ev.ret) or Task(tid=ev.ret, pid=ev.ret, key="", kind="", program="")
@@ -205,11 +209,14 @@ def threads_layer(tasks: dict[int, Task], edges: list[tuple[int, int, float, str
     order = sorted(tasks.values(), key=lambda t: [int(x) if x.isdigit() else 10**9 for x in t.key.lstrip("?").split(".")])
     index = {t.tid: i for i, t in enumerate(order)}
     cpu_ns = cpu_ns or {}
+    t0 = min((t.first_ts for t in order if t.first_ts), default=0.0)
     weight = [cpu_ns.get(t.tid, float(t.syscalls)) for t in order]
     nodes = node_frame(1, [f"{t.key} {t.program}" for t in order], weight,
                        task=[t.key for t in order], tid=[t.tid for t in order], pid=[t.pid for t in order],
                        kind=[t.kind for t in order], program=[t.program for t in order],
-                       syscalls=[t.syscalls for t in order], cpu_ns=[cpu_ns.get(t.tid) for t in order])
+                       syscalls=[t.syscalls for t in order], cpu_ns=[cpu_ns.get(t.tid) for t in order],
+                       start_s=[t.first_ts - t0 if t.first_ts else None for t in order],
+                       end_s=[t.last_ts - t0 if t.last_ts else None for t in order])
     agg: dict[tuple[int, int, str], float] = defaultdict(float)
     for a, b, w, kind in edges:
         if a in index and b in index:
