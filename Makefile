@@ -61,12 +61,17 @@ bench: setup
 	$(PY) -m coreplane.map.experiments ipc --out $(BENCH_OUT)/netos-ipc.json
 	$(PY) -m coreplane.map.experiments quality --out $(BENCH_OUT)/netos-quality.json
 	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
+	rm -rf $(BENCH_OUT)/noise-b
+	$(CLI) noise experiment b --repetitions 5 --check-goal --out $(BENCH_OUT)/noise-b --figures docs/figures
 
 figures: setup
 	@mkdir -p docs/figures
 	$(CLI) bench floor --plot docs/figures/floor-cdf.png
 	$(CLI) project tests/fixtures/profiles/bzip2.json --gamma 2 --forward-cost 10000 --plot docs/figures/model-bzip2 >/dev/null
 	$(PY) -m coreplane.map.experiments figures --bench $(BENCH_OUT) --figures docs/figures
+	$(CLI) noise experiment a --repetitions 3 --figures docs/figures
+	$(CLI) noise experiment c --repetitions 3 --figures docs/figures
+	$(CLI) noise experiment colour --repetitions 3 --figures docs/figures
 
 clean:
 	rm -rf target $(VENV)

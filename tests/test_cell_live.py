@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_json, run_cli
+from machine_lock import machine_lock
 from coreplane.cell import Cell, CellSpec
 from coreplane.cell.cgroups import CpusetV2, detect
 from coreplane.cell.spec import online_cpus
@@ -53,15 +54,17 @@ def leftovers() -> list[str]:
 
 @pytest.fixture(autouse=True)
 def machine_alone():
-    """Waits for cells of other users to go (one at a time fits on 2 CPUs); afterwards nothing of ours stays."""
-    deadline = time.monotonic() + 60
-    while Cell.live()[0]:
-        if time.monotonic() > deadline:
-            pytest.skip("another cell stayed live for a minute")
-        time.sleep(0.5)
-    yield
-    for record in Cell.live()[0]:
-        Cell.load(record["name"]).destroy()
+    """Takes the machine from other test runs and waits for other users' cells to go (one cell
+    at a time fits on 2 CPUs); afterwards nothing of ours stays."""
+    with machine_lock():
+        deadline = time.monotonic() + 60
+        while Cell.live()[0]:
+            if time.monotonic() > deadline:
+                pytest.skip("another cell stayed live for a minute")
+            time.sleep(0.5)
+        yield
+        for record in Cell.live()[0]:
+            Cell.load(record["name"]).destroy()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_json, run_cli
+from machine_lock import machine_lock
 from coreplane.cell.spec import online_cpus
 from coreplane.noise.inject import check
 from coreplane.noise.measure import measure
@@ -20,8 +21,10 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO injectors 
 
 @pytest.fixture(scope="module")
 def injected():
-    """One 3 s measurement of CPU under a synchronised 1 ms / 25 ms injection."""
-    return check([CPU], PERIOD_NS, SPIN_NS, "sync", priority=10, duration_ns=3_000_000_000, threshold_ns=5_000)
+    """One 3 s measurement of CPU under a synchronised 1 ms / 25 ms injection (no other test
+    run may inject or make a cell meanwhile)."""
+    with machine_lock():
+        return check([CPU], PERIOD_NS, SPIN_NS, "sync", priority=10, duration_ns=3_000_000_000, threshold_ns=5_000)
 
 
 def test_gap_detector_sees_the_injected_period_and_spin(injected):

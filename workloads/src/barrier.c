@@ -1,6 +1,10 @@
 /* barrier: a bulk-synchronous benchmark like PARSEC fluidanimate: N threads each do a fixed
  * compute quantum, then wait at a barrier, for S steps. One JSON line on stdout.
- * Usage: barrier [-t threads] [-q quantum_us] [-s steps] [-b pthread|spin] [-c cpu,list] */
+ * With -m, the quantum is -n dependent loads chasing a random cycle through a private working
+ * set of -m MiB per thread (cache-sensitive, like fluidanimate's grid); otherwise it is an
+ * ALU chain calibrated to -q microseconds.
+ * Usage: barrier [-t threads] [-q quantum_us] [-s steps] [-b pthread|spin] [-c cpu,list]
+ *                [-m MiB -n loads_per_step] */
 #include "workload.h"
 #include <stdatomic.h>
 #include <stdint.h>
@@ -12,6 +16,8 @@ static uint64_t work_iterations;
 static pthread_barrier_t pbarrier;
 static _Atomic unsigned spin_count, spin_sense;
 static double *step_ns; /* written by thread 0 only */
+static double mem_mib;
+static uint64_t loads_per_step = 20000;
 
 /* The compute quantum: a dependent multiply-add chain the compiler cannot shorten. */
 static uint64_t __attribute__((noinline)) work(uint64_t n, uint64_t x) {
@@ -33,14 +39,40 @@ static void spin_barrier(unsigned *local_sense) {
     }
 }
 
+/* A random cyclic chain through `bytes` of memory, one pointer per 64-byte line. */
+static void **make_chain(size_t bytes, uint64_t seed) {
+    size_t lines = bytes / 64;
+    void **mem = aligned_alloc(64, lines * 64);
+    size_t *order = malloc(lines * sizeof *order);
+    for (size_t i = 0; i < lines; i++) order[i] = i;
+    for (size_t i = lines - 1; i > 0; i--) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t j = (seed >> 33) % (i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (size_t i = 0; i < lines; i++) mem[order[i] * 8] = &mem[order[(i + 1) % lines] * 8];
+    void **start = &mem[order[0] * 8];
+    free(order);
+    return start;
+}
+
+static void **chase(void **p, uint64_t loads) {
+    for (uint64_t i = 0; i < loads; i++) p = (void **)*p;
+    return p;
+}
+
 static void *worker(void *arg) {
     long id = (long)arg;
     unsigned sense = 0;
     uint64_t x = id;
     if (ncpus_pin) pin_self("barrier", pin_cpus[id % ncpus_pin]);
+    void **cursor = mem_mib > 0 ? make_chain((size_t)(mem_mib * 1024 * 1024), id + 1) : NULL;
+    if (cursor) cursor = chase(cursor, (size_t)(mem_mib * 1024 * 1024) / 64); /* warm: one lap */
     double last = now_ns();
     for (int s = 0; s < steps; s++) {
-        x = work(work_iterations, x);
+        if (cursor) cursor = chase(cursor, loads_per_step);
+        else x = work(work_iterations, x);
         if (use_spin) spin_barrier(&sense);
         else pthread_barrier_wait(&pbarrier);
         if (id == 0) {
@@ -49,7 +81,7 @@ static void *worker(void *arg) {
             last = t;
         }
     }
-    return (void *)(uintptr_t)(x & 1);
+    return (void *)(uintptr_t)((x & 1) | ((uintptr_t)cursor & 1));
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -79,7 +111,7 @@ static uint64_t calibrate(void) {
 
 int main(int argc, char **argv) {
     int opt;
-    while ((opt = getopt(argc, argv, "t:q:s:b:c:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:q:s:b:c:m:n:")) != -1) {
         switch (opt) {
         case 't': threads = atoi(optarg); break;
         case 'q': quantum_us = atof(optarg); break;
@@ -92,8 +124,11 @@ int main(int argc, char **argv) {
             use_spin = strcmp(optarg, "spin") == 0;
             break;
         case 'c': ncpus_pin = parse_cpu_list(optarg, pin_cpus, 1024); break;
+        case 'm': mem_mib = atof(optarg); break;
+        case 'n': loads_per_step = strtoull(optarg, NULL, 10); break;
         default:
-            fprintf(stderr, "usage: barrier [-t threads] [-q quantum_us] [-s steps] [-b pthread|spin] [-c cpus]\n");
+            fprintf(stderr, "usage: barrier [-t threads] [-q quantum_us] [-s steps] [-b pthread|spin] [-c cpus] "
+                            "[-m MiB -n loads]\n");
             return 2;
         }
     }
@@ -101,7 +136,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "barrier: threads, steps and quantum must be positive\n");
         return 2;
     }
-    work_iterations = calibrate();
+    work_iterations = mem_mib > 0 ? 0 : calibrate();
     step_ns = calloc(steps, sizeof *step_ns);
     pthread_barrier_init(&pbarrier, NULL, threads);
     pthread_t *tids = calloc(threads, sizeof *tids);
@@ -113,10 +148,11 @@ int main(int argc, char **argv) {
     double sum = 0;
     for (int s = 0; s < steps; s++) sum += step_ns[s];
     printf("{\"workload\": \"barrier\", \"threads\": %d, \"steps\": %d, \"quantum_us\": %g, "
-           "\"barrier\": \"%s\", \"work_iterations\": %llu, \"runtime_s\": %.6f, \"ideal_s\": %.6f, "
+           "\"barrier\": \"%s\", \"work_iterations\": %llu, \"working_set_mib\": %g, \"loads_per_step\": %llu, "
+           "\"runtime_s\": %.6f, \"ideal_s\": %.6f, "
            "\"step_us\": {\"min\": %.3f, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"max\": %.3f, \"mean\": %.3f}}\n",
            threads, steps, quantum_us, use_spin ? "spin" : "pthread", (unsigned long long)work_iterations,
-           runtime / 1e9, steps * quantum_us / 1e6, step_ns[0] / 1e3, pct(step_ns, steps, .5) / 1e3,
+           mem_mib, (unsigned long long)(mem_mib > 0 ? loads_per_step : 0), runtime / 1e9, steps * quantum_us / 1e6, step_ns[0] / 1e3, pct(step_ns, steps, .5) / 1e3,
            pct(step_ns, steps, .9) / 1e3, pct(step_ns, steps, .99) / 1e3, step_ns[steps - 1] / 1e3,
            sum / steps / 1e3);
     return 0;

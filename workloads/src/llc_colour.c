@@ -3,7 +3,10 @@
  * huge pages ("all colours") and through the same amount made of one 4 KiB page in C
  * ("1/C of the colours"). If the cache set index follows the page's address bits 12 and up,
  * the second set has 1/C of the cache and misses once it exceeds LLC/C.
- * Usage: llc_colour [-c C (default 8)] [-w MiB,MiB,... (default 2,4,8,16)] [-a MiB (all-colours only, default 64)] */
+ * The two are measured in alternation, -r rounds each, and the median is reported: the LLC of
+ * a VM is shared with other tenants, so any single lap can be disturbed.
+ * Usage: llc_colour [-c C (default 8)] [-w MiB,MiB,... (default 2,4,8,16)] [-a MiB (all-colours only,
+ *                   default 64)] [-r rounds (default 5)] */
 #include "workload.h"
 #include <errno.h>
 #include <stdint.h>
@@ -50,15 +53,26 @@ static double chase_ns(void **p, size_t lines) {
     return dt / loads;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double d = *(const double *)a - *(const double *)b;
+    return (d > 0) - (d < 0);
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int main(int argc, char **argv) {
-    int opt, colours = 8, nsizes = 0;
+    int opt, colours = 8, nsizes = 0, rounds = 5;
     double sizes[16], all_only_mib = 64;
     char *list = "2,4,8,16";
-    while ((opt = getopt(argc, argv, "c:w:a:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:w:a:r:")) != -1) {
         switch (opt) {
         case 'c': colours = atoi(optarg); break;
         case 'w': list = optarg; break;
         case 'a': all_only_mib = atof(optarg); break;
+        case 'r': rounds = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: llc_colour [-c colours] [-w MiB,MiB,...] [-a MiB]\n");
             return 2;
@@ -70,8 +84,8 @@ int main(int argc, char **argv) {
     double biggest = all_only_mib;
     for (int i = 0; i < nsizes; i++)
         if (sizes[i] * colours > biggest) biggest = sizes[i] * colours;
-    if (colours < 2 || nsizes == 0 || colours > (int)(HUGE / PAGE)) {
-        fprintf(stderr, "llc_colour: need -c between 2 and 512 and at least one size\n");
+    if (colours < 2 || nsizes == 0 || colours > (int)(HUGE / PAGE) || rounds < 1 || rounds > 101) {
+        fprintf(stderr, "llc_colour: need -c between 2 and 512, -r between 1 and 101 and at least one size\n");
         return 2;
     }
     size_t arena_bytes = ((size_t)(biggest * 1024 * 1024) + HUGE - 1) / HUGE * HUGE;
@@ -87,8 +101,16 @@ int main(int argc, char **argv) {
            arena_bytes >> 20);
     for (int i = 0; i < nsizes; i++) {
         size_t pages = (size_t)(sizes[i] * 1024 * 1024) / PAGE;
-        double all = chase_ns(build_chase(arena, pages, 1), pages * 64);
-        double few = chase_ns(build_chase(arena, pages, colours), pages * 64);
+        void **all_chain = build_chase(arena, pages, 1), **few_chain;
+        double all_ns[101], few_ns[101];
+        for (int r = 0; r < rounds; r++) {
+            all_ns[r] = chase_ns(all_chain, pages * 64);
+            /* Both chains share the arena's first pages: rebuild each before its lap. */
+            few_chain = build_chase(arena, pages, colours);
+            few_ns[r] = chase_ns(few_chain, pages * 64);
+            all_chain = build_chase(arena, pages, 1);
+        }
+        double all = median(all_ns, rounds), few = median(few_ns, rounds);
         printf("%s{\"working_set_mib\": %g, \"all_colours_ns\": %.2f, \"few_colours_ns\": %.2f}",
                i ? ", " : "", sizes[i], all, few);
         fflush(stdout);

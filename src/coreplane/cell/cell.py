@@ -41,7 +41,9 @@ def _reconcile(cpuset: Cpuset, live: dict[str, dict]) -> dict:
                 steering.set_hugepages(host["steering"]["nr_hugepages"])
             if why := cpuset.remove_base_if_empty():
                 problems.append(f"{cpuset.base}: {why}")
-            state.save_host(None)
+            # The originals are forgotten only once all is given back; else the next
+            # `cell list`, create or destroy tries again.
+            state.save_host(None if not problems else {**host, "problems": problems})
         return {"problems": problems}
     if host is None:
         host = {"steering": steering.capture(), "since": time.time()}
@@ -175,7 +177,10 @@ class Cell:
         cpuset = detect()
         with state.locked():
             reaped = _reap_stale(cpuset)
-            return list(state.cell_records().values()), reaped
+            records = state.cell_records()
+            if not records and state.load_host() is not None:
+                _reconcile(cpuset, {})  # a give-back that failed before: try again
+            return list(records.values()), reaped
 
     def add_process(self, pid: int) -> None:
         """Puts process `pid` and its future children into the cell; its threads may then be

@@ -3,6 +3,7 @@ host groups, and moving processes between them."""
 
 import errno
 import os
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -52,9 +53,13 @@ def read(path: Path) -> str:
     return path.read_text().strip()
 
 
-def try_rmdir(path: Path, attempts: int = 20) -> str | None:
-    """Removes a cgroup directory; returns None or the reason it is still there."""
-    for _ in range(attempts):
+def try_rmdir(path: Path, empty=None, seconds: float = 3.0) -> str | None:
+    """Removes a cgroup directory, calling `empty()` before each attempt (processes keep
+    forking into a busy group); returns None or the reason it is still there."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if empty:
+            empty()
         try:
             path.rmdir()
             return None
@@ -63,8 +68,9 @@ def try_rmdir(path: Path, attempts: int = 20) -> str | None:
         except OSError as exc:
             if exc.errno != errno.EBUSY:
                 return exc.strerror
-        os.sched_yield()
-    return "still busy"
+        if time.monotonic() > deadline:
+            return "still busy (processes keep arriving)"
+        time.sleep(0.01)
 
 
 def move_processes(src: Path, dst: Path, exempt: frozenset[int] = frozenset()) -> tuple[int, dict[int, str]]:
@@ -132,9 +138,9 @@ class Cpuset(ABC):
         problems = []
         host = self.base / HOST
         if host.is_dir():
-            _, refused = move_processes(host, self.root)
-            problems += [f"process {p} stays in {host}: {why}" for p, why in refused.items()]
-            if why := try_rmdir(host):
+            refused: dict[int, str] = {}
+            if why := try_rmdir(host, lambda: refused.update(move_processes(host, self.root)[1])):
+                problems += [f"process {p} stays in {host}: {r}" for p, r in refused.items()]
                 problems.append(f"{host}: {why}")
         return problems
 
@@ -184,11 +190,10 @@ class CpusetV1(Cpuset):
         path = self.cell_path(name)
         if not path.is_dir():
             return []
-        _, refused = move_processes(path, dest)
-        problems = [f"process {p} stays in {path}: {why}" for p, why in refused.items()]
-        if why := try_rmdir(path):
-            problems.append(f"{path}: {why}")
-        return problems
+        refused: dict[int, str] = {}
+        if why := try_rmdir(path, lambda: refused.update(move_processes(path, dest)[1])):
+            return [f"process {p} stays in {path}: {r}" for p, r in refused.items()] + [f"{path}: {why}"]
+        return []
 
     def place_thread(self, name: str, tid: int, compute: bool) -> None:
         return  # the v1 cell's cpuset already spans compute and control cores
@@ -282,10 +287,9 @@ class CpusetV2(Cpuset):
         if not path.is_dir():
             return []
         problems = self._drop_partition(path)
-        _, refused = move_processes(path, dest)
-        problems += [f"process {p} stays in {path}: {why}" for p, why in refused.items()]
-        if why := try_rmdir(path):
-            problems.append(f"{path}: {why}")
+        refused: dict[int, str] = {}
+        if why := try_rmdir(path, lambda: refused.update(move_processes(path, dest)[1])):
+            problems += [f"process {p} stays in {path}: {r}" for p, r in refused.items()] + [f"{path}: {why}"]
         return problems
 
 

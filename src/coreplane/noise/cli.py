@@ -132,3 +132,74 @@ def inject_cmd(
         progress.print(f"injecting on CPUs {format_cpu_list(cpu_list)}"
                        f"{f' for {duration_ns / 1e9:g} s' if duration_ns else ' until Ctrl-C'}")
     emit(inject(cpu_list, period_ns, spin_ns, phase, priority, duration_ns), json_out, _render_inject)
+
+
+def _render_trial(doc: dict) -> None:
+    console.print(", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in doc.items()),
+                  highlight=False)
+
+
+@app.command("trial")
+def trial_cmd(
+    kind: str = typer.Argument(..., help="barrier | neighbour | cache | colour"),
+    threads: int = typer.Option(1, "--threads", help="barrier: threads."),
+    noise: str = typer.Option("none", "--noise", help="barrier: none | sync | random (ROS 1 ms per 100 ms)."),
+    placement: str = typer.Option("default", "--placement", help="barrier: default | pinned | cell."),
+    neighbour: str = typer.Option("hog", "--neighbour", help="neighbour: hog | injector | none."),
+    seconds: float = typer.Option(3.0, "--seconds", help="neighbour: seconds per placement."),
+    buster: str = typer.Option("off", "--buster", help="cache: on | off."),
+    working_set: float = typer.Option(4.0, "--working-set", help="cache: MiB chased by the barrier thread."),
+    colours: int = typer.Option(8, "--colours", help="colour: use 1 colour in C."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """One run of one experiment point (what `coreplane noise experiment` sweeps over)."""
+    from coreplane.noise import trials
+    runners = {
+        "barrier": lambda: trials.barrier(threads, noise, placement),
+        "neighbour": lambda: trials.neighbour(neighbour, seconds),
+        "cache": lambda: trials.cache(buster, working_set),
+        "colour": lambda: trials.colour(colours),
+    }
+    if kind not in runners:
+        raise CoreplaneError(f"trial {kind!r}: choose from {', '.join(runners)}")
+    emit(runners[kind](), json_out, _render_trial)
+
+
+def _render_experiment(doc: dict) -> None:
+    console.print(f"[bold]experiment {doc['experiment']}[/]: {doc['title']}")
+    table = Table()
+    rows = doc["summary"]
+    params = [k for k in rows[0] if k not in ("point_id", "metric", "n", "mean", "sd", "median", "min", "max",
+                                             "ci_low", "ci_high", "cv", "cv_flag")] if rows else []
+    for col in params + ["metric", "n", "median", "min", "max"]:
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(*(str(r[p]) for p in params), r["metric"], str(r["n"]),
+                      *(f"{r[k]:.4g}" for k in ("median", "min", "max")))
+    console.print(table)
+    if "goal" in doc:
+        for kind, g in doc["goal"]["neighbours"].items():
+            console.print(f"goal ({kind}): cell/default lost = {g['ratio']:.4f} (target <= {doc['goal']['target_ratio']}): "
+                          f"{'[green]met[/]' if g['met'] else '[bold red]not met[/]'}")
+    if doc.get("figure"):
+        console.print(f"figure: {doc['figure']}")
+    console.print(f"sweep: {doc['sweep']}")
+
+
+@app.command("experiment")
+def experiment_cmd(
+    name: str = typer.Argument(..., help="a | b | c | colour"),
+    repetitions: int = typer.Option(5, "--repetitions", help="Runs per point."),
+    out: Path = typer.Option(None, "--out", help="Sweep directory (default target/experiments/noise-NAME-TIME)."),
+    figures: Path = typer.Option(Path("docs/figures"), "--figures", help="Where the figure goes."),
+    check_goal: bool = typer.Option(False, "--check-goal", help="b: exit 1 when the 1/10 goal is not met."),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Runs an experiment as a sweep (DSE engine) of `coreplane noise trial`, then draws it."""
+    from coreplane.noise.experiments import run
+    if repetitions < 1:
+        raise CoreplaneError(f"--repetitions {repetitions}: at least 1")
+    doc = run(name, repetitions, out, figures, progress=not json_out)
+    emit(doc, json_out, _render_experiment)
+    if check_goal and not doc.get("goal", {}).get("met", True):
+        raise typer.Exit(1)
