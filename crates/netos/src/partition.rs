@@ -443,21 +443,74 @@ pub fn overlap(g: &Graph, member: &[u32], k: usize, cores: f64) -> Overlap {
             *out_to.entry((i, cj)).or_insert(0.0) += w;
         }
     }
-    let mut replicas = Vec::new();
+    // candidates whose local estimate (statuses fixed) does not raise T; a copy can also make
+    // its consumer cluster parallel, which only the exact T sees, so ties are tried too
+    let mut strict = Vec::new();
+    let mut ties = Vec::new();
     for (&(i, v), &a) in &out_to {
         let b = in_from.get(&(i, v)).copied().unwrap_or(0.0); // i's inputs already in v
         let c = in_w[i as usize] - b; // inputs that would have to be sent to the replica
         let f_v = if parallel[v as usize] { 1.0 / cores } else { 1.0 };
         let delta = f_v * (a + b) + 2.0 * (c - a) / cores;
         if delta < -1e-12 {
-            replicas.push((i, v));
+            strict.push((i, v));
+        } else if delta <= 1e-12 {
+            ties.push((i, v));
         }
     }
-    replicas.sort_unstable();
-    let with = quality_overlap(g, member, k, &replicas, cores);
-    if with.t < base.t - 1e-12 {
-        Overlap { replicas, quality: with }
-    } else {
-        Overlap { replicas: Vec::new(), quality: base }
+    strict.sort_unstable();
+    let mut with_ties = [strict.clone(), ties].concat();
+    with_ties.sort_unstable();
+    let mut best = Overlap { replicas: Vec::new(), quality: base };
+    for replicas in [with_ties, strict] {
+        if replicas.is_empty() {
+            continue;
+        }
+        let q = quality_overlap(g, member, k, &replicas, cores);
+        if q.t < best.quality.t - 1e-12 {
+            best = Overlap { replicas, quality: q };
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(n: usize, edges: &[(u32, u32, f64)]) -> Graph {
+        Graph {
+            n,
+            src: edges.iter().map(|e| e.0).collect(),
+            dst: edges.iter().map(|e| e.1).collect(),
+            w: edges.iter().map(|e| e.2).collect(),
+            self_w: vec![0.0; n],
+        }
+    }
+
+    #[test]
+    fn t_by_hand_matches_the_python_reference() {
+        // a->b->c (1 each), d->e (2); clusters {a,b} {c} {d,e}, N = 2:
+        // W_par = 1 + 2 (depth 0 holds two clusters), {c} alone at depth 1, W_c = 2 -> T = 3/2 + 2/2
+        let g = graph(5, &[(0, 1, 1.0), (1, 2, 1.0), (3, 4, 2.0)]);
+        let (q, _) = quality(&g, &[0, 0, 1, 2, 2], 3, 2.0);
+        assert_eq!((q.w_seq, q.w_par, q.w_c, q.t), (0.0, 3.0, 2.0, 2.5));
+    }
+
+    #[test]
+    fn a_cycle_between_clusters_is_one_step() {
+        let g = graph(4, &[(0, 1, 1.0), (1, 0, 1.0), (2, 3, 3.0)]);
+        let (q, _) = quality(&g, &[0, 1, 2, 2], 3, 2.0);
+        assert_eq!((q.w_par, q.w_c, q.t, q.depths), (3.0, 4.0, 3.5, 1));
+    }
+
+    #[test]
+    fn replication_of_a_source_removes_its_message() {
+        // s->a, s->b; U = {s, a}, V = {b}; s copied into V: no message, both clusters parallel
+        let g = graph(3, &[(0, 1, 1.0), (0, 2, 1.0)]);
+        let plain = quality_overlap(&g, &[0, 0, 1], 2, &[], 2.0);
+        let with = quality_overlap(&g, &[0, 0, 1], 2, &[(0, 1)], 2.0);
+        assert_eq!((plain.t, with.t, with.w_c), (2.0, 1.0, 0.0));
+        assert_eq!(overlap(&g, &[0, 0, 1], 2, 2.0).replicas, vec![(0, 1)]);
     }
 }

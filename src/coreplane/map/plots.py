@@ -15,6 +15,21 @@ def _title(doc: dict, what: str) -> str:
     return f"{what} — {m['cpu']}, {m['cpus']} CPUs{' (VM)' if m['virtual'] else ''}"
 
 
+def _loglog(ax, xlabel: str, ylabel: str | None, base: int = 10) -> None:
+    ax.set_xscale("log", base=base)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def _save(fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def ipc_figure(doc: dict, path: Path) -> None:
     """Round-trip time against message size, one panel per transport and pair count."""
     rows = doc["rows"]
@@ -26,17 +41,12 @@ def ipc_figure(doc: dict, path: Path) -> None:
                          key=lambda r: r["size"])
             if sel:
                 ax.plot([r["size"] / 1024 for r in sel], [r["round_trip_ns"] / 1e3 for r in sel], style, label=placement)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size [KiB]")
+        _loglog(ax, "message size [KiB]", None, base=2)
         ax.set_title(f"{transport}, {pairs} pair{'s' if pairs > 1 else ''}", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
     np.atleast_1d(axes)[0].set_ylabel("round trip [µs] (median)")
     np.atleast_1d(axes)[0].legend(fontsize=8)
     fig.suptitle(_title(doc, "IPC pairs (paper Fig. 3)"), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def quality_figure(doc: dict, path: Path) -> None:
@@ -65,9 +75,7 @@ def quality_figure(doc: dict, path: Path) -> None:
     ax.set_yscale("log")
     ax.legend(fontsize=7, ncol=5)
     ax.set_title(_title(doc, "Mapping quality on 2-D meshes"), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def scaling_figure(doc: dict, path: Path) -> None:
@@ -78,22 +86,12 @@ def scaling_figure(doc: dict, path: Path) -> None:
     a.plot([r["nodes"] for r in part], [r["seconds"] for r in part], "o-", label="greedy T partition (total)")
     a.plot([r["nodes"] for r in part], [r["native_s"] for r in part], "x--", label="native local moving")
     a.axhline(60, color="r", lw=0.8, ls=":", label="goal: 60 s at 10^6")
-    a.set_xscale("log")
-    a.set_yscale("log")
-    a.set_xlabel("layer-0 nodes (dynamic instructions)")
-    a.set_ylabel("seconds")
+    _loglog(a, "layer-0 nodes (dynamic instructions)", "seconds")
     a.legend(fontsize=7)
-    a.grid(True, which="both", alpha=0.3)
     for method, style in (("greedy", "o-"), ("scotch", "s-")):
         sel = sorted((r for r in rows if r["kind"] == "map" and r["method"] == method), key=lambda r: r["processes"])
         b.plot([r["processes"] for r in sel], [r["seconds"] * 1e3 for r in sel], style, label=method)
-    b.set_xscale("log")
-    b.set_yscale("log")
-    b.set_xlabel("processes (stencil on a square mesh)")
-    b.set_ylabel("mapping time [ms]")
+    _loglog(b, "processes (stencil on a square mesh)", "mapping time [ms]")
     b.legend(fontsize=7)
-    b.grid(True, which="both", alpha=0.3)
     fig.suptitle(_title(doc, "Partition and mapping time"), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)

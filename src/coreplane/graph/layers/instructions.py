@@ -20,7 +20,6 @@ from coreplane.graph.model import edge_frame, node_frame
 
 NODE_RECORD = np.dtype([("pc", "<u8"), ("task", "<u4"), ("window", "<u4")])
 EDGE_RECORD = np.dtype([("src", "<u4"), ("dst", "<u4"), ("weight", "<f4"), ("kind", "<u4")])
-KINDS = {1: "reg", 2: "mem"}
 
 
 def trace(argv: list[str], prefix: Path, window: int, windows: int, start_ms: int, period_ms: int) -> dict:
