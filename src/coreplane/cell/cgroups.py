@@ -7,6 +7,7 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from coreplane.cell.state import stat_fields
 from coreplane.core.errors import CoreplaneError
 from coreplane.doctor.host import format_cpu_list, parse_cpu_list
 
@@ -21,11 +22,8 @@ PF_NO_SETAFFINITY = 0x04000000   # the kernel binds this thread; no cgroup may m
 
 
 def task_flags(tid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{tid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[6])
+    fields = stat_fields(tid)
+    return int(fields[6]) if fields else None
 
 
 def _mounts(root: Path) -> list[tuple[str, str, set[str]]]:

@@ -74,14 +74,20 @@ def cell_records() -> dict[str, dict]:
     return out
 
 
-def start_time(pid: int) -> int | None:
-    """Clock ticks after boot at which `pid` started (tells a live owner from a reused pid)."""
+def stat_fields(tid: int) -> list[str] | None:
+    """Fields of /proc/TID/stat after the command name (state first), or None if it is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{tid}/stat").read_text()
     except OSError:
         return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):  # exited, waiting to be reaped: dead for our purposes
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_time(pid: int) -> int | None:
+    """Clock ticks after boot at which `pid` started (tells a live owner from a reused pid);
+    None once it has exited, zombies included."""
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return None
     return int(fields[19])
 

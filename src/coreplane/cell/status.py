@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from coreplane.cell import state, steering
-from coreplane.cell.cgroups import EXEMPT_PIDS, PF_KTHREAD, PF_NO_SETAFFINITY, Cpuset
+from coreplane.cell.cgroups import EXEMPT_PIDS, PF_KTHREAD, PF_NO_SETAFFINITY, Cpuset, task_flags
 from coreplane.doctor.host import format_cpu_list, parse_cpu_list
 
 ISOLATED, PARTIAL, NOT_ISOLATED, INFO = "isolated", "partial", "not isolated", "info"
@@ -34,12 +34,13 @@ def interrupt_counts() -> dict[str, list[int]]:
 def _task_facts(tid_dir: Path) -> dict | None:
     try:
         status = dict(line.split(":\t", 1) for line in (tid_dir / "status").read_text().splitlines() if ":\t" in line)
-        stat = (tid_dir / "stat").read_text()
     except (OSError, ValueError):
         return None
+    flags = task_flags(int(tid_dir.name))
+    if flags is None:
+        return None
     return {"tid": int(tid_dir.name), "tgid": int(status["Tgid"]), "comm": status["Name"].strip(),
-            "cpus": parse_cpu_list(status["Cpus_allowed_list"]),
-            "flags": int(stat.rsplit(")", 1)[1].split()[6])}
+            "cpus": parse_cpu_list(status["Cpus_allowed_list"]), "flags": flags}
 
 
 def foreign_tasks(compute: list[int], members: set[int]) -> dict[str, list[str]]:

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.native import binary, run_json
+from coreplane.core.native import binary
 from coreplane.doctor.host import format_cpu_list
 from coreplane.noise.measure import measure
 from coreplane.noise.units import human_ns
@@ -27,8 +27,13 @@ def _args(cpus: list[int], period_ns: int, spin_ns: int, phase: str, priority: i
 
 def inject(cpus: list[int], period_ns: int, spin_ns: int, phase: str = "sync", priority: int = 10,
            duration_ns: int = 0) -> dict:
-    """Injects in the foreground until the duration ends (0: until Ctrl-C); returns the report."""
-    return run_json("coreplane-bench", *_args(cpus, period_ns, spin_ns, phase, priority, duration_ns))
+    """Injects in the foreground until the duration ends or Ctrl-C; returns the report."""
+    with Injector(cpus, period_ns, spin_ns, phase, priority, limit_ns=duration_ns or 10**18) as injector:
+        try:
+            injector.proc.wait()
+        except KeyboardInterrupt:
+            pass  # the report of what ran so far still comes
+        return injector.stop()
 
 
 class Injector:
@@ -37,9 +42,11 @@ class Injector:
 
     def __init__(self, cpus: list[int], period_ns: int, spin_ns: int, phase: str = "sync", priority: int = 10,
                  limit_ns: int = 600_000_000_000):
+        # Its own process group: Ctrl-C reaches this process only, which then stops the injectors.
         self.proc = subprocess.Popen([str(binary("coreplane-bench")),
                                       *_args(cpus, period_ns, spin_ns, phase, priority, limit_ns)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
         self.report: dict | None = None
 
     @property
