@@ -64,8 +64,8 @@ def build(
 
 def _render_partition(doc: dict) -> None:
     table = Table(title=f"{doc['path']} layer {doc['layer']}: {doc['nodes']} nodes, {doc['edges']} edges, N = {doc['cores']} cores")
-    for col in ("method", "processes", "T", "W_seq", "W_par", "W_c", "cut", "replicas", "time s"):
-        table.add_column(col, justify="left" if col == "method" else "right")
+    for col in ("method", "procs", "T", "W_seq", "W_par", "W_c", "cut", "copies", "s"):
+        table.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
     for r in doc["results"]:
         table.add_row(r["method"], str(r["processes"]), f"{r['t']:.6g}", f"{r['w_seq']:.6g}", f"{r['w_par']:.6g}",
                       f"{r['w_c']:.6g}", f"{r['cut']:.6g}", str(r["replicas"]), f"{r['seconds']:.2f}")

@@ -33,8 +33,8 @@ def load_problem(source: str, topo, message_bytes: float):
 def _render(doc: dict) -> None:
     t = doc["topology"]
     table = Table(title=f"{doc['source']}: {doc['processes']} processes on {t['spec']} ({t['cores']} cores), capacity {doc['capacity']}")
-    for col in ("method", "hop-bytes", "avg hops", "max link load", "latency cyc", "energy nJ", "time ms", "note"):
-        table.add_column(col, justify="left" if col in ("method", "note") else "right")
+    for col in ("method", "hop-bytes", "hops", "max link", "lat cyc", "nJ", "ms", "note"):
+        table.add_column(col, justify="left" if col in ("method", "note") else "right", no_wrap=col != "note")
     for r in doc["results"]:
         m = r["metrics"]
         table.add_row(r["method"], f"{m['hop_bytes']:.4g}", f"{m['avg_hops']:.2f}", f"{m['max_link_load']:.4g}",
