@@ -38,10 +38,10 @@ def run_id(point_id: str, rep: int) -> str:
 
 def plan(spec: Spec, store: Store, points: list[Point], out: Path, skip: set[str]) -> list[Batch]:
     """Batches for every measured run that is not stored as ok (and did not just fail, for `skip`)."""
-    ok, targets = store.ok_runs(), store.targets()
+    done, targets = store.ok_runs() | skip, store.targets()
     batches = []
     for p in points:
-        reps = [r for r in range(targets[p.point_id]) if run_id(p.point_id, r) not in ok | skip]
+        reps = [r for r in range(targets[p.point_id]) if run_id(p.point_id, r) not in done]
         if not reps:
             continue
         klass = size_class(p.params, spec.timeout.size_class)

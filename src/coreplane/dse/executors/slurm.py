@@ -210,12 +210,16 @@ class SlurmExecutor:
 
     @staticmethod
     def _sacct(job_id: str, count: int) -> dict[int, tuple[str, str]]:
-        """Final (State, ExitCode) of each array task; slurmdbd may lag the queue by a few seconds."""
+        """Final (State, ExitCode) of each array task; slurmdbd may lag the queue by a few seconds.
+        Without accounting (sacct fails) the states stay unknown rather than delaying the sweep."""
         states: dict[int, tuple[str, str]] = {}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            out = _slurm("sacct", "-n", "-P", "-X", "-j", job_id, "--format=JobID,State,ExitCode", check=False)
-            for line in out.splitlines():
+            proc = subprocess.run(["sacct", "-n", "-P", "-X", "-j", job_id, "--format=JobID,State,ExitCode"],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                break
+            for line in proc.stdout.splitlines():
                 job, _, rest = line.partition("|")
                 state, _, code = rest.partition("|")
                 _, _, index = job.partition("_")
