@@ -18,9 +18,12 @@ from coreplane.cell.cgroups import CpusetV2, detect
 from coreplane.cell.spec import online_cpus
 from coreplane.cell.state import STATE_DIR
 from coreplane.core.errors import CoreplaneError
+from coreplane.doctor.host import format_cpu_list
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or len(online_cpus()) < 2, reason="needs root and 2 CPUs")
 COMPUTE, CONTROL = [online_cpus()[-1]], [online_cpus()[0]]
+MISSING = online_cpus()[-1] + 1   # a core this machine does not have
+ONLINE = format_cpu_list(online_cpus())
 
 
 def machine_state() -> dict:
@@ -77,7 +80,7 @@ def sleeper():
 
 def test_create_destroy_leaves_nothing(sleeper):
     before = machine_state()
-    assert cpuset_of(sleeper) == ("/", "0-1")
+    assert cpuset_of(sleeper) == ("/", ONLINE)
     with Cell.create(CellSpec(compute=COMPUTE, control=CONTROL, name="t-live", hugepages=2)) as cell:
         assert cell.cpuset.cell_path("t-live").is_dir()
         assert cpuset_of(sleeper) == ("/coreplane/host", str(CONTROL[0]))
@@ -86,7 +89,7 @@ def test_create_destroy_leaves_nothing(sleeper):
         watchdog = cell.record["watchdog_pid"]
         assert Path(f"/proc/{watchdog}").exists()
     assert leftovers() == []
-    assert cpuset_of(sleeper) == ("/", "0-1")
+    assert cpuset_of(sleeper) == ("/", ONLINE)
     assert machine_state() == before
     assert gone(watchdog)
 
@@ -99,7 +102,7 @@ def test_process_and_its_children_join_the_cell(sleeper):
         cell.add_process(sleeper)
         cell.pin_thread(sleeper, COMPUTE[0])
         out = child.communicate()[0]
-        assert ":cpuset:/coreplane/cell-t-join" in out and "0-1" in out
+        assert ":cpuset:/coreplane/cell-t-join" in out and format_cpu_list(CONTROL + COMPUTE) in out
         assert cpuset_of(sleeper) == ("/coreplane/cell-t-join", str(COMPUTE[0]))
         assert sleeper in cell.processes()
         with pytest.raises(CoreplaneError, match="core 5 is not one of its cores"):
@@ -130,7 +133,7 @@ def test_sigkill_of_the_owner_is_cleaned_up_by_the_watchdog(sleeper):
     while leftovers() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert leftovers() == []
-    assert cpuset_of(sleeper) == ("/", "0-1")
+    assert cpuset_of(sleeper) == ("/", ONLINE)
     assert machine_state() == before
     assert gone(watchdog)
 
@@ -161,7 +164,8 @@ def test_cli_create_status_destroy():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["cell", "create", "--compute", "7", "--control", "0"], "--compute 7: core 7 does not exist (online: 0-1)"),
+    (["cell", "create", "--compute", str(MISSING), "--control", "0"],
+     f"--compute {MISSING}: core {MISSING} does not exist (online: {ONLINE})"),
     (["cell", "create", "--compute", "1", "--control", "0-1"], "--compute and --control overlap on core 1"),
     (["cell", "status", "nope"], "no cell named 'nope' (coreplane cell list)"),
 ])

@@ -9,6 +9,7 @@ import pytest
 from conftest import cli_json, run_cli
 from machine_lock import machine_lock
 from coreplane.cell.spec import online_cpus
+from coreplane.doctor.host import format_cpu_list
 from coreplane.noise.inject import check
 from coreplane.noise.measure import measure
 from coreplane.noise.units import parse_duration
@@ -71,7 +72,8 @@ def test_measure_cli_json_units_and_plots(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["noise", "measure", "--cpus", "7"], "--cpus 7: CPU 7 does not exist (online: 0-1)"),
+    (["noise", "measure", "--cpus", str(CPU + 1)],
+     f"--cpus {CPU + 1}: CPU {CPU + 1} does not exist (online: {format_cpu_list(online_cpus())})"),
     (["noise", "measure", "--duration", "5parsecs"], "--duration '5parsecs': not a duration such as 100ms, 50us or 2s"),
     (["noise", "inject", "--period", "100ms", "--spin", "200ms", "--cpus", "0"],
      "--spin 200 ms must be shorter than --period 100 ms"),
