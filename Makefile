@@ -31,7 +31,7 @@ $(STAMPS)/apt: Makefile
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v python3 >/dev/null || { echo "python3 (>= 3.11) is required" >&2; exit 1; }
-	@test -x $(PY) || python3 -m venv $(VENV)
+	@test -f $(VENV)/pyvenv.cfg || { rm -rf $(VENV) && python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
 	@touch $@
 

@@ -102,7 +102,7 @@ fn summary(hist: &[u64], total: Option<u64>) -> Value {
     }
 }
 
-/// Per-syscall entries from summed stats (and histograms, when given).
+/// Per-syscall entries from summed stats (already in ns) and histograms, when given.
 fn syscall_entries(stats: &[u64], hists: Option<(&[u64], &[u64])>) -> Vec<Value> {
     let mut out = Vec::new();
     for nr in 0..L::NSYS {
@@ -114,12 +114,12 @@ fn syscall_entries(stats: &[u64], hists: Option<(&[u64], &[u64])>) -> Vec<Value>
         let delegated = s[L::S_DELEGATED];
         let mut e = json!({
             "name": syscalls::name(nr), "nr": nr, "count": count, "errors": s[L::S_ERRORS],
-            "total_ns": s[L::S_TOTAL_NS], "local": count - delegated, "delegated": delegated,
+            "total_ns": s[L::S_TOTAL_TICKS], "local": count - delegated, "delegated": delegated,
         });
         let range = nr * L::HIST_BUCKETS..(nr + 1) * L::HIST_BUCKETS;
         let (fwd, que) = match hists {
-            Some((f, q)) => (summary(&f[range.clone()], None), summary(&q[range], Some(s[L::S_QUEUED_NS]))),
-            None => (Value::Null, if delegated > 0 { json!({"total": s[L::S_QUEUED_NS]}) } else { Value::Null }),
+            Some((f, q)) => (summary(&f[range.clone()], None), summary(&q[range], Some(s[L::S_QUEUED_TICKS]))),
+            None => (Value::Null, if delegated > 0 { json!({"total": s[L::S_QUEUED_TICKS]}) } else { Value::Null }),
         };
         e["forward_ns"] = fwd;
         e["queued_ns"] = que;
@@ -146,6 +146,8 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
     let mut threads = Vec::new();
     let mut processes = Vec::new();
     let mut trap_ns = Vec::new();
+    let mut fast_ns = Vec::new();
+    let mut rewritten = 0;
     for p in &procs {
         let h = |off: usize| p.header[off / 8];
         for (i, v) in p.forward.iter().enumerate() {
@@ -154,13 +156,19 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         for (i, v) in p.queued.iter().enumerate() {
             queued[i] += v;
         }
-        for (th, stats) in &p.threads {
+        let khz = h(L::H_TSC_KHZ).max(1);
+        for (th, ticks) in &p.threads {
+            // Times are kept in TSC ticks by the runtime; counts are not.
+            let stats: Vec<u64> = ticks.iter().enumerate().map(|(i, v)| match i % L::STAT_FIELDS {
+                L::S_TOTAL_TICKS | L::S_QUEUED_TICKS => (*v as u128 * 1_000_000 / khz as u128) as u64,
+                _ => *v,
+            }).collect();
             for (i, v) in stats.iter().enumerate() {
                 totals[i] += v;
             }
             threads.push(json!({
                 "pid": h(L::H_PID), "tid": th[L::T_TID / 8], "start_ns": rel(th[L::T_START_NS / 8]),
-                "end_ns": rel(th[L::T_END_NS / 8]), "syscalls": syscall_entries(stats, None),
+                "end_ns": rel(th[L::T_END_NS / 8]), "syscalls": syscall_entries(&stats, None),
             }));
         }
         let code = h(L::H_EXIT_CODE);
@@ -168,6 +176,10 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         if h(L::H_TRAP_NS) > 0 {
             trap_ns.push(h(L::H_TRAP_NS));
         }
+        if h(L::H_FAST_NS) > 0 {
+            fast_ns.push(h(L::H_FAST_NS));
+        }
+        rewritten += h(L::H_REWRITTEN);
         processes.push(json!({
             "pid": h(L::H_PID), "ppid": h(L::H_PPID), "exe": p.exe, "start_ns": rel(h(L::H_START_NS)),
             "end_ns": rel(h(L::H_END_NS)), "end": end, "exit_code": (end == "exit").then_some(code),
@@ -175,6 +187,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         }));
     }
     trap_ns.sort_unstable();
+    fast_ns.sort_unstable();
     let exit = if libc::WIFSIGNALED(run.status) {
         json!({"signal": libc::WTERMSIG(run.status)})
     } else {
@@ -192,8 +205,12 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         "exit": exit,
         "overhead": {
             "interposed_call_ns": trap_ns.get(trap_ns.len() / 2),
-            "method": "median over processes of (trapped getppid - native getppid), 64 calls each, \
-                       measured by the runtime at process start; not included in total_ns, which times the call itself",
+            "fast_path_call_ns": fast_ns.get(fast_ns.len() / 2),
+            "rewritten_sites": rewritten,
+            "method": "median over processes of (getppid through a trap - native getppid) and (getppid through \
+                       the rewritten-site fast path - native getppid), 64 calls each, measured by the runtime at \
+                       process start; a site traps once, then takes the fast path (if page 0 could be mapped); \
+                       not included in total_ns, which times the call itself",
         },
         "not_intercepted": NOT_INTERCEPTED,
         "syscalls": syscall_entries(&totals, Some((&forward, &queued))),

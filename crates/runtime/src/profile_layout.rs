@@ -14,6 +14,9 @@ pub const H_EXIT_CODE: usize = 48; // exit_group argument
 pub const H_USER_NS: usize = 56;
 pub const H_SYS_NS: usize = 64;
 pub const H_TRAP_NS: usize = 72; // measured cost of one trapped call minus a native one
+pub const H_TSC_KHZ: usize = 80; // stats are in TSC ticks: ns = ticks * 1e6 / khz
+pub const H_FAST_NS: usize = 88; // measured cost of one call through a rewritten site minus a native one
+pub const H_REWRITTEN: usize = 96; // syscall sites rewritten to the fast path
 pub const H_EXE: usize = 512; // NUL-terminated path of the loaded program
 pub const H_EXE_MAX: usize = HEADER_SIZE - H_EXE;
 
@@ -32,9 +35,9 @@ pub const T_STATS: usize = 64;
 pub const STAT_FIELDS: usize = 5;
 pub const S_COUNT: usize = 0;
 pub const S_ERRORS: usize = 1;
-pub const S_TOTAL_NS: usize = 2;
+pub const S_TOTAL_TICKS: usize = 2;
 pub const S_DELEGATED: usize = 3;
-pub const S_QUEUED_NS: usize = 4;
+pub const S_QUEUED_TICKS: usize = 4;
 pub const THREAD_BLOCK: usize = 24576;
 pub const MAX_THREADS: usize = 4096;
 pub const FILE_SIZE: usize = THREADS_OFF + MAX_THREADS * THREAD_BLOCK;

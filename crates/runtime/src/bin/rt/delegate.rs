@@ -306,6 +306,9 @@ fn handlers_done(t: &Thread) -> u64 {
 /// Runs syscall `nr` on a delegate and waits for it. Returns (result, round-trip ticks,
 /// queued ticks), or None when no slot is left (the caller then runs it locally).
 pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64)> {
+    if t.local_only {
+        return None;
+    }
     ensure_pool(t.pid);
     let depth = t.depth as usize;
     if depth >= crate::thread::MAX_DEPTH {

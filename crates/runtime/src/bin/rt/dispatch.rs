@@ -25,35 +25,59 @@ pub fn gregs(uc: *mut u8) -> &'static mut [u64; NGREG] {
     unsafe { &mut *(uc.add(GREGS_OFF) as *mut [u64; NGREG]) }
 }
 
-/// Handles one trapped syscall.
+/// Offset of si_call_addr (the address after the trapping syscall) in a SIGSYS siginfo.
+const SI_CALL_ADDR_OFF: usize = 16;
+
+/// Calls that need the trap's ucontext: they are never served by the fast path.
+pub fn needs_trap(nr: usize) -> bool {
+    matches!(nr, RT_SIGRETURN | CLONE | CLONE3) || nr >= coreplane_runtime::sysset::MAX_SYSCALLS
+}
+
+/// Calls the runtime answers or adjusts itself, rather than passing them on.
+pub fn answered_by_runtime(nr: usize) -> bool {
+    matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
+        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL)
+}
+
+/// Handles one trapped syscall, and rewrites its site for the fast path next time.
 pub fn on_trap(info: *mut u8, uc: *mut u8) {
     let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
     let g = gregs(uc);
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
     let result = match nr {
         RT_SIGRETURN => return signals::on_sigreturn(uc),
-        RT_SIGACTION => signals::rt_sigaction(a[0], a[1], a[2]),
-        RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2 => signals::masked_call(nr, &a),
         CLONE => process::clone(uc, &a),
         CLONE3 => process::clone3(uc, &a),
+        _ => {
+            crate::fastpath::maybe_rewrite(unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) }, nr);
+            handle(nr, &a)
+        }
+    };
+    gregs(uc)[REG_RAX] = result as u64;
+}
+
+/// Any call but those in `needs_trap`, from the trap or from the fast path.
+pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
+    match nr {
+        RT_SIGACTION => signals::rt_sigaction(a[0], a[1], a[2]),
+        RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2 => signals::masked_call(nr, a),
         FORK | VFORK => process::fork(),
         EXECVE => process::execve(a[0], a[1], a[2]),
-        EXECVEAT => process::execveat(&a),
+        EXECVEAT => process::execveat(a),
         EXIT => process::exit_thread(a[0]),
         EXIT_GROUP => process::exit_group(a[0]),
         READLINK => match process::readlink_self_exe(a[0], a[1], a[2]) {
             Some(r) => r,
-            None => run(nr, &a),
+            None => run(nr, a),
         },
         READLINKAT if a[0] as i32 as isize == AT_FDCWD => match process::readlink_self_exe(a[1], a[2], a[3]) {
             Some(r) => r,
-            None => run(nr, &a),
+            None => run(nr, a),
         },
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),
-        _ => run(nr, &a),
-    };
-    gregs(uc)[REG_RAX] = result as u64;
+        _ => run(nr, a),
+    }
 }
 
 /// The program's GS base is virtual: the real one points at the runtime's thread state.

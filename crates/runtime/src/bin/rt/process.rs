@@ -18,7 +18,7 @@ static mut EXE: [u8; 4096] = [0; 4096];
 struct ChildStart {
     regs: [u64; NGREG],
     stack: u64,
-    shares_memory: u64,
+    flags: u64,
 }
 
 global_asm!(
@@ -105,10 +105,13 @@ fn exe() -> &'static [u8] {
 #[no_mangle]
 extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
     let start = unsafe { &*start };
-    if start.shares_memory != 0 {
-        thread::start_thread(true);
-    } else {
+    if start.flags & CLONE_VM == 0 {
         after_fork();
+    } else {
+        let t = thread::start_thread(true);
+        // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
+        // delegate pool too, but not the file table: it makes its calls itself until it execs.
+        t.local_only = start.flags & CLONE_THREAD == 0;
     }
     sud::arm_thread();
     unsafe { coreplane_resume(start.regs.as_ptr(), start.stack) }
@@ -121,14 +124,14 @@ fn after_fork() {
 }
 
 /// Places a ChildStart below `stack_top` and returns the child's initial stack pointer.
-fn prepare_child(uc: *mut u8, stack_top: u64, shares_memory: bool) -> usize {
+fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64) -> usize {
     let g = gregs(uc);
     let sp = ((stack_top as usize) - core::mem::size_of::<ChildStart>()) & !15;
     let start = sp as *mut ChildStart;
     unsafe {
         (*start).regs.copy_from_slice(&g[..NGREG]);
         (*start).stack = stack_top;
-        (*start).shares_memory = shares_memory as u64;
+        (*start).flags = flags;
     }
     sp
 }
@@ -154,7 +157,7 @@ pub fn clone(uc: *mut u8, a: &[usize; 6]) -> isize {
         }
         return fork_here(CLONE, &[flags as usize, 0, a[2], a[3], a[4], a[5]]);
     }
-    let sp = prepare_child(uc, stack, flags & CLONE_VM != 0);
+    let sp = prepare_child(uc, stack, flags);
     unsafe { coreplane_clone(flags, sp, a[2], a[3], a[4]) }
 }
 
@@ -173,7 +176,7 @@ pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
         }
         return fork_here(CLONE3, &[args.as_ptr() as usize, size, 0, 0, 0, 0]);
     }
-    let sp = prepare_child(uc, stack + stack_size, flags & CLONE_VM != 0);
+    let sp = prepare_child(uc, stack + stack_size, flags);
     args[6] = sp as u64 - stack;
     unsafe { coreplane_clone3(args.as_ptr(), size) }
 }

@@ -7,8 +7,6 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use coreplane_runtime::profile_layout as L;
 
 static mut BASE: *mut u8 = core::ptr::null_mut();
-/// Set while the runtime times its own trap path, whose calls are not the program's.
-static mut CALIBRATING: bool = false;
 static mut EXE: [u8; 512] = [0; 512];
 
 unsafe fn field(off: usize) -> &'static AtomicU64 {
@@ -52,6 +50,7 @@ pub fn open_process() {
         field(L::H_PID).store(sys::getpid() as u64, Ordering::Relaxed);
         field(L::H_PPID).store(syscall3(GETPPID, 0, 0, 0) as u64, Ordering::Relaxed);
         field(L::H_START_NS).store(start, Ordering::Relaxed);
+        field(L::H_TSC_KHZ).store(crate::config().tsc_khz, Ordering::Relaxed);
         let exe = &*core::ptr::addr_of!(EXE);
         let len = sys::cstr_len(exe.as_ptr()).min(L::H_EXE_MAX - 1);
         core::ptr::copy_nonoverlapping(exe.as_ptr(), BASE.add(L::H_EXE), len);
@@ -103,27 +102,26 @@ fn ns(ticks: u64) -> u64 {
 }
 
 /// Counts one call of `nr` that returned `result` after `ticks` TSC ticks; for a delegated
-/// call also `queued` ticks spent waiting for a delegate.
+/// call also `queued` ticks spent waiting for a delegate. Stats are kept in ticks (the fast
+/// path adds them in assembly); the histograms of delegated calls are in nanoseconds.
 #[inline(always)]
 pub fn record(prof: *mut u8, nr: usize, result: isize, ticks: u64, delegated: Option<u64>) {
-    if prof.is_null() || nr >= L::NSYS || unsafe { CALIBRATING } {
+    if prof.is_null() || nr >= L::NSYS {
         return;
     }
     unsafe {
         let s = prof.add(L::T_STATS + nr * L::STAT_FIELDS * 8) as *mut u64;
-        let total = ns(ticks);
         *s.add(L::S_COUNT) += 1;
         if (-4095..0).contains(&result) {
             *s.add(L::S_ERRORS) += 1;
         }
-        *s.add(L::S_TOTAL_NS) += total;
+        *s.add(L::S_TOTAL_TICKS) += ticks;
         if let Some(q) = delegated {
-            let queued = ns(q);
             *s.add(L::S_DELEGATED) += 1;
-            *s.add(L::S_QUEUED_NS) += queued;
-            let h = L::bucket_of(total);
+            *s.add(L::S_QUEUED_TICKS) += q;
+            let h = L::bucket_of(ns(ticks));
             field(L::HIST_FORWARD_OFF + (nr * L::HIST_BUCKETS + h) * 8).fetch_add(1, Ordering::Relaxed);
-            let hq = L::bucket_of(queued);
+            let hq = L::bucket_of(ns(q));
             field(L::HIST_QUEUED_OFF + (nr * L::HIST_BUCKETS + hq) * 8).fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -161,35 +159,58 @@ pub fn end_process_undo() {
     }
 }
 
-/// Measures what interposition adds to one call: getppid through a trap (from a stub outside
-/// the runtime's text) against getppid made directly, 64 of each, stored in the header.
-pub fn calibrate_trap() {
+/// Measures what interposition adds to one getppid: through a trap (a stub outside the
+/// runtime's text that is never rewritten) and through the fast path (the same stub calling
+/// the page-0 trampoline, as a rewritten site does), against getppid made directly; 64 each.
+pub fn calibrate() {
     const CALLS: u64 = 64;
-    // mov eax, 110 (getppid); syscall; ret
-    const STUB: [u8; 8] = [0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3];
+    // mov eax, 110 (getppid); syscall; ret | mov eax, 110; call rax; ret
+    const STUB: [u8; 16] = [0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3, 0xb8, 110, 0, 0, 0, 0xff, 0xd0, 0xc3];
     unsafe {
         if BASE.is_null() {
             return;
         }
         let page = syscall6(MMAP, 0, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, usize::MAX, 0);
         if (-4095..0).contains(&page) {
-            return; // W^X policy: leave the figure unknown
+            return; // W^X policy: leave the figures unknown
         }
         core::ptr::copy_nonoverlapping(STUB.as_ptr(), page as *mut u8, STUB.len());
-        let stub: extern "C" fn() = core::mem::transmute(page as usize);
-        CALIBRATING = true;
+        let time = |f: extern "C" fn()| {
+            let t0 = sys::rdtsc();
+            for _ in 0..CALLS {
+                f();
+            }
+            sys::rdtsc() - t0
+        };
+        // The runtime's own calls are not the program's: no profile block while timing them.
+        let thread = crate::thread::current();
+        let prof = thread.prof;
+        thread.prof = core::ptr::null_mut();
+        let trap = time(core::mem::transmute::<usize, extern "C" fn()>(page as usize));
+        let fast = if crate::fastpath::enabled() {
+            time(core::mem::transmute::<usize, extern "C" fn()>(page as usize + 8))
+        } else {
+            0
+        };
         let t0 = sys::rdtsc();
-        for _ in 0..CALLS {
-            stub();
-        }
-        let t1 = sys::rdtsc();
         for _ in 0..CALLS {
             syscall3(GETPPID, 0, 0, 0);
         }
-        let t2 = sys::rdtsc();
-        CALIBRATING = false;
+        let native = sys::rdtsc() - t0;
+        thread.prof = prof;
         syscall3(MUNMAP, page as usize, PAGE, 0);
-        let extra = (t1 - t0).saturating_sub(t2 - t1) / CALLS;
-        field(L::H_TRAP_NS).store(ns(extra).max(1), Ordering::Relaxed);
+        field(L::H_TRAP_NS).store(ns(trap.saturating_sub(native) / CALLS).max(1), Ordering::Relaxed);
+        if fast > 0 {
+            field(L::H_FAST_NS).store(ns(fast.saturating_sub(native) / CALLS).max(1), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Counts a rewritten syscall site.
+pub fn count_rewrite() {
+    unsafe {
+        if !BASE.is_null() {
+            field(L::H_REWRITTEN).fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

@@ -100,5 +100,6 @@ pub fn arm_process() {
     crate::profile::open_process();
     crate::thread::start_thread(false);
     arm_thread();
-    crate::profile::calibrate_trap();
+    crate::fastpath::install();
+    crate::profile::calibrate();
 }

@@ -4,6 +4,7 @@
 
 use core::arch::asm;
 
+pub const READ: usize = 0;
 pub const WRITE: usize = 1;
 pub const OPEN: usize = 2;
 pub const CLOSE: usize = 3;

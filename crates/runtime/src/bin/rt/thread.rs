@@ -26,6 +26,8 @@ pub struct Thread {
     pub last_signo: i32,
     /// The program's own GS base (ARCH_SET_GS is virtualised).
     pub program_gs: usize,
+    /// Never delegate: this thread is a process that shares its parent's memory.
+    pub local_only: bool,
 }
 
 /// The calling thread's state.
