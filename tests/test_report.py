@@ -13,14 +13,16 @@ from coreplane.report.cli import report
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):
-    """Two sweeps of gzip over levels and sizes; B sleeps 100 ms more per run than A."""
+    """Two sweeps of gzip over levels and sizes; B's `score` is A's + 20 (exact, unlike times)."""
     root = tmp_path_factory.mktemp("report")
-    for name, extra in (("a", "0"), ("b", "0.1")):
+    for name, offset in (("a", 0), ("b", 20)):
         spec = dse.spec_from_dict({
             "name": f"gzip-{name}",
-            "command": f"head -c {{kib}}000 /dev/urandom | gzip -{{level}} > /dev/null; sleep {extra}",
+            "command": f"head -c {{kib}}000 /dev/urandom | gzip -{{level}} > /dev/null; "
+                       f"echo score $(( {{level}} * 100 + {{rep}} + {offset} ))",
             "parameters": {"level": [1, 9], "kib": [100, 400, 800]},
-            "repetitions": 3, "metrics": [{"source": "time"}], "tags": {"side": name}})
+            "repetitions": 3, "tags": {"side": name},
+            "metrics": [{"source": "time"}, {"source": "regex", "name": "score", "pattern": r"score (\d+)"}]})
         dse.run_sweep(spec, root / name, progress=False)
     return root
 
@@ -60,21 +62,23 @@ def test_raw_export_is_long_format(sweeps, tmp_path):
 
 
 def test_compare_finds_the_slower_sweep(sweeps):
-    doc = cli_json("compare", str(sweeps / "a"), str(sweeps / "b"), "--metric", "wall_s")
+    doc = cli_json("compare", str(sweeps / "a"), str(sweeps / "b"), "--metric", "score")
     assert doc["keys"] == ["level", "kib"] and len(doc["rows"]) == 6
     for row in doc["rows"]:
-        assert row["mean_b"] - row["mean_a"] > 0.05
-        assert row["ratio"] > 1
-    assert sum(r["significant"] for r in doc["rows"]) >= 4
+        assert (row["n_a"], row["n_b"], row["mean_b"] - row["mean_a"]) == (3, 3, 20)
+        assert row["ratio"] == pytest.approx((row["level"] * 100 + 21) / (row["level"] * 100 + 1), rel=1e-12)
+        assert row["p"] < 1e-4 and row["significant"]
 
 
 def test_compare_two_configurations_of_one_sweep(sweeps):
     from coreplane.report.compare import compare
-    df = compare(f"{sweeps / 'a'}@level=1", f"{sweeps / 'a'}@level=9", ["wall_s"])
-    assert list(df["kib"]) == [100, 400, 800] and (df["n_a"] == 3).all() and (df["n_b"] == 3).all()
-    means = dse.summary(sweeps / "a", ["wall_s"]).set_index(["level", "kib"])["mean"]
+    df = compare(f"{sweeps / 'a'}@level=1", f"{sweeps / 'a'}@level=9", ["wall_s", "score"])
+    assert list(df["kib"]) == [100, 100, 400, 400, 800, 800] and (df["n_a"] == 3).all() and (df["n_b"] == 3).all()
+    means = dse.summary(sweeps / "a").set_index(["level", "kib", "metric"])["mean"]
     for _, row in df.iterrows():   # matched on kib, sides split by level
-        assert (row["mean_a"], row["mean_b"]) == pytest.approx((means[(1, row["kib"])], means[(9, row["kib"])]))
+        assert (row["mean_a"], row["mean_b"]) == pytest.approx(
+            (means[(1, row["kib"], row["metric"])], means[(9, row["kib"], row["metric"])]))
+    assert set(df[df["metric"] == "score"]["mean_b"] - df[df["metric"] == "score"]["mean_a"]) == {800}
 
 
 def test_report_errors_are_one_line(sweeps, tmp_path):
@@ -85,3 +89,12 @@ def test_report_errors_are_one_line(sweeps, tmp_path):
     assert proc.stderr.startswith("coreplane: error: --metric nope: not in") and proc.stderr.count("\n") == 1
     proc = run_cli("compare", f"{sweeps / 'a'}@colour=red", str(sweeps / "b"))
     assert proc.stderr.startswith(f"coreplane: error: {sweeps / 'a'}@colour=red: 'colour' is not a parameter")
+
+
+def test_report_lists_failed_runs_even_when_none_succeeded(tmp_path):
+    dse.run_sweep({"command": "exit {code}", "parameters": {"code": [3, 4]}, "repetitions": 1}, tmp_path / "f",
+                  progress=False)
+    report(tmp_path / "f", "html", tmp_path / "r.html", None, False, True)
+    html = (tmp_path / "r.html").read_text()
+    assert "Failed runs (2)" in html and "exit status 3" in html and "exit status 4" in html
+    assert str(tmp_path / "f" / "logs") in html

@@ -37,7 +37,7 @@ def report(
         from coreplane.report.html import render
         summary = results.summary(sweep)
         unknown = sorted(set(metrics) - set(summary["metric"]))
-        if unknown:
+        if unknown and metric:   # the default metric may be missing when every run failed
             raise CoreplaneError(f"--metric {', '.join(unknown)}: not in {sweep} "
                                  f"(has: {', '.join(sorted(summary['metric'].unique())) or 'none'})")
         text, count = render(meta, results.load_runs(sweep), summary, params, metrics)
@@ -52,7 +52,7 @@ def report(
         elif fmt == "parquet":
             df.to_parquet(out, index=False)
         else:
-            df.to_json(out, orient="records", indent=1)
+            df.to_json(out, orient="records", indent=1, double_precision=15)
         doc.update(rows=len(df), columns=list(df.columns))
     emit(doc, json_out, lambda d: console.print(f"wrote {d['out']}", highlight=False))
 
@@ -94,7 +94,7 @@ def compare(
     df = run_compare(a, b, metric, alpha)
     keys = [c for c in df.columns if c not in ("metric", "n_a", "mean_a", "median_a", "n_b", "mean_b", "median_b",
                                                "ratio", "t", "dof", "p", "significant")]
-    rows = json.loads(df.to_json(orient="records"))   # NaN (too few runs for a test) -> null
+    rows = json.loads(df.to_json(orient="records", double_precision=15))   # NaN -> null
     emit({"a": a, "b": b, "alpha": alpha, "keys": keys, "rows": rows}, json_out,
          _render_comparison)
 
