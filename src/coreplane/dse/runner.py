@@ -46,7 +46,7 @@ class RunSettings:
     @classmethod
     def of(cls, spec: Spec) -> "RunSettings":
         # Absolute, so runs on a Slurm node start where they would here.
-        base = Path.cwd() if spec.source == "<dict>" else Path(spec.source).resolve().parent
+        base = Path(spec.source).resolve().parent if Path(spec.source).is_file() else Path.cwd()
         return cls(list(spec.metrics), spec.retries, str(base / spec.workdir if spec.workdir else base))
 
     @property
