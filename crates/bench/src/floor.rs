@@ -44,7 +44,7 @@ pub struct FloorReport {
 struct Line<T>(T);
 
 /// Parses "A,B" into two distinct online core numbers.
-fn parse_cores(spec: &str) -> Result<[usize; 2], String> {
+pub(crate) fn parse_cores(spec: &str) -> Result<[usize; 2], String> {
     let parts: Vec<&str> = spec.split(',').map(str::trim).collect();
     let cores: Vec<usize> = parts
         .iter()
@@ -71,7 +71,7 @@ fn on_two_cores<R: Send>(
     })
 }
 
-fn pingpong(cores: [usize; 2], n: usize, tsc_ns: f64) -> Result<Summary, String> {
+pub(crate) fn pingpong(cores: [usize; 2], n: usize, tsc_ns: f64) -> Result<Summary, String> {
     let ping = Line(AtomicU64::new(0));
     let pong = Line(AtomicU64::new(0));
     let warm = n / 100 + 1;

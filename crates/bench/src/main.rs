@@ -3,6 +3,7 @@
 
 mod cpu;
 mod floor;
+mod paths;
 mod noise;
 mod stats;
 
@@ -19,6 +20,10 @@ struct Cli {
 enum Command {
     /// Physical floor: cache-line ping-pong, raw null syscall, futex wake-up round trip.
     Floor(floor::FloorArgs),
+    /// Null syscall timed per call beside the ping-pong of the same cores (run it under coreplane).
+    Paths(paths::PathsArgs),
+    /// First and second call at 64 distinct syscall sites (the fast path's cold cost).
+    Sites,
     /// OS noise: gap detector, FTQ and FWQ (`measure`); SCHED_FIFO noise injectors (`inject`).
     Noise(noise::NoiseArgs),
 }
@@ -28,6 +33,8 @@ fn main() {
     let result = match cli.command {
         Command::Floor(args) => floor::run(&args).map(|doc| serde_json::to_value(doc).expect("serialisable")),
         Command::Noise(args) => noise::run(&args),
+        Command::Paths(args) => paths::run(&args).map(|doc| serde_json::to_value(doc).expect("serialisable")),
+        Command::Sites => Ok(serde_json::to_value(paths::sites()).expect("serialisable")),
     };
     match result {
         Ok(doc) => println!("{}", serde_json::to_string_pretty(&doc).expect("serialisable")),

@@ -4,6 +4,5 @@
 
 pub mod config;
 pub mod elf;
-pub mod mpmc;
 pub mod profile_layout;
 pub mod sysset;

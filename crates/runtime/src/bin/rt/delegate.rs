@@ -1,38 +1,56 @@
 //! Delegation: delegate threads pinned on the control cores execute syscalls for application
-//! threads. Each application thread owns a request slot (a 128-byte line) per nesting depth; it fills it
-//! and pushes the slot's index on a FIFO shared by all delegates, which poll it and sleep on a
-//! futex when idle. Same address space and file table, so pointer arguments stay valid.
-//! When every delegate is busy (blocked in a call) and a request waits, the pool grows.
+//! threads, in the same address space and file table, so pointer arguments stay valid.
+//! Each application thread owns a request slot per nesting depth (a signal handler that runs
+//! while a delegated call waits may delegate calls of its own). A slot is two cache lines, as in
+//! the ping-pong that is the floor of this path: the request line is written by the application
+//! (sequence number, call, arguments) and polled by the delegates, which claim a request with a
+//! compare-and-swap; the response line is written by the delegate and polled by the application.
+//! Queueing: delegates scan the slots round-robin from where they last served, so requests are
+//! served in turn; an idle delegate sleeps on a futex after polling for a while. When every
+//! delegate is busy (blocked in a call) and a request waits, the pool grows.
 
 use crate::sud::{self, KSigaction, SA_RESTART, SA_RESTORER, SA_SIGINFO};
 use crate::sys::{self, *};
 use crate::thread::Thread;
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::*};
-use coreplane_runtime::mpmc::Queue;
 
 const MAX_SLOTS: usize = 4096;
 const MAX_DELEGATES: usize = 64;
 const NONE: u32 = u32::MAX;
-const FREE: u32 = 0;
-const POSTED: u32 = 1;
-const RUNNING: u32 = 2;
-const DONE: u32 = 3;
-/// Polling before sleeping: application side (~20 µs) and delegate side (~50 µs).
+/// Polling before sleeping: application side (~20 µs) and delegate side (idle scans).
 const APP_SPINS: u32 = 20_000;
 const DELEGATE_SPINS: u32 = 50_000;
 const STACK_SIZE: usize = 64 * 1024;
 
-#[repr(C, align(128))]
-struct Slot {
-    state: AtomicU32,
-    waiting: AtomicU32,
-    cancel: AtomicU32,
+/// Written by the application, read by delegates.
+#[repr(C, align(64))]
+struct Request {
+    /// Sequence number of the latest request posted in this slot.
+    posted: AtomicU32,
+    /// Sequence number of the latest request a delegate claimed.
+    taken: AtomicU32,
     nr: usize,
     args: [usize; 6],
+}
+
+/// Written by the delegate, read by the application.
+#[repr(C, align(64))]
+struct Response {
+    /// Sequence number of the latest request completed.
+    done: AtomicU32,
+    /// The application sleeps on `done` and wants a futex wake.
+    waiting: AtomicU32,
     result: isize,
-    t_post: u64,
     t_start: u64,
+    /// Set by the application: its caller was interrupted by a signal without SA_RESTART.
+    cancel: AtomicU32,
+}
+
+#[repr(C, align(128))]
+struct Slot {
+    request: Request,
+    response: Response,
 }
 
 struct Delegate {
@@ -40,44 +58,36 @@ struct Delegate {
     current: AtomicU32,
 }
 
+/// Read on every call by the application, written rarely: one cache line.
+#[repr(C, align(64))]
 struct Pool {
     /// Process that owns the delegates (after fork the child has none).
     pid: AtomicI32,
     lock: AtomicU32,
-    next_slot: AtomicU32,
+    /// Slots handed out so far (delegates scan this many).
+    slots: AtomicU32,
     delegates: AtomicU32,
-    busy: AtomicU32,
+}
+
+/// Written by delegates going to sleep, on a line of its own.
+#[repr(C, align(64))]
+struct Sleep {
     sleepers: AtomicU32,
     work_seq: AtomicU32,
-    queue: Queue,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_SLOT: Slot = Slot {
-    state: AtomicU32::new(FREE),
-    waiting: AtomicU32::new(0),
-    cancel: AtomicU32::new(0),
-    nr: 0,
-    args: [0; 6],
-    result: 0,
-    t_post: 0,
-    t_start: 0,
+    request: Request { posted: AtomicU32::new(0), taken: AtomicU32::new(0), nr: 0, args: [0; 6] },
+    response: Response { done: AtomicU32::new(0), waiting: AtomicU32::new(0), result: 0, t_start: 0, cancel: AtomicU32::new(0) },
 };
 #[allow(clippy::declare_interior_mutable_const)]
 const NO_DELEGATE: Delegate = Delegate { tid: AtomicI32::new(0), current: AtomicU32::new(NONE) };
 
 static mut SLOTS: [Slot; MAX_SLOTS] = [EMPTY_SLOT; MAX_SLOTS];
 static DELEGATES: [Delegate; MAX_DELEGATES] = [NO_DELEGATE; MAX_DELEGATES];
-static POOL: Pool = Pool {
-    pid: AtomicI32::new(0),
-    lock: AtomicU32::new(0),
-    next_slot: AtomicU32::new(0),
-    delegates: AtomicU32::new(0),
-    busy: AtomicU32::new(0),
-    sleepers: AtomicU32::new(0),
-    work_seq: AtomicU32::new(0),
-    queue: Queue::new(),
-};
+static POOL: Pool = Pool { pid: AtomicI32::new(0), lock: AtomicU32::new(0), slots: AtomicU32::new(0), delegates: AtomicU32::new(0) };
+static SLEEP: Sleep = Sleep { sleepers: AtomicU32::new(0), work_seq: AtomicU32::new(0) };
 
 global_asm!(
     // coreplane_spawn(flags, stack_top, entry, arg) -> tid: a bare thread running entry(arg).
@@ -150,7 +160,7 @@ extern "C" fn on_interrupt(_sig: i32, _info: *mut u8, uc: *mut u8) {
     for d in DELEGATES.iter() {
         if d.tid.load(Relaxed) == me {
             let cur = d.current.load(Acquire);
-            if cur != NONE && slot(cur).cancel.load(Acquire) != 0 {
+            if cur != NONE && slot(cur).response.cancel.load(Acquire) != 0 {
                 g[crate::dispatch::REG_RAX] = (-EINTR) as u64;
                 g[crate::dispatch::REG_RIP] = site + 2;
             }
@@ -168,29 +178,39 @@ pub fn install_interrupt_handler() {
     sud::sigaction(SIG_INTERRUPT, Some(&act), None);
 }
 
-fn serve(index: u32, me: &Delegate) {
+/// Claims the request in slot `index` if one is waiting there.
+fn claim(index: u32) -> Option<u32> {
+    let r = &slot(index).request;
+    let posted = r.posted.load(Acquire);
+    let taken = r.taken.load(Relaxed);
+    (posted != taken && r.taken.compare_exchange(taken, posted, AcqRel, Relaxed).is_ok()).then_some(posted)
+}
+
+fn serve(index: u32, seq: u32, me: &Delegate) {
     let s = slot(index);
     let fc = forward_cost_ticks();
-    s.t_start = sys::rdtsc();
-    s.state.store(RUNNING, Release);
-    me.current.store(index, Release);
-    let result = if s.cancel.load(Acquire) != 0 {
-        -EINTR
-    } else {
-        spin_until(s.t_start + fc);
-        let mut r = unsafe { coreplane_delegate_syscall(s.nr, s.args.as_ptr()) };
-        // An interrupt meant for an earlier request must not fail this one.
-        while r == -EINTR && s.cancel.load(Acquire) == 0 {
-            r = unsafe { coreplane_delegate_syscall(s.nr, s.args.as_ptr()) };
-        }
+    let t_start = sys::rdtsc();
+    me.current.store(index, SeqCst);
+    // A request is always executed, even when its caller was signalled meanwhile: natively a
+    // call that does not block completes before the signal is handled. Only a call blocked
+    // in the kernel is interrupted (see `cancel`).
+    if fc > 0 {
+        spin_until(t_start + fc);
+    }
+    let mut result = unsafe { coreplane_delegate_syscall(s.request.nr, s.request.args.as_ptr()) };
+    // An interrupt meant for an earlier request must not fail this one.
+    while result == -EINTR && s.response.cancel.load(Acquire) == 0 {
+        result = unsafe { coreplane_delegate_syscall(s.request.nr, s.request.args.as_ptr()) };
+    }
+    if fc > 0 {
         spin_until(sys::rdtsc() + fc);
-        r
-    };
+    }
     me.current.store(NONE, Release);
-    s.result = result;
-    s.state.store(DONE, SeqCst);
-    if s.waiting.load(SeqCst) != 0 {
-        sys::futex_wake(&s.state as *const AtomicU32 as *const u32, 1);
+    s.response.result = result;
+    s.response.t_start = t_start;
+    s.response.done.store(seq, SeqCst);
+    if s.response.waiting.load(SeqCst) != 0 {
+        sys::futex_wake(&s.response.done as *const AtomicU32 as *const u32, 1);
     }
 }
 
@@ -204,27 +224,42 @@ extern "C" fn delegate_main(index: usize) {
     if !control.is_empty() {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&control.0), control.0.as_ptr() as usize) };
     }
-    let word = &POOL.work_seq as *const AtomicU32 as *const u32;
+    let word = &SLEEP.work_seq as *const AtomicU32 as *const u32;
+    let mut cursor = 0u32;
+    let mut idle = 0u32;
     loop {
-        if let Some(i) = POOL.queue.pop() {
-            POOL.busy.fetch_add(1, SeqCst);
-            serve(i, me);
-            POOL.busy.fetch_sub(1, SeqCst);
+        let n = POOL.slots.load(Acquire).min(MAX_SLOTS as u32);
+        let mut served = false;
+        for k in 0..n {
+            let i = (cursor + k) % n;
+            if let Some(seq) = claim(i) {
+                serve(i, seq, me);
+                cursor = i + 1;
+                served = true;
+                break;
+            }
+        }
+        if served {
+            idle = 0;
             continue;
         }
-        let mut spins = 0;
-        while spins < DELEGATE_SPINS && POOL.queue.is_empty() {
+        idle += 1;
+        if idle < DELEGATE_SPINS {
             core::hint::spin_loop();
-            spins += 1;
+            continue;
         }
-        if spins == DELEGATE_SPINS {
-            POOL.sleepers.fetch_add(1, SeqCst);
-            let seen = POOL.work_seq.load(SeqCst);
-            if POOL.queue.is_empty() {
-                sys::futex_wait(word, seen, 0);
-            }
-            POOL.sleepers.fetch_sub(1, SeqCst);
+        idle = 0;
+        SLEEP.sleepers.fetch_add(1, SeqCst);
+        let seen = SLEEP.work_seq.load(SeqCst);
+        // Sleep unless a request came in meanwhile: a poster that saw no sleeper is seen here.
+        let n = POOL.slots.load(SeqCst).min(MAX_SLOTS as u32);
+        if (0..n).all(|i| {
+            let r = &slot(i).request;
+            r.posted.load(SeqCst) == r.taken.load(SeqCst)
+        }) {
+            sys::futex_wait(word, seen, 0);
         }
+        SLEEP.sleepers.fetch_sub(1, SeqCst);
     }
 }
 
@@ -255,18 +290,22 @@ fn unlock() {
     POOL.lock.store(0, Release);
 }
 
-/// Makes sure this process has its delegates (the first call, and the first after a fork).
+/// Makes sure this process has its delegates (the first call, and the first after a fork,
+/// whose copy of the slots may hold the parent's requests in flight).
 fn ensure_pool(pid: i32) {
     if POOL.pid.load(Acquire) == pid {
         return;
     }
     lock();
     if POOL.pid.load(Acquire) != pid {
-        POOL.queue.reset();
-        POOL.next_slot.store(0, Relaxed);
+        for i in 0..POOL.slots.load(Relaxed).min(MAX_SLOTS as u32) {
+            let s = slot(i);
+            s.request.taken.store(s.request.posted.load(Relaxed), Relaxed);
+            s.response.done.store(s.request.posted.load(Relaxed), Relaxed);
+        }
+        POOL.slots.store(0, Relaxed);
         POOL.delegates.store(0, Relaxed);
-        POOL.busy.store(0, Relaxed);
-        POOL.sleepers.store(0, Relaxed);
+        SLEEP.sleepers.store(0, Relaxed);
         for _ in 0..crate::config().delegates.max(1) {
             spawn_delegate();
         }
@@ -275,21 +314,26 @@ fn ensure_pool(pid: i32) {
     unlock();
 }
 
+fn all_busy() -> bool {
+    let n = POOL.delegates.load(Acquire) as usize;
+    DELEGATES[..n].iter().all(|d| d.current.load(SeqCst) != NONE)
+}
+
 /// Grows the pool when a request waits while every delegate is busy in a call.
 fn maybe_grow() {
-    let n = POOL.delegates.load(Acquire);
-    if POOL.busy.load(SeqCst) >= n && POOL.lock.load(Relaxed) == 0 {
+    if all_busy() && POOL.lock.load(Relaxed) == 0 {
         lock();
-        if POOL.busy.load(SeqCst) >= POOL.delegates.load(Acquire) {
+        if all_busy() {
             spawn_delegate();
         }
         unlock();
     }
 }
 
-/// Interrupts the delegate running `index`, if one is.
+/// Interrupts the delegate running `index`, if one is: a call it is blocked in returns EINTR.
+/// Called again while the caller waits, for a delegate that takes the request up later.
 fn cancel(index: u32, pid: i32) {
-    slot(index).cancel.store(1, SeqCst);
+    slot(index).response.cancel.store(1, SeqCst);
     let n = POOL.delegates.load(Acquire) as usize;
     for d in &DELEGATES[..n] {
         if d.current.load(Acquire) == index {
@@ -304,7 +348,8 @@ fn handlers_done(t: &Thread) -> u64 {
 }
 
 /// Runs syscall `nr` on a delegate and waits for it. Returns (result, round-trip ticks,
-/// queued ticks), or None when no slot is left (the caller then runs it locally).
+/// queued ticks), or None when the call must run locally (no slot left, or a process that
+/// shares its parent's memory).
 pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64)> {
     if t.local_only {
         return None;
@@ -315,7 +360,7 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         return None;
     }
     if t.slots[depth] == NONE {
-        let i = POOL.next_slot.fetch_add(1, Relaxed);
+        let i = POOL.slots.fetch_add(1, AcqRel);
         if i as usize >= MAX_SLOTS {
             return None;
         }
@@ -324,23 +369,25 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     let index = t.slots[depth];
     t.depth += 1;
     let s = slot(index);
-    s.cancel.store(0, Relaxed);
-    s.waiting.store(0, Relaxed);
-    s.nr = nr;
-    s.args = *args;
-    s.t_post = sys::rdtsc();
-    s.state.store(POSTED, Release);
-    POOL.queue.push(index);
-    if POOL.sleepers.load(SeqCst) > 0 {
-        POOL.work_seq.fetch_add(1, SeqCst);
-        sys::futex_wake(&POOL.work_seq as *const AtomicU32 as *const u32, 1);
+    let seq = s.request.posted.load(Relaxed).wrapping_add(1);
+    // Reading first keeps the response line shared: it is written only after a cancel.
+    if s.response.cancel.load(Relaxed) != 0 {
+        s.response.cancel.store(0, Relaxed);
+    }
+    s.request.nr = nr;
+    s.request.args = *args;
+    let t_post = sys::rdtsc();
+    s.request.posted.store(seq, SeqCst);
+    if SLEEP.sleepers.load(SeqCst) > 0 {
+        SLEEP.work_seq.fetch_add(1, SeqCst);
+        sys::futex_wake(&SLEEP.work_seq as *const AtomicU32 as *const u32, 1);
     }
     let mut handlers_seen = handlers_done(t);
     let mut spins = 0u32;
     let mut cancelled = false;
     loop {
-        let state = s.state.load(Acquire);
-        if state == DONE {
+        let done = s.response.done.load(Acquire);
+        if done == seq {
             break;
         }
         if handlers_done(t) != handlers_seen {
@@ -356,18 +403,20 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
             core::hint::spin_loop();
             continue;
         }
-        if state == POSTED {
+        if s.request.taken.load(Acquire) != seq {
             maybe_grow();
+        } else if cancelled {
+            cancel(index, t.pid);
         }
-        s.waiting.store(1, SeqCst);
-        if s.state.load(SeqCst) != DONE {
-            sys::futex_wait(&s.state as *const AtomicU32 as *const u32, state, 1_000_000);
+        s.response.waiting.store(1, SeqCst);
+        if s.response.done.load(SeqCst) != seq {
+            sys::futex_wait(&s.response.done as *const AtomicU32 as *const u32, done, 1_000_000);
         }
+        s.response.waiting.store(0, Relaxed);
     }
-    let done = sys::rdtsc();
-    let result = s.result;
-    let queued = s.t_start.saturating_sub(s.t_post);
-    s.state.store(FREE, Relaxed);
+    let end = sys::rdtsc();
+    let result = s.response.result;
+    let queued = s.response.t_start.saturating_sub(t_post);
     t.depth -= 1;
-    Some((result, done - s.t_post, queued))
+    Some((result, end - t_post, queued))
 }

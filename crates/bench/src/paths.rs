@@ -1,0 +1,105 @@
+//! Syscall paths as a program under coreplane run sees them: a null syscall (getppid through
+//! glibc's syscall(), one hot site) timed call by call, next to the cache-line ping-pong between
+//! the same two cores in the same process, so that ratios come from one run; and the cost of
+//! the first call at a site (`sites`: 64 distinct syscall instructions, first and second call).
+
+use crate::cpu::{pin_current_thread, tsc_end, tsc_per_ns, tsc_start};
+use crate::floor::{parse_cores, pingpong};
+use crate::stats::{summarise, Summary};
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct PathsArgs {
+    /// The program's core, then the core the ping-pong peer (and a delegate) runs on: "A,B".
+    #[arg(long, default_value = "1,0")]
+    cores: String,
+    /// Timed null syscalls (after 1% warm-up).
+    #[arg(long, default_value_t = 100_000)]
+    calls: usize,
+    /// Timed ping-pong round trips.
+    #[arg(long, default_value_t = 100_000)]
+    round_trips: usize,
+}
+
+#[derive(Serialize)]
+pub struct PathsReport {
+    cores: [usize; 2],
+    tsc_ghz: f64,
+    cacheline_pingpong_ns: Summary,
+    /// One getppid per sample, timed with the same TSC pair as the ping-pong.
+    null_syscall_ns: Summary,
+}
+
+/// Ping-pong, then the null-syscall loop, on the given cores.
+pub fn run(args: &PathsArgs) -> Result<PathsReport, String> {
+    let cores = parse_cores(&args.cores)?;
+    if args.calls == 0 || args.round_trips == 0 {
+        return Err("counts must be positive".into());
+    }
+    pin_current_thread(cores[1])?;
+    pin_current_thread(cores[0])?;
+    let tsc_ns = tsc_per_ns(Duration::from_millis(50));
+    let cacheline_pingpong_ns = pingpong(cores, args.round_trips, tsc_ns)?;
+    let warm = args.calls / 100 + 1;
+    let mut samples = Vec::with_capacity(args.calls);
+    for i in 0..warm + args.calls {
+        let t0 = tsc_start();
+        // SAFETY: getppid takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_getppid) };
+        let t1 = tsc_end();
+        if i >= warm {
+            samples.push((t1 - t0) as f64 / tsc_ns);
+        }
+    }
+    Ok(PathsReport { cores, tsc_ghz: tsc_ns, cacheline_pingpong_ns, null_syscall_ns: summarise(&mut samples) })
+}
+
+macro_rules! sites {
+    ($($name:ident = $n:literal)*) => {
+        $(
+            #[inline(never)]
+            fn $name() {
+                // SAFETY: getppid (110) takes no arguments. The distinct value loaded into rcx
+                // (which the syscall clobbers anyway) keeps the compiler from merging the sites.
+                unsafe {
+                    core::arch::asm!("mov ecx, {n}", "syscall", n = const $n, inlateout("rax") 110usize => _,
+                                     lateout("rcx") _, lateout("r11") _, options(nostack));
+                }
+            }
+        )*
+        const SITES: &[fn()] = &[$($name),*];
+    };
+}
+
+sites!(s00 = 0 s01 = 1 s02 = 2 s03 = 3 s04 = 4 s05 = 5 s06 = 6 s07 = 7 s08 = 8 s09 = 9 s10 = 10 s11 = 11
+       s12 = 12 s13 = 13 s14 = 14 s15 = 15 s16 = 16 s17 = 17 s18 = 18 s19 = 19 s20 = 20 s21 = 21 s22 = 22
+       s23 = 23 s24 = 24 s25 = 25 s26 = 26 s27 = 27 s28 = 28 s29 = 29 s30 = 30 s31 = 31 s32 = 32 s33 = 33
+       s34 = 34 s35 = 35 s36 = 36 s37 = 37 s38 = 38 s39 = 39 s40 = 40 s41 = 41 s42 = 42 s43 = 43 s44 = 44
+       s45 = 45 s46 = 46 s47 = 47 s48 = 48 s49 = 49 s50 = 50 s51 = 51 s52 = 52 s53 = 53 s54 = 54 s55 = 55
+       s56 = 56 s57 = 57 s58 = 58 s59 = 59 s60 = 60 s61 = 61 s62 = 62 s63 = 63);
+
+#[derive(Serialize)]
+pub struct SitesReport {
+    sites: usize,
+    /// The first call at each site (under coreplane: trap, then rewrite).
+    first_call_ns: Summary,
+    /// The second call at the same site.
+    second_call_ns: Summary,
+}
+
+/// First and second call at 64 distinct syscall sites.
+pub fn sites() -> SitesReport {
+    let tsc_ns = tsc_per_ns(Duration::from_millis(50));
+    let mut first = Vec::new();
+    let mut second = Vec::new();
+    for site in SITES {
+        for out in [&mut first, &mut second] {
+            let t0 = tsc_start();
+            site();
+            let t1 = tsc_end();
+            out.push((t1 - t0) as f64 / tsc_ns);
+        }
+    }
+    SitesReport { sites: SITES.len(), first_call_ns: summarise(&mut first), second_call_ns: summarise(&mut second) }
+}
