@@ -16,3 +16,13 @@ def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:
         sys.stdout.write("\n")
     else:
         render(data)
+
+
+def human_ns(ns: float | None) -> str:
+    """A time in the largest unit that keeps it >= 1, to 4 significant digits ("6.28 µs"); "—" for None."""
+    if ns is None:
+        return "—"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.4g} {unit}"
+    return f"{ns:.4g} ns"

@@ -2,11 +2,7 @@
 
 import time
 
-import igraph as ig
-import kahip
-import leidenalg
 import numpy as np
-import pymetis
 import scipy.sparse as sp
 
 from coreplane.graph.partition import Partition, evaluate
@@ -27,6 +23,7 @@ def _undirected_csr(n: int, src, dst, weight) -> sp.csr_matrix:
 
 def metis(n, src, dst, weight, parts: int, cores: int) -> Partition:
     """k-way METIS with k = parts."""
+    import pymetis  # imported on use: the partitioners' libraries take seconds to load
     adj = _undirected_csr(n, src, dst, weight)
     started = time.perf_counter()
     _, membership = pymetis.part_graph(parts, xadj=adj.indptr, adjncy=adj.indices, eweights=adj.data)
@@ -35,6 +32,7 @@ def metis(n, src, dst, weight, parts: int, cores: int) -> Partition:
 
 def kahip_fast(n, src, dst, weight, parts: int, cores: int) -> Partition:
     """KaHIP kaffpa (FAST preset, 3 % imbalance) with k = parts."""
+    import kahip
     adj = _undirected_csr(n, src, dst, weight)
     started = time.perf_counter()
     _, membership = kahip.kaffpa([1] * n, adj.indptr.tolist(), adj.data.tolist(), adj.indices.tolist(),
@@ -44,6 +42,8 @@ def kahip_fast(n, src, dst, weight, parts: int, cores: int) -> Partition:
 
 def leiden(n, src, dst, weight, parts: int, cores: int) -> Partition:
     """Leiden modularity clustering (it chooses the number of clusters itself)."""
+    import igraph as ig
+    import leidenalg
     adj = _undirected_csr(n, src, dst, weight)
     upper = sp.triu(adj).tocoo()
     g = ig.Graph(n=n, edges=np.stack([upper.row, upper.col], axis=1).tolist(), directed=False)

@@ -8,9 +8,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.output import console, emit
+from coreplane.core.output import console, emit, human_ns
 from coreplane.model import policies, profile as profiles
-from coreplane.model.figures import human_ns
 from coreplane.model.naive import naive
 from coreplane.model.queueing import queueing
 from coreplane.model.refined import refined

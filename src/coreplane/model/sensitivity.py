@@ -8,7 +8,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import FuncFormatter
 
 from coreplane.model.estimate import ForwardCost
-from coreplane.model.figures import human_ns, plt, save, style
+from coreplane.core.output import human_ns
+from coreplane.model.figures import plt, save, style
 from coreplane.model.naive import naive_speedup
 from coreplane.model.policies import BY_SHARE, Policy
 from coreplane.model.profile import Profile
