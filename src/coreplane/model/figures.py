@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-X
+from coreplane.core.output import human_ns  # noqa: F401  (validate imports it from here)
 import matplotlib
 
 matplotlib.use("Agg")
