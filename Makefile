@@ -56,6 +56,7 @@ bench: setup
 	@mkdir -p $(BENCH_OUT)
 	$(CLI) bench floor --json > $(BENCH_OUT)/floor.json
 	$(CLI) bench floor --from $(BENCH_OUT)/floor.json
+	$(CLI) bench paths --json > $(BENCH_OUT)/paths.json
 	$(PY) -m coreplane.dse.overhead --json > $(BENCH_OUT)/sweep-overhead.json
 	$(PY) -m coreplane.dse.overhead --from $(BENCH_OUT)/sweep-overhead.json
 	$(PY) -m coreplane.map.experiments ipc --out $(BENCH_OUT)/netos-ipc.json

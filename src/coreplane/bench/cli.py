@@ -57,3 +57,42 @@ def floor(
         from coreplane.bench.plot import floor_cdf
         floor_cdf(doc, FLOOR_ROWS, str(plot))
     emit(doc, json_out, _render_floor)
+
+
+def _render_paths(doc: dict) -> None:
+    r = doc["paths"]["ratios"]
+    table = Table(title="syscall paths under coreplane (medians)")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("goal", justify="right")
+    table.add_row("(a) delegated null syscall ÷ ping-pong, same run", f"{r['a_delegated_over_pingpong']:.2f}", "≤ 1.5")
+    table.add_row("(b) fast-path null syscall − native", f"{r['b_fast_path_minus_native_ns']:.0f} ns", "≤ 60 ns")
+    if "dd" in doc:
+        ratio = doc["dd"]["ratio_to_native"]
+        table.add_row("(c) profile-only dd ÷ native", f"{ratio['coreplane_profile']:.2f}", "≤ 1.25")
+        table.add_row("    strace -c ÷ native", f"{ratio['strace_c']:.1f}", "")
+        table.add_row("    perf trace -s ÷ native", f"{ratio['perf_trace_s']:.1f}", "")
+    table.add_row("(d) first call at a site", f"{r['d_first_call_ns'] / 1000:.1f} µs", "")
+    table.add_row("    second call at that site", f"{r['d_second_call_ns']:.0f} ns", "")
+    console.print(table)
+
+
+@app.command()
+def paths(
+    cores: str = typer.Option("1,0", "--cores", help="Compute core, control core: 'C,D'."),
+    calls: int = typer.Option(100_000, "--calls", help="Timed null syscalls and ping-pong round trips per run."),
+    dd_repetitions: int = typer.Option(5, "--dd-repetitions", help="Alternating dd runs per tool (0: skip dd)."),
+    cell: bool = typer.Option(True, "--cell/--no-cell", help="Run everything inside a cell on these cores."),
+    json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
+) -> None:
+    """The runtime's syscall paths: delegated ÷ ping-pong, fast path − native, profile-only dd ÷ native
+    (with strace -c and perf trace -s), and the first call at a site."""
+    from coreplane.bench.paths import dd, paths as measure
+    try:
+        compute, control = (int(c) for c in cores.split(","))
+    except ValueError:
+        raise CoreplaneError(f"--cores {cores!r}: expected 'C,D'") from None
+    doc = {"machine": describe(), "paths": measure(compute, control, calls, cell)}
+    if dd_repetitions > 0:
+        doc["dd"] = dd(dd_repetitions)
+    emit(doc, json_out, _render_paths)

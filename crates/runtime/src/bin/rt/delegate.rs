@@ -143,6 +143,10 @@ fn spin_until(deadline: u64) {
     }
 }
 
+fn profiling() -> bool {
+    !crate::config().profile_dir.is_empty()
+}
+
 fn forward_cost_ticks() -> u64 {
     let cfg = crate::config();
     cfg.forward_cost_ns * cfg.tsc_khz / 1_000_000
@@ -189,8 +193,10 @@ fn claim(index: u32) -> Option<u32> {
 fn serve(index: u32, seq: u32, me: &Delegate) {
     let s = slot(index);
     let fc = forward_cost_ticks();
-    let t_start = sys::rdtsc();
-    me.current.store(index, SeqCst);
+    // Timestamps only when someone reads them: a profile, or a forward cost to spend.
+    let t_start = if fc > 0 || profiling() { sys::rdtsc() } else { 0 };
+    // Release is enough: a cancel that misses this store is sent again while the caller waits.
+    me.current.store(index, Release);
     // A request is always executed, even when its caller was signalled meanwhile: natively a
     // call that does not block completes before the signal is handled. Only a call blocked
     // in the kernel is interrupted (see `cancel`).
@@ -376,7 +382,8 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     }
     s.request.nr = nr;
     s.request.args = *args;
-    let t_post = sys::rdtsc();
+    let timed = profiling();
+    let t_post = if timed { sys::rdtsc() } else { 0 };
     s.request.posted.store(seq, SeqCst);
     if SLEEP.sleepers.load(SeqCst) > 0 {
         SLEEP.work_seq.fetch_add(1, SeqCst);
@@ -414,7 +421,7 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         }
         s.response.waiting.store(0, Relaxed);
     }
-    let end = sys::rdtsc();
+    let end = if timed { sys::rdtsc() } else { 0 };
     let result = s.response.result;
     let queued = s.response.t_start.saturating_sub(t_post);
     t.depth -= 1;

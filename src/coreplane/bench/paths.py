@@ -1,0 +1,90 @@
+"""The syscall-path benchmarks of the runtime: the same null-syscall loop natively, through the
+fast path and delegated (each beside a ping-pong of the same cores in the same run), the cost of
+the first call at a site, and a profile-only dd against strace -c and perf trace -s."""
+
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import binary
+from coreplane.run.launch import RunOptions, exec_argv
+
+DD_BYTES = 64 << 20
+
+
+def _bench_json(argv: list[str]) -> dict:
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CoreplaneError(f"{' '.join(argv[:3])}...: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout)
+
+
+def _under(opts: RunOptions) -> list[str]:
+    return exec_argv(opts)
+
+
+def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
+    """Null syscall natively, with the fast path (profile only) and delegated; sites cold/hot."""
+    from contextlib import ExitStack
+    bench = str(binary("coreplane-bench"))
+    loop = [bench, "paths", "--cores", f"{compute},{control}", "--calls", str(calls), "--round-trips", str(calls)]
+    cores = dict(compute_cores=str(compute), control_cores=str(control))
+    out = {}
+    with ExitStack() as stack:
+        if cell:
+            from coreplane.cell import Cell, CellSpec
+            import os
+            stack.enter_context(Cell.create(CellSpec(compute=[compute], control=[control]))).add_process(os.getpid())
+        with tempfile.TemporaryDirectory() as tmp:
+            prof = Path(tmp) / "p.json"
+            out["native"] = _bench_json(loop)
+            out["fast_path"] = _bench_json(_under(RunOptions(command=loop, delegate="none", profile=prof, **cores)))
+            out["fast_path"]["overhead"] = json.loads(prof.read_text())["overhead"]
+            out["delegated"] = _bench_json(_under(RunOptions(command=loop, delegate="getppid", **cores)))
+            out["sites_native"] = _bench_json([bench, "sites"])
+            out["sites_runtime"] = _bench_json(_under(RunOptions(command=[bench, "sites"], **cores)))
+    p50 = lambda run, key: run[key]["p50"]  # noqa: E731
+    d = out["delegated"]
+    out["ratios"] = {
+        "a_delegated_over_pingpong": p50(d, "null_syscall_ns") / p50(d, "cacheline_pingpong_ns"),
+        "b_fast_path_minus_native_ns": p50(out["fast_path"], "null_syscall_ns") - p50(out["native"], "null_syscall_ns"),
+        "d_first_call_ns": p50(out["sites_runtime"], "first_call_ns"),
+        "d_second_call_ns": p50(out["sites_runtime"], "second_call_ns"),
+    }
+    return out
+
+
+def _wall(argv: list[str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise CoreplaneError(f"{argv[0]} exited {proc.returncode}")
+    return time.perf_counter() - started
+
+
+def dd(repetitions: int) -> dict:
+    """dd bs=512 over 64 MiB: native, coreplane profile, strace -c, perf trace -s; medians of
+    alternating repetitions, and each tool's median over native's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "in.bin"
+        data.write_bytes(bytes(DD_BYTES))
+        ddcmd = ["dd", f"if={data}", "of=/dev/null", "bs=512"]
+        prof = Path(tmp) / "p.json"
+        tools = {
+            "native": ddcmd,
+            "coreplane_profile": exec_argv(RunOptions(command=ddcmd, profile=prof)),
+            "strace_c": ["strace", "-c", "-o", str(Path(tmp) / "s.txt"), *ddcmd],
+            "perf_trace_s": ["perf", "trace", "-s", "-o", str(Path(tmp) / "p.txt"), "--", *ddcmd],
+        }
+        times = {k: [] for k in tools}
+        _wall(ddcmd)  # page cache warm
+        for _ in range(repetitions):
+            for name, argv in tools.items():
+                times[name].append(_wall(argv))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"repetitions": repetitions, "median_s": med, "samples_s": times,
+            "ratio_to_native": {k: v / med["native"] for k, v in med.items()}}
