@@ -1,10 +1,10 @@
-"""Queueing at the delegates (paper 002 eq. 12–13): M/M/1 for one delegate, M/M/c (Erlang C) for c."""
+"""Queueing at the delegates: open M/M/1 and M/M/c (paper 002 eq. 12–13) and a closed model solved by MVA."""
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from coreplane.model.policies import Policy
-from coreplane.model.profile import Profile
+from coreplane.model.profile import WAIT_CALLS, Profile
 from coreplane.model.refined import delegated_set, splits
 
 NS_PER_S = 1e9
@@ -83,3 +83,239 @@ def queueing(profile: Profile, gamma: float, fc_ns: float, policy: Policy, deleg
     s = t_nd / (t_d + wait * calls)
     return QueueingResult(model, delegates, gamma, fc_ns, arrival * NS_PER_S, thread_rates, service,
                           load, False, wait, s, profile.wall_ns / s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed (finite-source) model: the program's threads are the only customers.
+#
+# The open formulas above let a queue grow past the number of threads that could be waiting.
+# With N threads there are at most N − 1 requests ahead of any one, and a thread waiting for
+# its delegate does not compete for its compute core once it sleeps. The closed model is a
+# closed queueing network solved by mean value analysis (MVA): each thread is a class with one
+# customer that cycles through a compute station (the compute cores), a control station (the
+# control cores, serving g(s) of delegated calls) and a delay (forwarding, and time blocked on
+# sibling threads), once per delegated call. With one thread it is the refined model exactly.
+
+MVA_EXACT_LIMIT = 12  # classes; exact MVA visits 2^N populations, Schweitzer's approximation above
+
+
+@dataclass
+class Mva:
+    """Solution of a closed network: `throughput[k]` in cycles per ns, `residence[i][k]` the time
+    class k spends per cycle at station i (its demand plus its wait there)."""
+
+    throughput: list[float]
+    residence: list[list[float]]
+    exact: bool
+
+
+def mva(demands: list[list[float]], queueing_station: list[bool]) -> Mva:
+    """Mean value analysis of a closed network with one customer per class: `demands[i][k]` is
+    class k's service demand per cycle at station i; a queueing station (True) has one server,
+    a delay station (False) lets every customer through at once. Exact MVA over every
+    sub-population up to MVA_EXACT_LIMIT classes, the Bard–Schweitzer approximation above."""
+    n_classes = len(demands[0]) if demands else 0
+    if n_classes == 0:
+        return Mva([], [[] for _ in demands], True)
+    if n_classes <= MVA_EXACT_LIMIT:
+        return _mva_exact(demands, queueing_station, n_classes)
+    return _mva_schweitzer(demands, queueing_station, n_classes)
+
+
+def _residences(demands, queueing_station, k, queued):
+    """Class k's time per cycle at each station, given the mean numbers `queued` it finds there."""
+    return [demands[i][k] * (1.0 + queued[i]) if queueing_station[i] else demands[i][k] for i in range(len(demands))]
+
+
+def _mva_exact(demands, queueing_station, n_classes):
+    # queue[mask][i]: mean number at station i when the classes in `mask` are present.
+    stations = range(len(demands))
+    queue = {0: [0.0] * len(demands)}
+    full = (1 << n_classes) - 1
+    for mask in range(1, full + 1):
+        q = [0.0] * len(demands)
+        xs, resid = [0.0] * n_classes, [[0.0] * n_classes for _ in stations]
+        for k in (k for k in range(n_classes) if mask >> k & 1):
+            r = _residences(demands, queueing_station, k, queue[mask & ~(1 << k)])
+            cycle = sum(r)
+            xs[k] = 1.0 / cycle if cycle > 0 else 0.0
+            for i in stations:
+                resid[i][k] = r[i]
+                q[i] += xs[k] * r[i]
+        queue[mask] = q
+        if mask == full:
+            return Mva(xs, resid, True)
+    raise AssertionError("unreachable")
+
+
+def _mva_schweitzer(demands, queueing_station, n_classes, tolerance=1e-12, rounds=100_000):
+    # Each class finds the others' mean queue lengths and none of its own (one customer per class).
+    stations = range(len(demands))
+    per_class = [[1.0 / len(demands)] * n_classes for _ in stations]
+    xs, resid = [0.0] * n_classes, [[0.0] * n_classes for _ in stations]
+    for _ in range(rounds):
+        totals = [sum(row) for row in per_class]
+        delta = 0.0
+        for k in range(n_classes):
+            r = _residences(demands, queueing_station, k, [totals[i] - per_class[i][k] for i in stations])
+            cycle = sum(r)
+            xs[k] = 1.0 / cycle if cycle > 0 else 0.0
+            for i in stations:
+                resid[i][k] = r[i]
+        for i in stations:
+            for k in range(n_classes):
+                new = xs[k] * resid[i][k]
+                delta = max(delta, abs(new - per_class[i][k]))
+                per_class[i][k] = new
+        if delta < tolerance:
+            break
+    return Mva(xs, resid, False)
+
+
+@dataclass
+class _Load:
+    """One thread's cycle in the closed network: demands per cycle and how many cycles."""
+
+    cpu: float
+    control: float
+    delay: float
+    cycles: float
+
+
+def _solve_group(loads: list[_Load], compute_cores: int, control_cores: int) -> tuple[float, float, float, float, bool]:
+    """Threads that run at the same time: (wall time, mean busy compute cores, Σ waits at the
+    control cores, delegated cycles, exact). A station with m servers is Seidmann's
+    approximation: one server of demand D/m plus a delay of D·(m − 1)/m (exact for m = 1).
+    The wall time is the compute work over the mean number of busy compute cores."""
+    rows, kinds = [], []
+    for demand, servers in (([l.cpu for l in loads], compute_cores), ([l.control for l in loads], control_cores)):
+        rows.append([d / servers for d in demand])
+        kinds.append(True)
+        rows.append([d * (servers - 1) / servers for d in demand])
+        kinds.append(False)
+    rows.append([l.delay for l in loads])
+    kinds.append(False)
+    sol = mva(rows, kinds)
+    busy = sum(x * l.cpu for x, l in zip(sol.throughput, loads))
+    work = sum(l.cycles * l.cpu for l in loads)
+    # Row 2 is the control cores' queueing part: residence minus demand is the wait.
+    waits = sum(l.cycles * (sol.residence[2][k] - rows[2][k]) for k, l in enumerate(loads) if l.control > 0)
+    calls = sum(l.cycles for l in loads if l.control > 0)
+    if busy <= 0:
+        # Nothing to compute: the threads only wait, side by side.
+        return max(l.cycles * (l.control + l.delay) for l in loads), 0.0, waits, calls, sol.exact
+    return work / busy, busy, waits, calls, sol.exact
+
+
+def overlap_groups(profile: Profile) -> list[list[int]]:
+    """Indices of the profile's threads grouped by overlapping lifetimes: threads of one group
+    run at the same time, groups one after another (a shell, then the programs it starts)."""
+    order = sorted(range(len(profile.threads)), key=lambda i: profile.threads[i].start_ns)
+    groups: list[list[int]] = []
+    end = -1
+    for i in order:
+        t = profile.threads[i]
+        if groups and t.start_ns < end:
+            groups[-1].append(i)
+            end = max(end, t.end_ns)
+        else:
+            groups.append([i])
+            end = t.end_ns
+    return groups
+
+
+def cpu_scale(profile: Profile) -> list[float]:
+    """Per segment, the factor turning lifetime-based compute C_k into CPU demand: when a
+    process's threads shared fewer cores than they were, their lifetimes include time spent
+    waiting for a core, and the process's CPU time (user + sys, `processes[]` of the profile) is
+    less than their summed busy time. 1 for sequential profiles and without CPU times."""
+    if not profile.multithreaded:
+        return [1.0]
+    cpu_by_pid = {p.get("pid"): (p.get("user_ns") or 0) + (p.get("sys_ns") or 0)
+                  for p in profile.extra.get("processes") or [] if isinstance(p, dict)}
+    busy_by_pid: dict[int, float] = {}
+    for t, s in zip(profile.threads, profile.segments()):
+        busy_by_pid[t.pid] = busy_by_pid.get(t.pid, 0.0) + s.compute_ns + s.syscall_ns
+    scale = []
+    for t in profile.threads:
+        cpu, busy = cpu_by_pid.get(t.pid), busy_by_pid.get(t.pid, 0.0)
+        scale.append(min(1.0, cpu / busy) if cpu and busy > 0 else 1.0)
+    return scale
+
+
+def _blocked_ns(profile: Profile) -> list[float]:
+    """Per segment, the time blocked in calls that wait for another thread (none for sequential profiles)."""
+    if not profile.multithreaded:
+        return [0.0]
+    return [float(sum(c.total_ns for c in t.syscalls if c.name in WAIT_CALLS)) for t in profile.threads]
+
+
+@dataclass
+class ClosedResult:
+    """The closed model's projection. `compute_busy` is the mean number of busy compute cores in
+    the projected run; `wait_ns` the mean wait per delegated call at the control cores."""
+
+    model: str
+    threads: int
+    compute_cores: int
+    control_cores: int
+    gamma: float
+    fc_ns: float
+    spin_ns: float | None
+    exact: bool
+    compute_busy: float
+    wait_ns: float
+    speedup: float
+    time_ns: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute_cores: int = 1,
+           control_cores: int = 1, spin_ns: float | None = None,
+           local_ns: Mapping[str, float] | None = None) -> ClosedResult:
+    """The closed (finite-source) queueing model: S = wall without delegation / wall with it.
+
+    Each thread is one customer; it cycles once per delegated call through the compute cores
+    ((C_k/γ + t_local,k)/n_k, plus the part of the round trip rt = g/n + 2·f_c it spends
+    spinning on its core: min(spin_ns, rt), all of it when spin_ns is None), the control cores
+    (the delegate's g/n while the caller sleeps) and a delay (the rest of the round trip, and
+    its time blocked in futex/wait4/waitid spread over its cycles). C_k is scaled by
+    `cpu_scale`. Threads whose lifetimes do not overlap are solved as separate groups whose
+    wall times add up. With one thread the result is eq. 11's."""
+    if compute_cores < 1 or control_cores < 1:
+        raise ValueError("compute_cores and control_cores must be at least 1")
+    parts = splits(profile, delegated_set(profile, policy), local_ns)
+    spin = float("inf") if spin_ns is None else float(spin_ns)
+    native, projected = [], []
+    for part, r, blocked in zip(parts, cpu_scale(profile), _blocked_ns(profile)):
+        native.append(_Load(part.compute_ns * r + part.syscall_ns, 0.0, blocked, 1.0))
+        work = part.compute_ns * r / gamma + part.local_ns
+        n = part.remote_calls
+        if n == 0:
+            projected.append(_Load(work, 0.0, blocked, 1.0))
+            continue
+        service = part.remote_g_ns / n
+        rt = service + 2.0 * fc_ns
+        held = min(spin, rt)
+        at_control = min(service, rt - held)
+        projected.append(_Load(work / n + held, at_control, rt - held - at_control + blocked / n, float(n)))
+    groups = overlap_groups(profile) if profile.multithreaded else [[0]]
+    wall_nd = wall_d = busy_time = waits = calls = 0.0
+    exact = True
+    for group in groups:
+        wall_nd += _solve_group([native[i] for i in group], compute_cores, control_cores)[0]
+        wall, busy, w, c, ok = _solve_group([projected[i] for i in group], compute_cores, control_cores)
+        wall_d += wall
+        busy_time += busy * wall
+        waits += w
+        calls += c
+        exact = exact and ok
+    s = wall_nd / wall_d if wall_d > 0 else 1.0
+    n_threads = max(1, len(profile.threads))
+    return ClosedResult(
+        model=f"closed MVA, {n_threads} thread(s) on {compute_cores} compute / {control_cores} control core(s)",
+        threads=n_threads, compute_cores=compute_cores, control_cores=control_cores, gamma=gamma, fc_ns=fc_ns,
+        spin_ns=spin_ns, exact=exact, compute_busy=busy_time / wall_d if wall_d > 0 else 0.0,
+        wait_ns=waits / calls if calls else 0.0, speedup=s, time_ns=profile.wall_ns / s)

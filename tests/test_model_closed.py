@@ -1,0 +1,134 @@
+"""The closed (finite-source) queueing model: MVA by hand, one thread = eq. 11, bounds the open model breaks."""
+
+import pytest
+
+from conftest import REPO
+from coreplane.model import profile as profiles
+from coreplane.model.policies import Policy
+from coreplane.model.queueing import closed, cpu_scale, mva, overlap_groups, queueing
+from coreplane.model.refined import refined
+
+FIXTURES = REPO / "tests" / "fixtures" / "profiles"
+TINY = profiles.load(FIXTURES / "tiny.json")
+TINY_MT = profiles.load(FIXTURES / "tiny-mt.json")
+
+
+def test_machine_repairman_two_sources_by_hand():
+    # Two customers, one server of demand 1, think time 1 (M/M/1//2, service and think rate 1):
+    # p_n ∝ 2!/(2−n)! → p0 : p1 : p2 = 1 : 2 : 2, so the server is busy 4/5 of the time and
+    # each customer completes 0.4 cycles per unit time. MVA: Q({k}) = 1/2, R = 1·(1 + 1/2) = 1.5,
+    # X_k = 1/(1.5 + 1) = 0.4.
+    sol = mva([[1.0, 1.0], [1.0, 1.0]], [True, False])
+    assert sol.exact
+    assert sol.throughput == pytest.approx([0.4, 0.4])
+    assert sol.residence[0] == pytest.approx([1.5, 1.5])
+    # Three customers (M/M/1//3, ratio 1): p ∝ 1, 3, 6, 6 → utilisation 15/16, X_k = 5/16.
+    three = mva([[1.0] * 3, [1.0] * 3], [True, False])
+    assert three.throughput == pytest.approx([5 / 16] * 3)
+
+
+def test_wait_never_exceeds_the_other_threads_work():
+    # Finite source: with N customers a request waits behind at most N − 1 others, however high
+    # the load; the open M/M/1 formula has no such bound (and saturates at load 1).
+    for n in (2, 3, 5):
+        sol = mva([[1.0] * n, [0.01] * n], [True, False])
+        assert all(r - 1.0 <= (n - 1) * 1.0 + 1e-12 for r in sol.residence[0])
+
+
+def test_schweitzer_approximates_exact_mva():
+    # Used only above MVA_EXACT_LIMIT threads; on a small network it stays within ~10 % of exact MVA.
+    from coreplane.model import queueing as q
+    demands = [[1.0, 2.0, 0.5], [0.3, 0.1, 0.2], [2.0, 1.0, 4.0]]
+    kinds = [True, True, False]
+    exact = q._mva_exact(demands, kinds, 3)
+    approx = q._mva_schweitzer(demands, kinds, 3)
+    assert not approx.exact
+    assert approx.throughput == pytest.approx(exact.throughput, rel=0.12)
+    # Symmetric machine repairman (exact 5/16 each): Schweitzer gives 1 − 1/√2 ≈ 0.293.
+    sym = q._mva_schweitzer([[1.0] * 3, [1.0] * 3], [True, False], 3)
+    assert sym.throughput == pytest.approx([1 - 2 ** -0.5] * 3, rel=1e-6)
+
+
+@pytest.mark.parametrize("fc", [0.0, 1000.0, 50_000.0])
+def test_one_thread_is_eq_11(fc):
+    # A sequential program never queues behind itself: the closed model is the refined model,
+    # while the open M/M/1 model still adds a wait.
+    for policy in (Policy("all"), Policy("min-frequency", 0.5)):
+        c = closed(TINY, 2.0, fc, policy)
+        assert c.speedup == pytest.approx(refined(TINY, 2.0, fc, policy).speedup)
+        assert c.wait_ns == 0
+        assert c.threads == 1 and c.exact
+
+
+def test_sleeping_callers_overlap_on_one_core_by_hand():
+    # tiny-mt: main C = 1 000 000 − (10 000 clone + 490 000 futex + 100 000 read) = 400 000, its
+    # busy calls clone (always local) and read (100 × 1000 ns), 490 000 ns blocked in futex;
+    # worker C = 990 000 − (1000 futex + 200 000 write) = 789 000, write 400 × 500 ns, 1000 blocked.
+    # `all` delegates read and write; γ = 1, f_c = 50 µs, callers sleep at once (spin_ns = 0), one
+    # compute core: each delegated call is 1000 (or 500) ns at the control core and a 100 µs delay,
+    # so one thread computes while the other waits.
+    c = closed(TINY_MT, 1.0, 50_000.0, Policy("all"), compute_cores=1, spin_ns=0.0)
+    # Per cycle (one delegated call): main cpu (400 000 + 10 000)/100 = 4100, control 1000,
+    # delay 100 000 + 490 000/100 = 104 900; worker cpu 789 000/400 = 1972.5, control 500,
+    # delay 100 000 + 1000/400 = 100 002.5.
+    a = [4100.0, 1972.5]
+    b = [1000.0, 500.0]
+    z = [104_900.0, 100_002.5]
+    # Populations {main}, {worker}: X = 1/(a + b + z); Q_cpu = X·a, Q_ctl = X·b.
+    x_m1, x_w1 = 1 / (a[0] + b[0] + z[0]), 1 / (a[1] + b[1] + z[1])
+    r_m = [a[0] * (1 + x_w1 * a[1]), b[0] * (1 + x_w1 * b[1])]
+    r_w = [a[1] * (1 + x_m1 * a[0]), b[1] * (1 + x_m1 * b[0])]
+    x_m, x_w = 1 / (sum(r_m) + z[0]), 1 / (sum(r_w) + z[1])
+    wall_d = (100 * a[0] + 400 * a[1]) / (x_m * a[0] + x_w * a[1])
+    # Native: one cycle each, cpu = C + busy g, delay = blocked time (main 490 000, worker 1000).
+    n_a, n_z = [510_000.0, 989_000.0], [490_000.0, 1000.0]
+    x_m1, x_w1 = 1 / (n_a[0] + n_z[0]), 1 / (n_a[1] + n_z[1])
+    x_m = 1 / (n_a[0] * (1 + x_w1 * n_a[1]) + n_z[0])
+    x_w = 1 / (n_a[1] * (1 + x_m1 * n_a[0]) + n_z[1])
+    wall_nd = sum(n_a) / (x_m * n_a[0] + x_w * n_a[1])
+    assert c.speedup == pytest.approx(wall_nd / wall_d)
+    # The open model cannot see the overlap: the refined model's summed busy times are far slower.
+    assert c.speedup > 1.5 * refined(TINY_MT, 1.0, 50_000.0, Policy("all")).speedup
+
+
+def test_spinning_callers_do_not_overlap():
+    # A caller that spins through its whole round trip holds its core: on one compute core the
+    # threads' busy times add up, which is the refined model's Σ t_nd / Σ t_d.
+    spin = closed(TINY_MT, 2.0, 1000.0, Policy("all"), compute_cores=1)
+    sleep = closed(TINY_MT, 2.0, 1000.0, Policy("all"), compute_cores=1, spin_ns=0.0)
+    assert sleep.speedup > spin.speedup
+    assert 0 < spin.compute_busy <= 1.0
+
+
+def test_busy_cores_and_saturation_is_not_a_state():
+    # On one core at most one thread computes at a time; on two, both can.
+    for fc in (0.0, 2000.0):
+        one = closed(TINY_MT, 1.5, fc, Policy("all"), compute_cores=1)
+        two = closed(TINY_MT, 1.5, fc, Policy("all"), compute_cores=2)
+        assert 0 < one.compute_busy <= 1.0
+        assert 1.0 < two.compute_busy <= 2.0
+    # Where the open model reports saturation, the closed one still has an answer: a finite
+    # number of threads cannot overload a delegate without end.
+    assert queueing(TINY_MT, 2.0, 1000.0, Policy("all")).saturated
+    assert closed(TINY_MT, 2.0, 1000.0, Policy("all")).speedup > 0
+
+
+def test_threads_that_do_not_overlap_are_solved_one_after_another():
+    doc = profiles.load(FIXTURES / "tiny-mt.json").to_dict()
+    doc["threads"][1]["start_ns"] = 1_000_000
+    doc["threads"][1]["end_ns"] = 2_000_000
+    prof = profiles.from_dict(doc)
+    assert overlap_groups(prof) == [[0], [1]]
+    assert overlap_groups(TINY_MT) == [[0, 1]]
+
+
+def test_cpu_scale_from_the_process_cpu_time():
+    # Two threads of one process alive 1 s each on one core but 1 s of CPU in all: half of
+    # each lifetime was waiting for the core.
+    doc = TINY_MT.to_dict()
+    doc["processes"] = [{"pid": 100, "user_ns": 0, "sys_ns": 0}]
+    assert cpu_scale(profiles.from_dict(doc)) == [1.0, 1.0]   # no CPU time: no scaling
+    busy = sum(s.compute_ns + s.syscall_ns for s in TINY_MT.segments())
+    doc["processes"] = [{"pid": 100, "user_ns": int(busy / 2), "sys_ns": 0}]
+    assert cpu_scale(profiles.from_dict(doc)) == pytest.approx([0.5, 0.5], rel=1e-6)
+    assert cpu_scale(TINY) == [1.0]
