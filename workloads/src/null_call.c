@@ -1,0 +1,103 @@
+// null_call: times one cheap syscall, call by call — the micro-benchmark behind coreplane's
+// forward cost f_c (paper 002 §5.3, Table 3) and the runtime's interposition cost.
+//
+//   null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat] [-w WARMUP] [-g GAP_NS]
+//
+// Each trial is one raw `syscall` instruction (no libc wrapper, as in the paper's tool) between two
+// CLOCK_MONOTONIC reads; clock_gettime goes through the vDSO, so it is never intercepted or
+// delegated. Run it natively, under `coreplane run --delegate none` and under
+// `coreplane run --delegate NAME`: the differences of the per-call times are the interposition
+// cost and the delegated round trip 2·f_c. Prints one JSON line: {"call", "trials",
+// "thread_cpu_ns" (CPU time of the calling thread over the trials: a caller that sleeps while
+// its call is away uses less CPU than the calls take), "ns": [...]}. -g spins GAP_NS on the CPU
+// before every trial: a gap longer than a delegate polls for an idle queue times a cold call
+// (the delegate asleep), a short one a warm call.
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline long raw_syscall2(long nr, long a, long b)
+{
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b) : "rcx", "r11", "memory");
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    long trials = 2000, warmup = 100, gap = 0;
+    const char *call = "getppid";
+    int opt;
+    while ((opt = getopt(argc, argv, "n:c:w:g:h")) != -1) {
+        switch (opt) {
+        case 'n': trials = strtol(optarg, NULL, 10); break;
+        case 'w': warmup = strtol(optarg, NULL, 10); break;
+        case 'c': call = optarg; break;
+        case 'g': gap = strtol(optarg, NULL, 10); break;
+        default:
+            fprintf(stderr, "usage: null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat] [-w WARMUP] [-g GAP_NS]\n");
+            return opt == 'h' ? 0 : 2;
+        }
+    }
+    static struct utsname un;
+    static struct stat st;
+    long nr, a = 0, b = 0;
+    if (strcmp(call, "getppid") == 0) nr = SYS_getppid;
+    else if (strcmp(call, "getpid") == 0) nr = SYS_getpid;
+    else if (strcmp(call, "getuid") == 0) nr = SYS_getuid;
+    else if (strcmp(call, "uname") == 0) nr = SYS_uname, a = (long)&un;
+    else if (strcmp(call, "fstat") == 0) nr = SYS_fstat, a = 1, b = (long)&st;
+    else {
+        fprintf(stderr, "null_call: -c %s: expected getppid, getpid, getuid, uname or fstat\n", call);
+        return 2;
+    }
+    if (trials < 1 || warmup < 0 || gap < 0) {
+        fprintf(stderr, "null_call: -n must be >= 1, -w and -g >= 0\n");
+        return 2;
+    }
+    int64_t *ns = malloc((size_t)trials * sizeof *ns);
+    if (!ns) {
+        perror("null_call: malloc");
+        return 2;
+    }
+    // Warm-up calls: the first delegated call starts the delegate, the first trap rewrites the site.
+    for (long i = 0; i < warmup; i++)
+        raw_syscall2(nr, a, b);
+    int64_t cpu0 = thread_cpu_ns();
+    for (long i = 0; i < trials; i++) {
+        for (int64_t until = now_ns() + gap; gap && now_ns() < until;)
+            ;
+        int64_t t0 = now_ns();
+        raw_syscall2(nr, a, b);
+        ns[i] = now_ns() - t0;
+    }
+    int64_t cpu = thread_cpu_ns() - cpu0 - gap * trials;  // the gaps are not the calls' CPU time
+    printf("{\"call\": \"%s\", \"trials\": %ld, \"thread_cpu_ns\": %lld, \"ns\": [", call, trials,
+           (long long)cpu);
+    for (long i = 0; i < trials; i++)
+        printf("%s%lld", i ? ", " : "", (long long)ns[i]);
+    printf("]}\n");
+    free(ns);
+    return 0;
+}
