@@ -1,0 +1,1 @@
+"""The main job (`coreplane study`): profile → project → validate → an HTML report, on bundled and Debian programs."""

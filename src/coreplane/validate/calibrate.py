@@ -1,0 +1,183 @@
+"""Model parameters from the runtime's own micro-benchmarks, never from the runs being predicted.
+
+- 2·f_c: workloads/bin/null_call times getppid call by call (raw `syscall`, CLOCK_MONOTONIC
+  through the vDSO), natively and under `coreplane run --delegate getppid --forward-cost F` for
+  each forward cost F of the plan; every delegated trial minus the native median is one round
+  trip (min, mean, median, max over ≥ 1000 trials: paper 002 Table 3, Fig. 13).
+- the interposition cost of a call kept local (g'(s) = g(s) + n(s)·cost): the same trials under
+  `--delegate none`;
+- spin: how long a caller holds its core waiting before it sleeps (the closed model's spin_ns),
+  from null_call's thread CPU time per delegated call at large F;
+- cold calls: a delegate polls an empty queue for a while, then sleeps; a call that finds it
+  asleep pays its wake-up. null_call -g GAP spins GAP between calls: the gap at which the round
+  trip jumps is the delegate's polling window W, the jump at the longest gap the cold surcharge;
+- start-up: the runtime's fixed cost per process (loader, calibration), null_call -n 1 under the
+  runtime against walltime, without delegation and with one delegated call (which starts the
+  delegate);
+- γ of gain_synth: compute time of pure Monte Carlo phases at γ = 1 over that at each emulated γ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.model.estimate import MIN_TRIALS, ForwardCost, forward_cost
+from coreplane.validate import commands, rounds
+from coreplane.validate.commands import Machine
+from coreplane.validate.rounds import Case
+
+FORWARD_COSTS = (0, 1000, 3140, 10_000, 100_000, 1_000_000)   # ns per direction
+QUICK_FORWARD_COSTS = (0, 10_000, 1_000_000)
+STATISTICS = ("min", "median", "mean", "max")
+GAPS = (200_000, 500_000, 1_000_000, 2_000_000, 5_000_000)   # ns spun between calls to find W
+GAP_TRIALS = 250                                              # per gap, over all rounds
+STARTUP_COPIES = 4
+GAMMA_TRIALS, GAMMA_PHASES = 300_000, 100   # ≈ 100 ms of Monte Carlo at γ = 1
+
+
+@dataclass
+class Calibration:
+    """Everything the predictions take from micro-benchmarks. Times in ns; `forward[F]` is the
+    round trip 2·f_c of a delegated null call at forward cost F (it includes the 2·F spent on
+    the control core, the trap and the hand-off)."""
+
+    trials: dict[int, int]
+    native_call_ns: float
+    local_ns: float
+    forward: dict[int, ForwardCost]
+    cpu_per_call_ns: dict[int, float]
+    spin_ns: float | None
+    window_ns: float | None
+    cold: ForwardCost
+    startup_ns: float
+    startup_delegating_ns: float
+    gammas: dict[float, float]
+    trials_per_ms: float
+
+    def fc_ns(self, forward_cost_ns: float, statistic: str = "mean") -> float:
+        """f_c (one way) for a run at forward cost F, from the micro-benchmark at that F."""
+        key = int(round(forward_cost_ns))
+        if key not in self.forward:
+            raise CoreplaneError(f"forward cost {key} ns was not calibrated (have: {sorted(self.forward)})")
+        return self.forward[key].fc_ns(statistic)
+
+    def cold_extra_ns(self, statistic: str = "mean") -> float:
+        """What a call that finds the delegate asleep pays on top of a warm round trip (≥ 0)."""
+        return max(0.0, getattr(self.cold, statistic) - getattr(self.forward[0], statistic))
+
+    def gamma(self, emulated: float) -> float:
+        """The gain gain_synth -g G really gives (measured compute ratio); 1 for no emulation."""
+        return self.gammas.get(float(emulated), 1.0) if emulated != 1.0 else 1.0
+
+    def to_dict(self) -> dict:
+        doc = asdict(self)
+        doc["forward"] = {str(k): v.to_dict() for k, v in self.forward.items()}
+        doc["cold"] = self.cold.to_dict()
+        doc["trials"] = {str(k): v for k, v in self.trials.items()}
+        doc["cpu_per_call_ns"] = {str(k): v for k, v in self.cpu_per_call_ns.items()}
+        doc["gammas"] = {str(k): v for k, v in self.gammas.items()}
+        return doc
+
+
+def plan(machine: Machine, forward_costs: tuple[int, ...], gammas: set[float], repetitions: int) -> list[Case]:
+    """The micro-benchmark cases. Trials per run are spread over the rounds so that every forward
+    cost gets at least MIN_TRIALS (2·MIN_TRIALS below 100 µs) in all."""
+    null = str(commands.workload("null_call"))
+    synth = str(commands.workload("gain_synth"))
+    per_run = lambda total: math.ceil(total / repetitions)
+    cases = [
+        Case("null-native", commands.native([null, "-n", str(per_run(2 * MIN_TRIALS))], machine, quiet=False)),
+        Case("null-local", commands.under_runtime([null, "-n", str(per_run(2 * MIN_TRIALS))], machine, "none", 0,
+                                                  quiet=False)),
+    ]
+    # Start-up runs last a few ms and vary by as much: several copies of each per round (a shell
+    # comment tells the copies apart, as the engine's points need distinct commands).
+    one = [null, "-n", "1", "-w", "0"]
+    for k in range(STARTUP_COPIES):
+        cases += [Case(f"start-native-{k}", commands.native(one, machine) + f" # copy {k}"),
+                  Case(f"start-runtime-{k}", commands.under_runtime(one, machine, "none", 0) + f" # copy {k}"),
+                  Case(f"start-delegating-{k}", commands.under_runtime(one, machine, ["getppid"], 0) + f" # copy {k}")]
+    for gap in GAPS:
+        cases.append(Case(f"null-gap{gap}", commands.under_runtime(
+            [null, "-n", str(per_run(GAP_TRIALS)), "-g", str(gap)], machine, ["getppid"], 0, quiet=False)))
+    for f in forward_costs:
+        total = 2 * MIN_TRIALS if f < 100_000 else MIN_TRIALS
+        cases.append(Case(f"null-fc{f}", commands.under_runtime(
+            [null, "-n", str(per_run(total))], machine, ["getppid"], f, quiet=False)))
+    for g in sorted(gammas | {1.0}):
+        cases.append(Case(f"gamma-{g:g}", commands.native(
+            [synth, "-g", repr(g), "-w", str(GAMMA_TRIALS), "-p", str(GAMMA_PHASES)], machine, quiet=False)))
+    return cases
+
+
+def _trials(files: list[Path]) -> tuple[list[float], float, int]:
+    """All per-call times of null_call runs, and the summed thread CPU time and trial count."""
+    ns, cpu, count = [], 0.0, 0
+    for path in files:
+        doc = rounds.read_json(path)
+        ns += doc["ns"]
+        cpu += doc["thread_cpu_ns"]
+        count += doc["trials"]
+    return ns, cpu, count
+
+
+def _cold(trials: list[float], native_median: float) -> ForwardCost:
+    """Round trips of cold calls minus the native call: fewer trials than f_c's MIN_TRIALS (a cold
+    call costs a whole gap), so estimate.forward_cost's check does not apply."""
+    rt = np.maximum(np.asarray(trials, dtype=float) - native_median, 0.0)
+    return ForwardCost(int(rt.size), native_median, float(rt.min()), float(rt.mean()), float(np.median(rt)),
+                       float(rt.max()))
+
+
+def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Calibration:
+    """Reads the micro-benchmark sweep back into a Calibration."""
+    stdout = rounds.run_files(out, "stdout")
+    measure = rounds.run_files(out, commands.MEASURE)
+
+    def need(case: str, files: dict) -> list[Path]:
+        if not files.get(case):
+            raise CoreplaneError(f"{out}: calibration case {case} has no successful run; see "
+                                 f"`coreplane report {out}`")
+        return files[case]
+
+    native, _, _ = _trials(need("null-native", stdout))
+    native_median = float(np.median(native))
+    local, _, _ = _trials(need("null-local", stdout))
+    forward, cpu_per_call, trials = {}, {}, {}
+    for f in forward_costs:
+        ns, cpu, count = _trials(need(f"null-fc{f}", stdout))
+        forward[f] = forward_cost(ns, native)
+        cpu_per_call[f] = cpu / count
+        trials[f] = len(ns)
+    # A caller that sleeps while its call is away burns less CPU than the round trip takes; the
+    # CPU it still burns per call is how long it spun first. Only round trips well past it count.
+    slept = [cpu_per_call[f] for f in forward_costs if cpu_per_call[f] < 0.5 * forward[f].median]
+    spin = float(np.median(slept)) if slept else None
+    # The polling window: the first gap whose median round trip is past half-way from warm to
+    # cold (between it and the gap before it: their geometric mean).
+    gap_trials = {g: _trials(need(f"null-gap{g}", stdout))[0] for g in GAPS}
+    cold = _cold(gap_trials[GAPS[-1]], native_median)
+    warm_median = forward[0].median if 0 in forward else float(np.median(local)) - native_median
+    half = warm_median + 0.5 * (cold.median - warm_median)
+    jumped = [i for i, g in enumerate(GAPS) if np.median(gap_trials[g]) - native_median > half]
+    window = None
+    if jumped and cold.median > 2 * warm_median:
+        i = jumped[0]
+        window = float(GAPS[0] if i == 0 else math.sqrt(GAPS[i - 1] * GAPS[i]))
+    wall = lambda case: float(np.median([rounds.read_json(p)["wall_ns"] for k in range(STARTUP_COPIES)
+                                         for p in need(f"{case}-{k}", measure)]))
+    startup = max(0.0, wall("start-runtime") - wall("start-native"))
+    startup_delegating = max(0.0, wall("start-delegating") - wall("start-native"))
+    compute = {g: float(np.median([rounds.read_json(p)["compute_ns"] for p in need(f"gamma-{g:g}", stdout)]))
+               for g in sorted(gammas | {1.0})}
+    return Calibration(
+        trials=trials, native_call_ns=native_median, local_ns=max(0.0, float(np.median(local)) - native_median),
+        forward=forward, cpu_per_call_ns=cpu_per_call, spin_ns=spin, window_ns=window, cold=cold,
+        startup_ns=startup, startup_delegating_ns=startup_delegating,
+        gammas={g: compute[1.0] / compute[g] for g in compute},
+        trials_per_ms=GAMMA_TRIALS * GAMMA_PHASES / (compute[1.0] / 1e6))

@@ -1,0 +1,98 @@
+"""Shell commands of validation runs: native (walltime) or under the runtime (coreplane-exec), timed alike."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import REPO_ROOT
+from coreplane.doctor.host import format_cpu_list
+from coreplane.run.launch import RunOptions, check, exec_argv
+
+WORKLOADS = REPO_ROOT / "workloads" / "bin"
+# Every run leaves its measurement here, in its run directory: walltime's report for a native
+# run, the runtime's profile (coreplane-profile/1) for a run under coreplane-exec. Both have
+# wall_ns from fork to wait4 of the program, so both are timed alike.
+MEASURE = "measure.json"
+RUN_DIR = '"$COREPLANE_RUN_DIR"'  # set by the experiment engine for every run
+
+
+def workload(name: str) -> Path:
+    """A bundled workload binary; `make workloads` builds them."""
+    path = WORKLOADS / name
+    if not path.is_file():
+        raise CoreplaneError(f"{path}: not built; run `make workloads`")
+    return path
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where runs go: the compute and control cores (as coreplane-exec resolves them) and the
+    autogroup nice value that shields runs from other sessions (None: leave it)."""
+
+    compute: str
+    control: str
+    nice: int | None
+
+    @classmethod
+    def resolve(cls, compute: str | None, control: str | None, nice: int | None) -> "Machine":
+        """Asks coreplane-exec which cores it would use (its defaults: the lowest allowed core
+        controls, the rest compute)."""
+        cfg = check(RunOptions(command=["/bin/true"], delegate="getppid", compute_cores=compute,
+                               control_cores=control))
+        allowed = os.sched_getaffinity(0)
+        for key, option in (("compute_cores", "--compute-cores"), ("control_cores", "--control-cores")):
+            if not cfg.get(key) or not set(cfg[key]) <= allowed:
+                raise CoreplaneError(
+                    f"{option}: {format_cpu_list(cfg.get(key) or [])} not available to this process (it may run on "
+                    f"{format_cpu_list(sorted(allowed))}; is another cell holding the other cores?)")
+        if nice is not None and nice < 0 and os.geteuid() != 0:
+            raise CoreplaneError(f"--nice {nice}: only root may raise priority; pass --nice 0")
+        cores = lambda key: ",".join(str(c) for c in cfg[key])
+        return cls(cores("compute_cores"), cores("control_cores"), nice)
+
+    @property
+    def compute_count(self) -> int:
+        return len(self.compute.split(","))
+
+    @property
+    def control_count(self) -> int:
+        return len(self.control.split(","))
+
+    def as_dict(self) -> dict:
+        return {"compute_cores": self.compute, "control_cores": self.control, "nice": self.nice}
+
+
+def _walltime(machine: Machine, pin: bool, out: str) -> list[str]:
+    argv = [str(workload("walltime"))]
+    if pin:
+        argv += ["-c", machine.compute]
+    if machine.nice is not None:
+        argv += ["-N", str(machine.nice)]
+    return argv + ["-o", out, "--"]
+
+
+def _shell(argv: list[str], quiet: bool) -> str:
+    # Paths inside the run directory stay unquoted so that the shell expands $COREPLANE_RUN_DIR.
+    text = " ".join(a if a.startswith(RUN_DIR) else shlex.quote(a) for a in argv)
+    return text + (" > /dev/null" if quiet else "")
+
+
+def native(argv: list[str], machine: Machine, quiet: bool = True) -> str:
+    """The program on the compute cores without the runtime, timed by walltime into measure.json."""
+    return _shell(_walltime(machine, True, f"{RUN_DIR}/{MEASURE}") + argv, quiet)
+
+
+def under_runtime(argv: list[str], machine: Machine, delegated: list[str] | str, fc_ns: float,
+                  quiet: bool = True) -> str:
+    """The program under `coreplane run` (coreplane-exec, the same options) with `delegated`
+    calls (a list, or a policy the runtime knows) and a forward cost of `fc_ns` per direction;
+    its profile is the measurement."""
+    delegate = ",".join(delegated) if isinstance(delegated, list) else delegated
+    opts = RunOptions(command=argv, delegate=delegate or "none", forward_cost_ns=int(round(fc_ns)),
+                      compute_cores=machine.compute, control_cores=machine.control,
+                      profile=Path(f"{RUN_DIR}/{MEASURE}"))
+    return _shell(_walltime(machine, False, f"{RUN_DIR}/outer.json") + exec_argv(opts), quiet)

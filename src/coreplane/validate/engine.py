@@ -1,0 +1,215 @@
+"""The validation pipeline: calibrate, profile, plan, run in rounds, predict, compare (the steps `validate` and `study` share)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coreplane.bench.machine import describe
+from coreplane.core.errors import CoreplaneError
+from coreplane.model import profile as profiles
+from coreplane.validate import calibrate, commands, plan, predict, rounds
+from coreplane.validate.calibrate import Calibration
+from coreplane.validate.commands import Machine
+from coreplane.validate.suite import Program, Suite, missing_programs, prepare_data
+
+FORMAT = "coreplane-validation/1"
+
+
+@dataclass
+class Options:
+    """How a validation runs. `repetitions` rounds of every case (at least 5 for the goal);
+    `statistic` is the summary of the micro-benchmark used as f_c; `max_run_s` skips
+    configurations projected to run longer; `nice` is the autogroup nice of every run."""
+
+    quick: bool = False
+    repetitions: int = 5
+    statistic: str = "mean"
+    max_run_s: float = 3.0
+    compute_cores: str | None = None
+    control_cores: str | None = None
+    nice: int | None = -20
+    progress: bool = True
+    resume: bool = False
+
+    def check(self) -> None:
+        if self.repetitions < 1:
+            raise CoreplaneError(f"--repetitions {self.repetitions}: at least 1")
+        if self.statistic not in calibrate.STATISTICS:
+            raise CoreplaneError(f"--fc-statistic {self.statistic}: use {', '.join(calibrate.STATISTICS)}")
+        if self.max_run_s <= 0:
+            raise CoreplaneError(f"--max-run {self.max_run_s}: must be positive")
+
+
+@dataclass
+class Prepared:
+    """The state after calibration and profiling: what projections and validation runs start from."""
+
+    suite: Suite
+    out: Path
+    options: Options
+    machine: Machine
+    calibration: Calibration
+    profiles: dict[str, profiles.Profile]
+    argv: dict[str, dict[float, list[str]]]          # program -> emulated γ -> command
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _timeout(options: Options) -> float:
+    return 4 * options.max_run_s + 20
+
+
+def _forward_costs(options: Options) -> tuple[int, ...]:
+    return calibrate.QUICK_FORWARD_COSTS if options.quick else calibrate.FORWARD_COSTS
+
+
+def _start(out: Path, resume: bool) -> None:
+    if out.exists() and any(out.iterdir()) and not resume:
+        raise CoreplaneError(f"{out}: exists and is not empty; continue it with --resume or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
+    """Calibration micro-benchmarks, then a profile of every program (real programs first: the
+    synthetic ones replay their mixes)."""
+    options.check()
+    missing = missing_programs(suite)
+    if missing:
+        raise CoreplaneError(f"suite {suite.name}: not installed: {', '.join(missing)} (make setup installs them)")
+    _start(out, options.resume)
+    data, scratch = prepare_data(out / "data"), out / "scratch"
+    scratch.mkdir(exist_ok=True)
+    machine = Machine.resolve(options.compute_cores, options.control_cores, options.nice)
+    timings: dict[str, float] = {}
+
+    started = time.monotonic()
+    gammas = {g for p in suite.programs for g in p.gammas}
+    fcs = _forward_costs(options)
+    rounds.run("calibrate", calibrate.plan(machine, fcs, gammas, options.repetitions), out / "calibrate",
+               options.repetitions, 1, _timeout(options), options.progress)
+    cal = calibrate.analyse(out / "calibrate", fcs, gammas)
+    (out / "calibration.json").write_text(json.dumps(cal.to_dict(), indent=1) + "\n")
+    timings["calibrate_s"] = time.monotonic() - started
+
+    started = time.monotonic()
+    argv: dict[str, dict[float, list[str]]] = {}
+    for p in suite.programs:
+        if not p.synthetic:
+            argv[p.name] = {1.0: p.argv(data, scratch)}
+    profs = _profile(suite, [p for p in suite.programs if not p.synthetic], argv, machine, out, options)
+    for p in suite.programs:
+        if p.synthetic:
+            source = profs[p.synthetic.mix_from]
+            argv[p.name] = {g: plan.synthetic_argv(p, source, cal, out / "mixes", g) for g in p.gammas}
+    profs.update(_profile(suite, suite.programs, argv, machine, out, options))
+    timings["profile_s"] = time.monotonic() - started
+    return Prepared(suite, out, options, machine, cal, profs, argv, timings)
+
+
+def _profile(suite: Suite, programs: list[Program], argv: dict, machine: Machine, out: Path,
+             options: Options) -> dict[str, profiles.Profile]:
+    """One profile per program (after one warm-up run), through the experiment engine; kept as
+    OUT/profiles/NAME.json."""
+    cases = [plan.profile_case(p, argv[p.name][1.0], machine) for p in programs]
+    rounds.run("profile", cases, out / "profile", 1, 1, _timeout(options), options.progress)
+    files = rounds.run_files(out / "profile", commands.MEASURE)
+    result = {}
+    (out / "profiles").mkdir(exist_ok=True)
+    for p in programs:
+        if not files.get(p.name):
+            raise CoreplaneError(f"{p.name}: the profile run failed; see `coreplane report {out / 'profile'}`")
+        keep = out / "profiles" / f"{p.name}.json"
+        keep.write_text(json.dumps(_thread_ends(rounds.read_json(files[p.name][0])), indent=1) + "\n")
+        result[p.name] = profiles.load(keep)
+    return result
+
+
+def _thread_ends(doc: dict) -> dict:
+    """Threads still running when their process called exit_group have no end of their own in the
+    runtime's profile (end_ns null): they ended with the process."""
+    ends = {p.get("pid"): p.get("end_ns") for p in doc.get("processes") or []}
+    for t in doc.get("threads") or []:
+        if t.get("end_ns") is None:
+            t["end_ns"] = ends.get(t.get("pid")) or doc.get("wall_ns")
+            t["end_from"] = "process"
+    return doc
+
+
+def measure(prep: Prepared) -> dict:
+    """Plans, runs and compares: the validation result document (format coreplane-validation/1,
+    docs/formats.md), also written to OUT/validation.json."""
+    from coreplane.validate import figures
+
+    opts, cal, out = prep.options, prep.calibration, prep.out
+    started = time.monotonic()
+    configs, skipped, cases = [], [], []
+    for p in prep.suite.programs:
+        prof = prep.profiles[p.name]
+        chosen, skip = plan.configs(p, prof, cal, float(prof.wall_ns), opts.quick, opts.max_run_s)
+        configs += chosen
+        skipped += skip
+        cases += plan.validation_cases(p, prep.argv[p.name], chosen, prep.machine)
+    rounds.run("validate", cases, out / "validate", opts.repetitions, 1, _timeout(opts), opts.progress)
+    measured = rounds.medians(out / "validate")
+    subjects = {}
+    for p in prep.suite.programs:
+        native = measured.get(plan.native_case(p.name))
+        if native and native["n"]:
+            subjects[p.name] = predict.Subject.of(p.name, prep.profiles[p.name], native["median"], bool(p.synthetic))
+    configs = [c for c in configs if c.program in subjects]
+    rows, fits = predict.table(subjects, configs, measured, cal, prep.machine, opts.statistic)
+    prep.timings["validate_s"] = time.monotonic() - started
+    doc = summarize(prep, rows, fits, skipped, measured)
+    doc["figures"] = [str(f) for f in figures.draw_all(doc, out / "figures")]
+    (out / "validation.json").write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
+    return doc
+
+
+def _json_default(value):
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def summarize(prep: Prepared, rows: list[dict], fits: dict, skipped: list[dict], measured: dict) -> dict:
+    """The result document: MAPE per model (all rows, sequential, multithreaded, per program), the γ
+    fits, the calibration, the machine, what was skipped and what failed."""
+    models = (*predict.ESTIMATED, *predict.FITTED)
+    seq = [r for r in rows if r["threads"] == 1]
+    mt = [r for r in rows if r["threads"] > 1]
+    programs = sorted({r["program"] for r in rows})
+    per_program = {p: {m: predict.mape([r for r in rows if r["program"] == p], m)["mape_pct"] for m in models}
+                   for p in programs}
+    headline = predict.mape(rows, predict.HEADLINE)
+    multithreaded = sorted({r["program"] for r in mt})
+    goal = {"model": predict.HEADLINE, "mape_pct": headline["mape_pct"], "target_pct": 3.0,
+            "programs": len(programs), "multithreaded_programs": len(multithreaded),
+            "met": bool(headline["mape_pct"] is not None and headline["mape_pct"] <= 3.0 and len(programs) >= 10
+                        and len(multithreaded) >= 3)}
+    natives = {p.name: measured.get(plan.native_case(p.name)) for p in prep.suite.programs}
+    return {
+        "format": FORMAT, "suite": prep.suite.name, "source": prep.suite.source, "out": str(prep.out),
+        "quick": prep.options.quick, "repetitions": prep.options.repetitions, "fc_statistic": prep.options.statistic,
+        "machine": {**describe(), **prep.machine.as_dict()},
+        "calibration": prep.calibration.to_dict(),
+        "mape": {m: predict.mape(rows, m) for m in models},
+        "mape_sequential": {m: predict.mape(seq, m)["mape_pct"] for m in models},
+        "mape_multithreaded": {m: predict.mape(mt, m)["mape_pct"] for m in models},
+        "mape_by_statistic": {f"{m}@{st}": predict.mape(rows, f"{m}@{st}")["mape_pct"]
+                              for m in ("refined", "closed") for st in calibrate.STATISTICS},
+        "per_program": per_program,
+        "gamma_fit": fits,
+        "goal": goal,
+        "natives": {k: v for k, v in natives.items() if v},
+        "rows": rows,
+        "skipped": skipped,
+        "failed": rounds.failures(prep.out / "validate"),
+        "timings_s": prep.timings,
+    }
+
+
+def validate(suite: Suite, out: Path, options: Options) -> dict:
+    """`coreplane validate`: prepare, then measure."""
+    return measure(prepare(suite, out, options))

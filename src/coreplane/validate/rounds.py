@@ -1,0 +1,87 @@
+"""Validation runs through the experiment engine, in rounds: every case once per round, so drift hits all alike."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from coreplane import dse
+from coreplane.core.errors import CoreplaneError
+from coreplane.validate.commands import MEASURE
+
+
+@dataclass(frozen=True)
+class Case:
+    """One point of a validation sweep: its name (unique in the sweep, e.g. `bzip2|mos|fc0|g1`)
+    and its shell command."""
+
+    case: str
+    command: str
+
+
+def spec(name: str, cases: list[Case], workdir: Path, timeout_s: float) -> dict:
+    """A sweep spec (dict form) whose points are exactly `cases`: the name and the command move
+    together (one zip group) instead of forming a product."""
+    if not cases:
+        raise CoreplaneError(f"{name}: nothing to run")
+    params = {"case": [c.case for c in cases], "cmd": [c.command for c in cases]}
+    return {
+        "name": name, "command": "{cmd}", "workdir": str(workdir.resolve()), "repetitions": 1, "warmups": 0,
+        "timeout": timeout_s, "retries": {"count": 2, "backoff": 2.0, "on": ["exit", "timeout", "signal"]},
+        "parameters": params, "expand": {"zip": [["case", "cmd"]]},
+        "metrics": [{"source": "json", "file": MEASURE,
+                     "fields": {"wall_ns": "wall_ns", "user_ns": "user_ns", "sys_ns": "sys_ns"}}],
+        "statistics": {"metric": "wall_ns"},
+    }
+
+
+def run(name: str, cases: list[Case], out: Path, rounds: int, warmups: int, timeout_s: float,
+        progress: bool) -> dict:
+    """Runs every case `rounds` times, one round after another (the experiment engine's repetition
+    target grows by one per round, and `resume` keeps what earlier rounds stored); `warmups` runs
+    of each case precede the first round. Returns the engine's summary of the last round."""
+    doc = spec(name, cases, out.parent, timeout_s)
+    console = Console(stderr=True)
+    summary: dict = {}
+    for r in range(1, rounds + 1):
+        if progress:
+            console.print(f"[bold]{name}[/]: round {r} of {rounds} ({len(cases)} cases)", highlight=False)
+        doc["repetitions"], doc["warmups"] = r, warmups if r == 1 else 0
+        summary = dse.run_sweep(doc, out, resume=True, progress=progress)
+    return summary
+
+
+def medians(out: Path) -> dict[str, dict]:
+    """Per point (by its `case` parameter): n, median, mean, CI and CV of wall_ns over the ok runs."""
+    stats = dse.summary(out, metrics=["wall_ns"])
+    return {row["case"]: {k: row[k] for k in ("n", "median", "mean", "sd", "ci_low", "ci_high", "cv", "min", "max")}
+            for _, row in stats.iterrows()}
+
+
+def run_files(out: Path, name: str) -> dict[str, list[Path]]:
+    """Per case, the file `name` of each ok, measured run (e.g. stdout, measure.json)."""
+    runs = dse.load_runs(out)
+    ok = runs[(runs["status"] == "ok") & (~runs["warmup"])]
+    files: dict[str, list[Path]] = {}
+    for _, row in ok.iterrows():
+        files.setdefault(row["case"], []).append(Path(row["log_dir"]) / name)
+    return files
+
+
+def read_json(path: Path) -> dict:
+    """A JSON file a run wrote; a one-line error naming it otherwise."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CoreplaneError(f"{path}: cannot read the run's output: {exc}") from None
+
+
+def failures(out: Path) -> list[dict]:
+    """Measured runs that did not end ok: case, status and message."""
+    runs = dse.load_runs(out)
+    bad = runs[(runs["status"] != "ok") & (~runs["warmup"])]
+    return [{"case": r["case"], "run_id": r["run_id"], "status": r["status"], "message": r["message"]}
+            for _, r in bad.iterrows()]
