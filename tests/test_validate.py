@@ -1,0 +1,160 @@
+"""coreplane validate / study: suite files, the cold-call bound and break-even by hand, and a real quick study."""
+
+import json
+import re
+import statistics
+
+import pytest
+
+from conftest import REPO, run_cli
+from coreplane.core.errors import CoreplaneError
+from coreplane.model import profile as profiles
+from coreplane.model.estimate import ForwardCost
+from coreplane.model.policies import Policy
+from coreplane.study.project import break_even_round_trip, project, sentence
+from coreplane.validate import suite as suites
+from coreplane.validate.calibrate import Calibration
+from coreplane.validate.commands import Machine, native, under_runtime
+from coreplane.validate.plan import Config, policy_of
+from coreplane.validate.predict import Subject, cold_calls, parameters
+from machine_lock import machine_lock
+
+TINY = profiles.load(REPO / "tests" / "fixtures" / "profiles" / "tiny.json")
+
+
+def calibration(**over) -> Calibration:
+    fc = lambda rt: ForwardCost(1000, 70.0, rt, rt, rt, rt)
+    values = dict(trials={0: 1000, 10_000: 1000}, native_call_ns=70.0, local_ns=20.0,
+                  forward={0: fc(600.0), 10_000: fc(20_600.0)}, cpu_per_call_ns={0: 600.0, 10_000: 20_600.0},
+                  spin_ns=None, window_ns=100_000.0, cold=fc(10_600.0), startup_ns=1e6, startup_delegating_ns=2e6,
+                  gammas={1.0: 1.0, 2.0: 1.9}, trials_per_ms=300_000.0)
+    values.update(over)
+    return Calibration(**values)
+
+
+def test_cold_calls_are_bounded_by_the_idle_time_by_hand():
+    # tiny under `all` (getppid, mmap, read, write; futex stays local): 1160 delegated calls.
+    # γ = 2: idle = C/γ + t_local = 800 000/2 + 10 000 (futex) = 410 000 ns; window 100 µs → 4.1.
+    assert cold_calls(TINY, Policy("all"), 2.0, 100_000.0) == (pytest.approx(4.1), 1160)
+    # A window shorter than the gaps: every call may be cold, but no more than there are.
+    assert cold_calls(TINY, Policy("all"), 2.0, 100.0) == (1160.0, 1160)
+    assert cold_calls(TINY, Policy("none"), 2.0, 100_000.0) == (0.0, 0)
+
+
+def test_parameters_by_hand():
+    # f_c = warm round trip / 2 + (cold calls / delegated calls) × cold surcharge / 2:
+    # 600/2 + (8.2/1160) × (10 600 − 600)/2 at γ = 1 (idle 810 000 → 8.1 cold... plus t_local:
+    # 800 000 + 10 000 = 810 000 / 100 000 = 8.1).
+    subject = Subject.of("tiny", TINY, 1_000_000.0, False)
+    cfg = Config("tiny", "all", 0, 1.0, ("getppid", "mmap", "read", "write"))
+    fc, startup = parameters(subject, cfg, calibration(), 1.0)
+    assert fc == pytest.approx(300.0 + 8.1 / 1160 * 10_000.0 / 2)
+    assert startup == 2e6   # a delegate starts: the delegating start-up, once per process
+    none = Config("tiny", "none", 0, 1.0, ())
+    assert parameters(subject, none, calibration(), 1.0)[1] == 1e6
+
+
+def test_break_even_round_trip_by_hand():
+    # tiny, `all`, γ = 1.04: t_nd − C/γ − t_local − Σ b·g = 1e6 − 800 000/1.04 − 10 000 − 190 000
+    # = 30 769.2 ns of slack over 1160 calls → 26.525 ns per round trip.
+    assert break_even_round_trip(TINY, "all", 1.04) == pytest.approx((1e6 - 800_000 / 1.04 - 200_000) / 1160)
+    assert break_even_round_trip(TINY, "none", 1.04) is None
+    assert break_even_round_trip(TINY, "all", 1.0) == 0.0   # no gain to spend: it never pays off
+
+
+def test_sentence_says_what_delegation_costs():
+    proj = project("tiny", TINY, calibration(), 1, 1)
+    text = sentence(proj)
+    assert text.startswith("tiny (1,164 syscalls")
+    assert "McKernel delegates" in text and "round trip" in text and "%" in text
+    assert "measured" not in text
+    text = sentence(proj, {"closed": 0.9, "measured": 0.88})
+    assert "cost 10.0 %" in text and "cost 12.0 %" in text
+
+
+def test_policy_names_of_the_grid():
+    assert policy_of("min-frequency@0.3") == Policy("min-frequency", share=0.3)
+    assert policy_of("mos").kind == "mos" and policy_of("all").kind == "all"
+
+
+def test_commands_time_native_and_runtime_runs_alike():
+    machine = Machine("1", "0", -20)
+    nat = native(["bzip2", "-c", "a file"], machine)
+    assert "-c 1 -N -20 -o \"$COREPLANE_RUN_DIR\"/measure.json -- bzip2 -c 'a file' > /dev/null" in nat
+    run = under_runtime(["bzip2"], machine, ["read", "write"], 3140)
+    assert "--delegate read,write --forward-cost 3140" in run
+    assert "--profile \"$COREPLANE_RUN_DIR\"/measure.json" in run and "--compute-cores 1 --control-cores 0" in run
+
+
+def test_suite_file_errors_name_file_line_and_key(tmp_path):
+    good = tmp_path / "s.toml"
+    good.write_text('name = "mine"\n[[program]]\nname = "gz"\ncommand = ["gzip", "-c", "{data}/text-1m.txt"]\n'
+                    '[[program]]\nname = "synth"\nsynthetic = { mix_from = "gz", calls = 100, phases = 10, '
+                    'compute_ms = 20 }\ngammas = [1, 2]\n')
+    s = suites.load(str(good))
+    assert s.name == "mine" and [p.name for p in s.programs] == ["gz", "synth"]
+    assert s.program("synth").gammas == (1.0, 2.0)
+    cases = {
+        'name = "x"\n[[program]]\nname = "a"\ncomand = ["true"]\n': ":4: program[0].comand: unknown key (did you mean 'command'?)",
+        '[[program]]\nname = "a"\n': "program[0]: needs a command",
+        '[[program]]\nname = "a"\ncommand = ["true"]\ngammas = [2]\n': ":4: program[0].gammas: only a synthetic program",
+        '[[program]]\nname = "s"\nsynthetic = { mix_from = "zz", calls = 1, phases = 1, compute_ms = 1 }\n':
+            "program[0].synthetic.mix_from: 'zz' is not a program of the suite",
+        '[[program]]\nname = "s"\nsynthetic = { mix_from = "s", calls = 0, phases = 1, compute_ms = 1 }\n':
+            "program[0].synthetic.calls: expected an integer >= 1, got 0",
+    }
+    for text, message in cases.items():
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text)
+        with pytest.raises(CoreplaneError, match=re.escape(message)):
+            suites.load(str(bad))
+
+
+def test_unknown_suite_is_one_line():
+    proc = run_cli("validate", "no-such-suite")
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        "coreplane: error: suite 'no-such-suite': neither a built-in suite (default, quick, synthetic) nor a file"]
+
+
+def test_builtin_suites_meet_the_goal_shape():
+    default = suites.load("default")
+    assert len(default.programs) >= 10
+    assert all(p.package or p.synthetic for p in default.programs)
+    assert suites.missing_programs(default) == []
+
+
+def test_quick_study_end_to_end(tmp_path):
+    """The CI run: calibrate, profile, project, validate (5 rounds) and report, for real."""
+    out = tmp_path / "study"
+    with machine_lock():
+        proc = run_cli("study", "--quick", "--json", "--out", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    v = doc["validation"]
+    cal = v["calibration"]
+    # f_c from the micro-benchmark, over at least 1000 trials; an added forward cost F shows up
+    # as 2·F more on the round trip (the delegate spins it on the control core).
+    assert all(fc["trials"] >= 1000 for fc in cal["forward"].values())
+    assert 0 < cal["forward"]["0"]["median"] < 100_000
+    assert 20_000 <= cal["forward"]["10000"]["median"] < 20_000 + 1_000_000
+    # Every program ran natively and delegated, 5 times each.
+    programs = {p.name for p in suites.load("quick").programs}
+    assert set(v["per_program"]) == programs
+    assert all(r["n"] == 5 for r in v["rows"]) and all(n["n"] == 5 for n in v["natives"].values())
+    # Adding 10 µs per direction to bzip2's delegated calls makes it measurably slower.
+    by_case = {r["case"]: r for r in v["rows"]}
+    assert by_case["bzip2|all|fc10000|g1"]["measured"] < by_case["bzip2|all|fc0|g1"]["measured"]
+    # γ leave-one-out: each program's γ is the median of the others' fits, never its own.
+    fits = v["gamma_fit"]
+    for p, g in fits["loo"].items():
+        assert g == pytest.approx(statistics.median([x for q, x in fits["per_program"].items() if q != p]))
+    # The models are scored; the closed model is far better than the naive one (which ignores f_c).
+    closed, naive = v["mape"]["closed"]["mape_pct"], v["mape"]["naive"]["mape_pct"]
+    assert closed is not None and closed < 25.0 and closed < naive
+    # The report: one sentence per program, figures embedded.
+    report = (out / "report.html").read_text()
+    assert set(doc["sentences"]) == programs
+    assert all(s.split(" (")[0] in report for s in doc["sentences"].values())
+    assert report.count("<img") >= 6
+    assert json.loads((out / "study.json").read_text())["format"] == "coreplane-study/1"
