@@ -15,6 +15,8 @@ from coreplane.dse.cli import sweep
 from coreplane.report.cli import compare, report
 from coreplane.model.cli import project
 from coreplane.run.cli import CONTEXT as RUN_CONTEXT, profile, run
+from coreplane.study.cli import study
+from coreplane.validate.cli import validate
 
 app = typer.Typer(
     name="coreplane",
@@ -35,6 +37,8 @@ app.command()(compare)
 app.command()(project)
 app.command(context_settings=RUN_CONTEXT)(run)
 app.command(context_settings=RUN_CONTEXT)(profile)
+app.command()(validate)
+app.command()(study)
 
 
 def main() -> None:
