@@ -11,7 +11,7 @@ BENCH_OUT := target/bench
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
-APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server
+APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server zstd findutils
 
 .PHONY: setup apt venv rust workloads demo test bench figures clean
 
@@ -47,6 +47,8 @@ demo: setup
 	$(CLI) bench floor
 	$(CLI) sweep examples/sweeps/gzip.info --out target/demo/sweep-gzip --resume
 	$(CLI) report target/demo/sweep-gzip
+	rm -rf target/demo/study
+	$(CLI) study --out target/demo/study
 
 test: setup
 	cargo test --release --workspace --quiet
@@ -64,6 +66,8 @@ bench: setup
 	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
 	rm -rf $(BENCH_OUT)/noise-b
 	$(CLI) noise experiment b --repetitions 5 --check-goal --out $(BENCH_OUT)/noise-b --figures docs/figures
+	rm -rf $(BENCH_OUT)/study   # model accuracy goal (docs/benchmarks.md); the tests' machine lock keeps cells away
+	flock /run/coreplane-tests.lock $(CLI) study --out $(BENCH_OUT)/study
 
 figures: setup
 	@mkdir -p docs/figures
