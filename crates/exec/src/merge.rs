@@ -27,10 +27,13 @@ pub struct Run {
 /// Calls the vDSO answers without entering the kernel, so no syscall is seen for them.
 const NOT_INTERCEPTED: [&str; 4] = ["clock_gettime", "gettimeofday", "time", "getcpu"];
 
-/// A private directory for the runtime's profile files.
+/// A private directory for the runtime's profile files, on tmpfs when there is one: creating,
+/// mapping and removing the (sparse) files there costs no disk work.
 pub fn make_dir() -> Result<PathBuf, String> {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("coreplane-prof-{}-{stamp}", std::process::id()));
+    let shm = PathBuf::from("/dev/shm");
+    let base = if shm.is_dir() { shm } else { std::env::temp_dir() };
+    let dir = base.join(format!("coreplane-prof-{}-{stamp}", std::process::id()));
     std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).map_err(|e| e.to_string())?;
     Ok(dir)
