@@ -128,3 +128,23 @@ def test_missing_program(tmp_path):
     proc = run_cli("run", "--", str(tmp_path / "nope"))
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"coreplane: error: {tmp_path / 'nope'}: program not found"
+
+
+def test_map_pins_tasks_by_clone_tree_key(tmp_path):
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"format": "coreplane-map/1", "placement": [
+        {"task": "0", "cpus": [0]}, {"task": "0.0", "cpus": [1]}]}))
+    show = "grep Cpus_allowed_list /proc/self/status | cut -f2"
+    proc = run_cli("run", "--map", str(mapping), "--", "sh", "-c", f"{show}; {show}; exec {show}")
+    assert proc.returncode == 0, proc.stderr
+    # the first child (0.0) is placed on 1; the second (0.1) inherits the program's 0; exec keeps "0"
+    assert proc.stdout.split() == ["1", "0", "0"]
+
+
+def test_map_with_a_cpu_that_does_not_exist(tmp_path):
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"format": "coreplane-map/1", "placement": [{"task": "0.1", "cpus": [77]}]}))
+    proc = run_cli("run", "--map", str(mapping), "--", "true")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("coreplane: error: --placement 0.1: CPU 77 does not exist or is not allowed "
+                                   f"here (allowed: {','.join(map(str, sorted(os.sched_getaffinity(0))))})")

@@ -75,3 +75,16 @@ impl Layout {
 fn split(s: &Option<String>) -> Vec<usize> {
     s.as_deref().map_or_else(Vec::new, |t| t.split(',').filter_map(|c| c.parse().ok()).collect())
 }
+
+/// Checks `KEY:CPULIST|...` (every CPU allowed here) and returns it unchanged.
+pub fn check_placement(spec: &str) -> Result<&str, String> {
+    let allowed = allowed();
+    for entry in spec.split('|') {
+        let (key, cpus) = entry.split_once(':').ok_or_else(|| format!("--placement: '{entry}' is not KEY:CPULIST"))?;
+        if key.is_empty() || !key.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(format!("--placement: '{key}' is not a clone-tree key such as 0 or 0.1"));
+        }
+        check_allowed(&format!("--placement {key}"), &parse("--placement", cpus)?, &allowed)?;
+    }
+    Ok(spec)
+}

@@ -37,6 +37,9 @@ struct Args {
     /// Delegate threads started at the first delegated call (the pool grows when all block).
     #[arg(long, default_value_t = 1)]
     delegates: u32,
+    /// Thread placement by clone-tree key, `KEY:CPULIST|KEY:CPULIST...` (from `coreplane run --map`).
+    #[arg(long)]
+    placement: Option<String>,
     /// Write the profile (JSON, format coreplane-profile/1) here.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -119,6 +122,7 @@ fn main() {
     let delegating = delegated != coreplane_runtime::sysset::SysSet::EMPTY;
     let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating)
         .unwrap_or_else(|e| fail(e));
+    let placement = args.placement.as_deref().map(|p| cores::check_placement(p).unwrap_or_else(|e| fail(e)));
     let program = find_program(&args.command[0])
         .unwrap_or_else(|| fail(format!("{}: program not found", args.command[0].to_string_lossy())));
     let rt = runtime_path();
@@ -149,6 +153,9 @@ fn main() {
     }
     if let Some(c) = &layout.control {
         cfg += &format!(";ctl={c}");
+    }
+    if let Some(p) = placement {
+        cfg += &format!(";map={p}");
     }
     if let Some(d) = &profile_dir {
         cfg += &format!(";prof={}", d.display());

@@ -55,6 +55,18 @@ pub struct Config<'a> {
     pub delegates: u32,
     /// Directory receiving one profile file per process; empty for no profile.
     pub profile_dir: &'a [u8],
+    /// Thread placement by clone-tree key: `KEY:CPULIST` entries separated by `|`.
+    pub placement: &'a [u8],
+}
+
+impl Config<'_> {
+    /// The CPUs the placement gives the task `key` ("0", "0.1", ...), if it names it.
+    pub fn placement_of(&self, key: &[u8]) -> Option<CpuMask> {
+        self.placement.split(|&c| c == b'|').find_map(|entry| {
+            let colon = entry.iter().position(|&c| c == b':')?;
+            (&entry[..colon] == key).then(|| CpuMask::parse(&entry[colon + 1..])).flatten()
+        })
+    }
 }
 
 pub fn parse_u64(text: &[u8]) -> Option<u64> {
@@ -74,6 +86,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         control: CpuMask::EMPTY,
         delegates: 1,
         profile_dir: b"",
+        placement: b"",
     };
     let mut rest = text;
     while !rest.is_empty() {
@@ -93,6 +106,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"cmp" => cfg.compute = CpuMask::parse(value)?,
             b"ctl" => cfg.control = CpuMask::parse(value)?,
             b"nd" => cfg.delegates = parse_u64(value)? as u32,
+            b"map" => cfg.placement = value,
             _ => return None,
         }
         rest = if end < after.len() { &after[end + 1..] } else { &[] };
@@ -115,6 +129,16 @@ mod tests {
         assert!(cfg.compute.contains(1) && cfg.compute.contains(2) && !cfg.compute.contains(0));
         assert!(cfg.control.contains(0));
         assert_eq!(cfg.profile_dir, b"/tmp/a;b");
+    }
+
+    #[test]
+    fn placement_by_key() {
+        let cfg = parse(b"khz=1;map=0:1|0.0:0,1|0.1:1;prof=/x").unwrap();
+        assert!(cfg.placement_of(b"0").unwrap().contains(1));
+        let both = cfg.placement_of(b"0.0").unwrap();
+        assert!(both.contains(0) && both.contains(1));
+        assert!(cfg.placement_of(b"0.2").is_none());
+        assert!(cfg.placement_of(b"0.").is_none());
     }
 
     #[test]

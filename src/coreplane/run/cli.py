@@ -17,10 +17,14 @@ DELEGATE_HELP = "Delegation policy: none | all | mckernel | mos | NAME,NAME,... 
 
 
 def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegates,
-             profile, cell) -> RunOptions:
+             profile, cell, mapping: Path | None = None) -> RunOptions:
+    placement = None
+    if mapping:
+        from coreplane.map.mapfile import cpu_lists
+        placement = cpu_lists(mapping)
     return RunOptions(command=list(ctx.args), delegate=delegate, local=[n for n in (local or "").split(",") if n],
                       forward_cost_ns=forward_cost, compute_cores=compute_cores, control_cores=control_cores,
-                      delegates=delegates, profile=profile, cell=cell)
+                      delegates=delegates, profile=profile, cell=cell, placement=placement)
 
 
 def run(
@@ -36,12 +40,14 @@ def run(
     profile: Path = typer.Option(None, "--profile", help="Write the profile JSON (coreplane-profile/1) here."),
     cell: bool = typer.Option(None, "--cell/--no-cell", help="Give the compute cores to the program exclusively "
                               "(default: yes when compute cores are given and running as root)."),
+    mapping: Path = typer.Option(None, "--map", help="Pin each thread and process where a mapping file "
+                                 "(coreplane map --out, format coreplane-map/1) places its clone-tree key."),
     json_out: bool = typer.Option(False, "--json", help="A JSON summary of the run on stderr (stdout is "
                                   "the program's)."),
 ) -> None:
     """Run PROGRAM with every syscall intercepted: `coreplane run [OPTIONS] -- PROGRAM [ARGS...]`.
     Exits with the program's status (128+N if it died of signal N)."""
-    opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegates, profile, cell)
+    opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegates, profile, cell, mapping)
     resolved = check(opts)
     result = run_program(opts)
     if json_out:

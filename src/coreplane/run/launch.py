@@ -27,6 +27,7 @@ class RunOptions:
     delegates: int = 1
     profile: Path | None = None
     cell: bool | None = None  # None: a cell when compute cores are given and we are root
+    placement: dict[str, list[int]] | None = None  # clone-tree key -> CPUs (coreplane run --map)
 
 
 @dataclass
@@ -59,6 +60,8 @@ def exec_argv(opts: RunOptions) -> list[str]:
         argv += ["--control-cores", opts.control_cores]
     if opts.profile:
         argv += ["--profile", str(opts.profile)]
+    if opts.placement:
+        argv += ["--placement", "|".join(f"{k}:{','.join(map(str, v))}" for k, v in opts.placement.items())]
     return argv + ["--", *opts.command]
 
 

@@ -10,6 +10,7 @@ mod dispatch;
 mod fastpath;
 mod loader;
 mod mem;
+mod placement;
 mod process;
 mod profile;
 mod signals;
@@ -37,6 +38,13 @@ global_asm!(
 pub static mut CONFIG: Option<Config<'static>> = None;
 /// The raw `COREPLANE_RT=...` environment entry, re-added to the environment on execve.
 pub static mut CONFIG_ENV: *const u8 = core::ptr::null();
+/// The `COREPLANE_TASK=...` entry an execve'd task came with (null for the program's start).
+pub static mut TASK_ENV: *const u8 = core::ptr::null();
+
+/// True if the environment entry `entry` is `name=...`.
+pub fn is_env(entry: &[u8], name: &[u8]) -> bool {
+    entry.len() > name.len() && entry.starts_with(name) && entry[name.len()] == b'='
+}
 
 pub fn config() -> &'static Config<'static> {
     unsafe { (*core::ptr::addr_of!(CONFIG)).as_ref().unwrap_unchecked() }
@@ -78,12 +86,11 @@ unsafe extern "C" fn rt_start(sp: *mut usize, dynamic: *const u64, base: u64) ->
     let mut e = envp;
     while !(*e).is_null() {
         let entry = sys::cstr(*e);
-        if entry.len() > config::ENV_NAME.len()
-            && entry.starts_with(config::ENV_NAME)
-            && entry[config::ENV_NAME.len()] == b'='
-        {
+        if is_env(entry, config::ENV_NAME) {
             CONFIG_ENV = *e;
             CONFIG = config::parse(&entry[config::ENV_NAME.len() + 1..]);
+        } else if is_env(entry, placement::ENV_NAME) {
+            TASK_ENV = *e;
         }
         e = e.add(1);
     }

@@ -4,6 +4,7 @@
 
 use crate::dispatch::{gregs, NGREG};
 use crate::sys::{self, *};
+use crate::placement::{self, Key};
 use crate::{profile, sud, thread};
 use core::arch::global_asm;
 
@@ -19,6 +20,7 @@ struct ChildStart {
     regs: [u64; NGREG],
     stack: u64,
     flags: u64,
+    key: Key,
 }
 
 global_asm!(
@@ -106,21 +108,23 @@ fn exe() -> &'static [u8] {
 extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
     let start = unsafe { &*start };
     if start.flags & CLONE_VM == 0 {
-        after_fork();
+        after_fork(&start.key);
     } else {
         let t = thread::start_thread(true);
         // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
         // delegate pool too, but not the file table: it makes its calls itself until it execs.
         t.local_only = start.flags & CLONE_THREAD == 0;
+        placement::adopt(t, &start.key, 0);
     }
     sud::arm_thread();
     unsafe { coreplane_resume(start.regs.as_ptr(), start.stack) }
 }
 
-/// In a child process with its own copy of memory: own profile, no delegates yet, SUD.
-fn after_fork() {
+/// In a child process with its own copy of memory: own profile, its clone-tree name.
+fn after_fork(key: &Key) {
     profile::reopen_after_fork();
-    thread::adopt_after_fork();
+    let t = thread::adopt_after_fork();
+    placement::adopt(t, key, 0);
 }
 
 /// Places a ChildStart below `stack_top` and returns the child's initial stack pointer.
@@ -132,15 +136,17 @@ fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64) -> usize {
         (*start).regs.copy_from_slice(&g[..NGREG]);
         (*start).stack = stack_top;
         (*start).flags = flags;
+        (*start).key = placement::child_key(thread::current());
     }
     sp
 }
 
 /// A fork-like call (no new stack): the child returns here, inside the trap, then re-arms.
 fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
+    let key = placement::child_key(thread::current());
     let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     if r == 0 {
-        after_fork();
+        after_fork(&key);
         sud::arm_thread();
     }
     r
@@ -233,7 +239,9 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     }
     let (argv, envp) = (argv as *const *const u8, envp as *const *const u8);
     let (na, ne) = (count(argv), count(envp));
-    let words = (2 + na + 1) + (ne + 2);
+    let words = (2 + na + 1) + (ne + 3);
+    let mut task = [0u8; 96];
+    placement::env_entry(thread::current(), &mut task);
     let Some(buf) = sys::map_anon((words * 8 + PAGE - 1) & !(PAGE - 1)) else { return -ENOMEM };
     let buf = buf as *mut *const u8;
     unsafe {
@@ -249,14 +257,14 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             push(*argv.add(i));
         }
         let env_start = push(core::ptr::null());
-        let name = coreplane_runtime::config::ENV_NAME;
         for i in 0..ne {
             let e = sys::cstr(*envp.add(i));
-            if !(e.starts_with(name) && e.get(name.len()) == Some(&b'=')) {
+            if !crate::is_env(e, coreplane_runtime::config::ENV_NAME) && !crate::is_env(e, placement::ENV_NAME) {
                 push(*envp.add(i));
             }
         }
         push(crate::CONFIG_ENV);
+        push(task.as_ptr());
         push(core::ptr::null());
         profile::end_process(EXEC_MARKER);
         let r = syscall3(EXECVE, b"/proc/self/exe\0".as_ptr() as usize, buf as usize, buf.add(env_start) as usize);

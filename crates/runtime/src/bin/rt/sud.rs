@@ -98,7 +98,12 @@ pub fn arm_process() {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
     }
     crate::profile::open_process();
-    crate::thread::start_thread(false);
+    let t = crate::thread::start_thread(false);
+    let (key, children) = match unsafe { crate::TASK_ENV } {
+        p if p.is_null() => (crate::placement::Key::ROOT, 0),
+        p => crate::placement::from_env(&unsafe { sys::cstr(p) }[crate::placement::ENV_NAME.len() + 1..]),
+    };
+    crate::placement::adopt(t, &key, children);
     arm_thread();
     crate::fastpath::install();
     crate::profile::calibrate();

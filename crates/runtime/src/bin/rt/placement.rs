@@ -1,0 +1,78 @@
+//! Thread placement (`coreplane run --map`): every task is named by its place in the clone
+//! tree ("0" the program, "0.N" the N-th thread or process it created, ...), the naming of
+//! `coreplane graph`, and pinned to the CPUs the mapping gives that name when it appears.
+//! The name survives execve in the COREPLANE_TASK environment entry, which the program never sees.
+
+use crate::sys::{self, *};
+use crate::thread::Thread;
+
+pub const ENV_NAME: &[u8] = b"COREPLANE_TASK";
+pub const KEY_MAX: usize = 48;
+
+/// A clone-tree key.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub struct Key {
+    bytes: [u8; KEY_MAX],
+    len: usize,
+}
+
+impl Key {
+    pub const ROOT: Key = Key { bytes: root_bytes(), len: 1 };
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+const fn root_bytes() -> [u8; KEY_MAX] {
+    let mut b = [0u8; KEY_MAX];
+    b[0] = b'0';
+    b
+}
+
+/// The key of the next task `parent` creates (its children are counted from 0).
+pub fn child_key(parent: &mut Thread) -> Key {
+    let mut key = parent.key;
+    let mut digits = [0u8; 20];
+    let n = sys::fmt_u64(parent.children as u64, &mut digits);
+    if key.len + 1 + n.len() <= KEY_MAX {
+        key.bytes[key.len] = b'.';
+        key.bytes[key.len + 1..key.len + 1 + n.len()].copy_from_slice(n);
+        key.len += 1 + n.len();
+    }
+    parent.children += 1;
+    key
+}
+
+/// Makes `key` the calling thread's name and applies its placement, if the mapping has one.
+pub fn adopt(t: &mut Thread, key: &Key, children: u32) {
+    t.key = *key;
+    t.children = children;
+    if let Some(mask) = crate::config().placement_of(key.as_bytes()) {
+        unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&mask.0), mask.0.as_ptr() as usize) };
+    }
+}
+
+/// Parses "KEY,CHILDREN" from the environment entry's value.
+pub fn from_env(value: &[u8]) -> (Key, u32) {
+    let comma = value.iter().rposition(|&c| c == b',').unwrap_or(value.len());
+    let mut key = Key::ROOT;
+    if comma > 0 && comma <= KEY_MAX {
+        key.bytes[..comma].copy_from_slice(&value[..comma]);
+        key.len = comma;
+    }
+    let children = coreplane_runtime::config::parse_u64(value.get(comma + 1..).unwrap_or(b"")).unwrap_or(0);
+    (key, children as u32)
+}
+
+/// Writes "COREPLANE_TASK=KEY,CHILDREN\0" for an execve into `buf`; returns its length.
+pub fn env_entry(t: &Thread, buf: &mut [u8; 96]) -> usize {
+    let mut n = 0;
+    let mut digits = [0u8; 20];
+    for part in [ENV_NAME, b"=", t.key.as_bytes(), b",", sys::fmt_u64(t.children as u64, &mut digits), b"\0"] {
+        buf[n..n + part.len()].copy_from_slice(part);
+        n += part.len();
+    }
+    n
+}
