@@ -16,7 +16,7 @@ from coreplane.validate import suite as suites
 from coreplane.validate.calibrate import Calibration
 from coreplane.validate.commands import Machine, native, under_runtime
 from coreplane.validate.plan import Config, policy_of
-from coreplane.validate.predict import Subject, cold_calls, parameters
+from coreplane.validate.predict import Subject, cold_calls, parameters, startup_ns
 from machine_lock import machine_lock
 
 TINY = profiles.load(REPO / "tests" / "fixtures" / "profiles" / "tiny.json")
@@ -27,6 +27,7 @@ def calibration(**over) -> Calibration:
     values = dict(trials={0: 1000, 10_000: 1000}, native_call_ns=70.0, local_ns=20.0,
                   forward={0: fc(600.0), 10_000: fc(20_600.0)}, cpu_per_call_ns={0: 600.0, 10_000: 20_600.0},
                   spin_ns=None, window_ns=100_000.0, cold=fc(10_600.0), startup_ns=1e6, startup_delegating_ns=2e6,
+                  child_ns=1e5, child_delegating_ns=3e5,
                   gammas={1.0: 1.0, 2.0: 1.9}, trials_per_ms=300_000.0)
     values.update(over)
     return Calibration(**values)
@@ -52,6 +53,20 @@ def test_parameters_by_hand():
     assert startup == 2e6   # a delegate starts: the delegating start-up, once per process
     none = Config("tiny", "none", 0, 1.0, ())
     assert parameters(subject, none, calibration(), 1.0)[1] == 1e6
+
+
+def test_startup_of_a_program_that_starts_others():
+    # Three processes (a driver and two programs it runs); the driver and the second delegate:
+    # first process with a delegate 2e6 + a child without 1e5 + a child with 3e5.
+    doc = TINY.to_dict()
+    thread = doc["threads"][0]
+    doc["threads"] = [{**thread, "pid": 100, "tid": 100},
+                      {**thread, "pid": 101, "tid": 101, "syscalls": [thread["syscalls"][0]]},   # futex only
+                      {**thread, "pid": 102, "tid": 102}]
+    doc["processes"] = [{"pid": 100, "start_ns": 0}, {"pid": 101, "start_ns": 10}, {"pid": 102, "start_ns": 20}]
+    prof = profiles.from_dict(doc)
+    assert startup_ns(prof, Policy("all"), calibration()) == pytest.approx(2e6 + 1e5 + 3e5)
+    assert startup_ns(prof, Policy("none"), calibration()) == pytest.approx(1e6 + 2 * 1e5)
 
 
 def test_break_even_round_trip_by_hand():

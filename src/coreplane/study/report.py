@@ -39,8 +39,9 @@ def _calibration(cal: dict) -> str:
             f"spins {human_ns(cal['spin_ns']) if cal['spin_ns'] else 'through the whole round trip'} before it sleeps; "
             f"a delegate polls {human_ns(cal['window_ns']) if cal['window_ns'] else '(no cold calls seen)'} before it "
             f"sleeps, and a call that wakes it takes {human_ns(cold['median'])} (median; mean {human_ns(cold['mean'])}, "
-            f"{cold['trials']} trials). Start-up per process: {human_ns(cal['startup_ns'])}, "
-            f"{human_ns(cal['startup_delegating_ns'])} when a delegate starts. {gammas}.</p>"
+            f"{cold['trials']} trials). Start-up of the first process: {human_ns(cal['startup_ns'])} "
+            f"({human_ns(cal['startup_delegating_ns'])} when a delegate starts), of each process it starts: "
+            f"{human_ns(cal['child_ns'])} ({human_ns(cal['child_delegating_ns'])}). {gammas}.</p>"
             + table(pd.DataFrame(rows)))
 
 

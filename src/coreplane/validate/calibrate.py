@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ STATISTICS = ("min", "median", "mean", "max")
 GAPS = (200_000, 500_000, 1_000_000, 2_000_000, 5_000_000)   # ns spun between calls to find W
 GAP_TRIALS = 250                                              # per gap, over all rounds
 STARTUP_COPIES = 4
+CHILDREN = 8          # programs a shell runs one after another, to time a child process's start-up
 GAMMA_TRIALS, GAMMA_PHASES = 300_000, 100   # ≈ 100 ms of Monte Carlo at γ = 1
 
 
@@ -56,6 +58,8 @@ class Calibration:
     cold: ForwardCost
     startup_ns: float
     startup_delegating_ns: float
+    child_ns: float
+    child_delegating_ns: float
     gammas: dict[float, float]
     trials_per_ms: float
 
@@ -102,6 +106,12 @@ def plan(machine: Machine, forward_costs: tuple[int, ...], gammas: set[float], r
         cases += [Case(f"start-native-{k}", commands.native(one, machine) + f" # copy {k}"),
                   Case(f"start-runtime-{k}", commands.under_runtime(one, machine, "none", 0) + f" # copy {k}"),
                   Case(f"start-delegating-{k}", commands.under_runtime(one, machine, ["getppid"], 0) + f" # copy {k}")]
+    # A process started by another one under the runtime (cc → cc1 → as) re-enters the runtime
+    # at execve but skips what the first one paid (coreplane-exec's fork, the profile directory).
+    shell = ["sh", "-c", f"for i in {' '.join(['x'] * CHILDREN)}; do {shlex.join(one)}; done"]
+    cases += [Case("children-native", commands.native(shell, machine)),
+              Case("children-runtime", commands.under_runtime(shell, machine, "none", 0)),
+              Case("children-delegating", commands.under_runtime(shell, machine, ["getppid"], 0))]
     for gap in GAPS:
         cases.append(Case(f"null-gap{gap}", commands.under_runtime(
             [null, "-n", str(per_run(GAP_TRIALS)), "-g", str(gap)], machine, ["getppid"], 0, quiet=False)))
@@ -173,11 +183,16 @@ def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Ca
                                          for p in need(f"{case}-{k}", measure)]))
     startup = max(0.0, wall("start-runtime") - wall("start-native"))
     startup_delegating = max(0.0, wall("start-delegating") - wall("start-native"))
+    once = lambda case: float(np.median([rounds.read_json(p)["wall_ns"] for p in need(case, measure)]))
+    children = once("children-native")
+    child = max(0.0, once("children-runtime") - children - startup) / CHILDREN
+    child_delegating = max(0.0, once("children-delegating") - children - startup_delegating) / CHILDREN
     compute = {g: float(np.median([rounds.read_json(p)["compute_ns"] for p in need(f"gamma-{g:g}", stdout)]))
                for g in sorted(gammas | {1.0})}
     return Calibration(
         trials=trials, native_call_ns=native_median, local_ns=max(0.0, float(np.median(local)) - native_median),
         forward=forward, cpu_per_call_ns=cpu_per_call, spin_ns=spin, window_ns=window, cold=cold,
-        startup_ns=startup, startup_delegating_ns=startup_delegating,
+        startup_ns=startup, startup_delegating_ns=startup_delegating, child_ns=child,
+        child_delegating_ns=child_delegating,
         gammas={g: compute[1.0] / compute[g] for g in compute},
         trials_per_ms=GAMMA_TRIALS * GAMMA_PHASES / (compute[1.0] / 1e6))

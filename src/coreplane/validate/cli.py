@@ -51,8 +51,9 @@ def render_calibration(doc: dict) -> None:
                   f"caller spins {human_ns(cal['spin_ns']) if cal['spin_ns'] else 'through every round trip'} "
                   f"before sleeping; delegate polls {human_ns(cal['window_ns']) if cal['window_ns'] else '(no cold calls seen)'} "
                   f"before sleeping; a cold call's round trip: median {human_ns(cold['median'])}, mean {human_ns(cold['mean'])} "
-                  f"({cold['trials']} trials); start-up per process {human_ns(cal['startup_ns'])}, "
-                  f"{human_ns(cal['startup_delegating_ns'])} with a delegate; gain_synth {gam}", highlight=False)
+                  f"({cold['trials']} trials); start-up {human_ns(cal['startup_ns'])} ({human_ns(cal['startup_delegating_ns'])} "
+                  f"with a delegate), each further process {human_ns(cal['child_ns'])} "
+                  f"({human_ns(cal['child_delegating_ns'])}); gain_synth {gam}", highlight=False)
 
 
 def render_mape(doc: dict) -> None:

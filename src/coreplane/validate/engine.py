@@ -75,6 +75,7 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     """Calibration micro-benchmarks, then a profile of every program (real programs first: the
     synthetic ones replay their mixes)."""
     options.check()
+    out = out.resolve()   # runs see it from their own working directory
     missing = missing_programs(suite)
     if missing:
         raise CoreplaneError(f"suite {suite.name}: not installed: {', '.join(missing)} (make setup installs them)")
@@ -88,7 +89,7 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     gammas = {g for p in suite.programs for g in p.gammas}
     fcs = _forward_costs(options)
     rounds.run("calibrate", calibrate.plan(machine, fcs, gammas, options.repetitions), out / "calibrate",
-               options.repetitions, 1, _timeout(options), options.progress)
+               options.repetitions, 1, _timeout(options), options.progress, strict=True)
     cal = calibrate.analyse(out / "calibrate", fcs, gammas)
     (out / "calibration.json").write_text(json.dumps(cal.to_dict(), indent=1) + "\n")
     timings["calibrate_s"] = time.monotonic() - started
@@ -113,7 +114,7 @@ def _profile(suite: Suite, programs: list[Program], argv: dict, machine: Machine
     """One profile per program (after one warm-up run), through the experiment engine; kept as
     OUT/profiles/NAME.json."""
     cases = [plan.profile_case(p, argv[p.name][1.0], machine) for p in programs]
-    rounds.run("profile", cases, out / "profile", 1, 1, _timeout(options), options.progress)
+    rounds.run("profile", cases, out / "profile", 1, 1, _timeout(options), options.progress, strict=True)
     files = rounds.run_files(out / "profile", commands.MEASURE)
     result = {}
     (out / "profiles").mkdir(exist_ok=True)

@@ -30,12 +30,11 @@ HEADLINE = "closed"   # the model the goal benchmark is about: eq. 11 for one th
 @dataclass
 class Subject:
     """What the predictions of one program need: its profile (for a sequential program with C
-    taken from the measured native time), the native median time and how many processes it runs."""
+    taken from the measured native time) and the native median time."""
 
     name: str
     profile: Profile
     native_ns: float
-    processes: int
     synthetic: bool
 
     @classmethod
@@ -44,7 +43,7 @@ class Subject:
         # profiled one (which paid the runtime's start-up and interposition).
         if not profile.multithreaded:
             profile = dataclasses.replace(profile, wall_ns=max(1, int(round(native_ns))))
-        return cls(name, profile, native_ns, max(1, len(profile.extra.get("processes") or [])), synthetic)
+        return cls(name, profile, native_ns, synthetic)
 
 
 def _local_ns(profile: Profile, cal: Calibration) -> dict[str, float]:
@@ -67,17 +66,37 @@ def cold_calls(profile: Profile, policy, gamma: float, window_ns: float | None) 
     return min(float(delegated), idle / window_ns), delegated
 
 
+def startup_ns(profile: Profile, policy, cal: Calibration) -> float:
+    """The runtime's start-up over the program's processes: the first pays the full start-up,
+    each later one (started by the program) a child's, both more when the process delegates
+    (it starts its own delegate)."""
+    processes = sorted(profile.extra.get("processes") or [], key=lambda p: p.get("start_ns") or 0)
+    parts = splits(profile, delegated_set(profile, policy))
+    if not profile.multithreaded or not processes:
+        delegating = sum(p.remote_calls for p in parts) > 0
+        return cal.startup_delegating_ns if delegating else cal.startup_ns
+    delegating_pids = {t.pid for t, p in zip(profile.threads, parts) if p.remote_calls}
+    total = 0.0
+    for i, proc in enumerate(processes):
+        delegating = proc.get("pid") in delegating_pids
+        if i == 0:
+            total += cal.startup_delegating_ns if delegating else cal.startup_ns
+        else:
+            total += cal.child_delegating_ns if delegating else cal.child_ns
+    return total
+
+
 def parameters(subject: Subject, config: Config, cal: Calibration, gamma: float,
                statistic: str = "mean") -> tuple[float, float]:
     """f_c and the start-up time of one run: f_c is the micro-benchmark's warm round trip at the
     run's forward cost, plus the cold surcharge spread over the share of calls that can be cold;
-    the start-up is paid once per process, with a delegate to start when anything is delegated."""
-    n_cold, delegated = cold_calls(subject.profile, policy_of(config.policy), gamma, cal.window_ns)
+    the start-up is `startup_ns`."""
+    policy = policy_of(config.policy)
+    n_cold, delegated = cold_calls(subject.profile, policy, gamma, cal.window_ns)
     fc = cal.fc_ns(config.fc_ns, statistic)
     if delegated:
         fc += n_cold / delegated * cal.cold_extra_ns(statistic) / 2.0
-    startup = cal.startup_delegating_ns if delegated else cal.startup_ns
-    return fc, startup * subject.processes
+    return fc, startup_ns(subject.profile, policy, cal)
 
 
 def _with_startup(subject: Subject, speedup: float | None, startup_ns: float) -> float | None:

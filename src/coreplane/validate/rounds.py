@@ -39,10 +39,11 @@ def spec(name: str, cases: list[Case], workdir: Path, timeout_s: float) -> dict:
 
 
 def run(name: str, cases: list[Case], out: Path, rounds: int, warmups: int, timeout_s: float,
-        progress: bool) -> dict:
+        progress: bool, strict: bool = False) -> dict:
     """Runs every case `rounds` times, one round after another (the experiment engine's repetition
     target grows by one per round, and `resume` keeps what earlier rounds stored); `warmups` runs
-    of each case precede the first round. Returns the engine's summary of the last round."""
+    of each case precede the first round. Returns the engine's summary of the last round.
+    `strict`: a failed run (after the engine's retries) stops everything, naming the case."""
     doc = spec(name, cases, out.parent, timeout_s)
     console = Console(stderr=True)
     summary: dict = {}
@@ -51,7 +52,20 @@ def run(name: str, cases: list[Case], out: Path, rounds: int, warmups: int, time
             console.print(f"[bold]{name}[/]: round {r} of {rounds} ({len(cases)} cases)", highlight=False)
         doc["repetitions"], doc["warmups"] = r, warmups if r == 1 else 0
         summary = dse.run_sweep(doc, out, resume=True, progress=progress)
+        if strict and summary["failed"]:
+            bad = failures(out)[0]
+            raise CoreplaneError(f"{out}: {name} case {bad['case']} failed ({bad['message']}): "
+                                 f"{_last_line(out, bad['run_id'])}")
     return summary
+
+
+def _last_line(out: Path, run_id: str) -> str:
+    """The last line the failed run wrote on stderr, which usually says why."""
+    try:
+        lines = (out / "logs" / run_id / "stderr").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no stderr"
+    return lines[-1] if lines else "nothing on stderr"
 
 
 def medians(out: Path) -> dict[str, dict]:
