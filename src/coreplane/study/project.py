@@ -33,13 +33,15 @@ def project(name: str, profile: Profile, calibration: Calibration, compute_cores
     """Every policy under the paper's parameters (γ 1.04, its preset's round trip; McKernel's for the
     others) and under coreplane's own (γ 1, the micro-benchmark's round trip without added cost)."""
     own_fc = calibration.fc_ns(0)
+    counts = profile.counts()
     rows = []
     for policy in POLICIES:
         pol = policy_of(policy)
         fc = PAPER_ROUND_TRIP_NS.get(policy, PAPER_ROUND_TRIP_NS["mckernel"]) / 2
         ref = refined(profile, PAPER_GAMMA, fc, pol)
         rows.append({
-            "policy": policy, "delegated": ref.delegated, "delegated_calls": ref.delegated_calls,
+            "policy": policy, "delegated": sorted(ref.delegated, key=lambda n: (-counts[n], n)),  # most called first
+            "delegated_calls": ref.delegated_calls,
             "paper_round_trip_ns": 2 * fc,
             "naive": naive(profile, PAPER_GAMMA).speedup, "refined": ref.speedup,
             "closed": closed(profile, PAPER_GAMMA, fc, pol, compute_cores, control_cores).speedup,
