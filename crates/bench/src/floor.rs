@@ -3,7 +3,7 @@
 use crate::cpu::{pin_current_thread, tsc_end, tsc_per_ns, tsc_start};
 use crate::stats::{summarise, Summary};
 use serde::Serialize;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 #[derive(clap::Args)]
@@ -71,37 +71,58 @@ fn on_two_cores<R: Send>(
     })
 }
 
-pub(crate) fn pingpong(cores: [usize; 2], n: usize, tsc_ns: f64) -> Result<Summary, String> {
-    let ping = Line(AtomicU64::new(0));
-    let pong = Line(AtomicU64::new(0));
+/// Times `n` round trips (after 1% warm-up) between an initiator on cores[0], whose
+/// `send_and_wait(i)` starts round trip i and returns when it is answered, and a responder on
+/// cores[1], whose `answer(i)` waits for round trip i and answers it. Round trips count from 1.
+fn round_trips(
+    cores: [usize; 2],
+    n: usize,
+    tsc_ns: f64,
+    send_and_wait: impl Fn(u32),
+    answer: impl Fn(u32) + Send,
+) -> Result<Summary, String> {
     let warm = n / 100 + 1;
-    let total = (warm + n) as u64;
+    let total = (warm + n) as u32;
     let mut samples = Vec::with_capacity(n);
     on_two_cores(
         cores,
         || {
             for i in 1..=total {
                 let t0 = tsc_start();
-                ping.0.store(i, Ordering::Release);
-                while pong.0.load(Ordering::Acquire) != i {
-                    std::hint::spin_loop();
-                }
+                send_and_wait(i);
                 let t1 = tsc_end();
                 if i as usize > warm {
                     samples.push((t1 - t0) as f64 / tsc_ns);
                 }
             }
         },
-        || {
-            for i in 1..=total {
-                while ping.0.load(Ordering::Acquire) != i {
-                    std::hint::spin_loop();
-                }
-                pong.0.store(i, Ordering::Release);
-            }
-        },
+        move || (1..=total).for_each(answer),
     )?;
     Ok(summarise(&mut samples))
+}
+
+/// A value through two lines, each written by one core and polled by the other.
+pub(crate) fn pingpong(cores: [usize; 2], n: usize, tsc_ns: f64) -> Result<Summary, String> {
+    let ping = Line(AtomicU32::new(0));
+    let pong = Line(AtomicU32::new(0));
+    let spin_until = |line: &AtomicU32, i: u32| {
+        while line.load(Ordering::Acquire) != i {
+            std::hint::spin_loop();
+        }
+    };
+    round_trips(
+        cores,
+        n,
+        tsc_ns,
+        |i| {
+            ping.0.store(i, Ordering::Release);
+            spin_until(&pong.0, i);
+        },
+        |i| {
+            spin_until(&ping.0, i);
+            pong.0.store(i, Ordering::Release);
+        },
+    )
 }
 
 fn null_syscall(core: usize, batches: usize, batch: usize, tsc_ns: f64) -> Result<Summary, String> {
@@ -150,35 +171,25 @@ fn sleep_until(word: &AtomicU32, want: u32) {
     }
 }
 
+/// A FUTEX_WAKE to a peer sleeping on the other core, and its wake-up back.
 fn futex_round_trip(cores: [usize; 2], n: usize, tsc_ns: f64) -> Result<Summary, String> {
     let to_b = Line(AtomicU32::new(0));
     let to_a = Line(AtomicU32::new(0));
-    let warm = n / 100 + 1;
-    let total = (warm + n) as u32;
-    let mut samples = Vec::with_capacity(n);
-    on_two_cores(
+    round_trips(
         cores,
-        || {
-            for i in 1..=total {
-                let t0 = tsc_start();
-                to_b.0.store(i, Ordering::Release);
-                futex_wake(&to_b.0);
-                sleep_until(&to_a.0, i);
-                let t1 = tsc_end();
-                if i as usize > warm {
-                    samples.push((t1 - t0) as f64 / tsc_ns);
-                }
-            }
+        n,
+        tsc_ns,
+        |i| {
+            to_b.0.store(i, Ordering::Release);
+            futex_wake(&to_b.0);
+            sleep_until(&to_a.0, i);
         },
-        || {
-            for i in 1..=total {
-                sleep_until(&to_b.0, i);
-                to_a.0.store(i, Ordering::Release);
-                futex_wake(&to_a.0);
-            }
+        |i| {
+            sleep_until(&to_b.0, i);
+            to_a.0.store(i, Ordering::Release);
+            futex_wake(&to_a.0);
         },
-    )?;
-    Ok(summarise(&mut samples))
+    )
 }
 
 /// Measures the three floors on the given pair of cores.

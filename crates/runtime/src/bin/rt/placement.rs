@@ -66,13 +66,8 @@ pub fn from_env(value: &[u8]) -> (Key, u32) {
     (key, children as u32)
 }
 
-/// Writes "COREPLANE_TASK=KEY,CHILDREN\0" for an execve into `buf`; returns its length.
-pub fn env_entry(t: &Thread, buf: &mut [u8; 96]) -> usize {
-    let mut n = 0;
+/// Writes "COREPLANE_TASK=KEY,CHILDREN" (NUL-terminated) for an execve into `buf`.
+pub fn env_entry(t: &Thread, buf: &mut [u8; 96]) {
     let mut digits = [0u8; 20];
-    for part in [ENV_NAME, b"=", t.key.as_bytes(), b",", sys::fmt_u64(t.children as u64, &mut digits), b"\0"] {
-        buf[n..n + part.len()].copy_from_slice(part);
-        n += part.len();
-    }
-    n
+    sys::concat(&[ENV_NAME, b"=", t.key.as_bytes(), b",", sys::fmt_u64(t.children as u64, &mut digits)], buf);
 }

@@ -80,13 +80,9 @@ extern "C" {
 /// Remembers the loaded program's canonical path (what the kernel's /proc/self/exe would
 /// say) from its open descriptor, for /proc/self/exe and the profile.
 pub fn remember_exe(fd: usize) {
-    let mut link = [0u8; 32];
-    let mut n = 0;
+    let mut link = [0u8; 40];
     let mut b = [0u8; 20];
-    for part in [b"/proc/self/fd/".as_slice(), sys::fmt_u64(fd as u64, &mut b), b"\0"] {
-        link[n..n + part.len()].copy_from_slice(part);
-        n += part.len();
-    }
+    sys::concat(&[b"/proc/self/fd/", sys::fmt_u64(fd as u64, &mut b)], &mut link);
     unsafe {
         let exe = &mut *core::ptr::addr_of_mut!(EXE);
         let len = syscall3(READLINK, link.as_ptr() as usize, exe.as_mut_ptr() as usize, exe.len() - 1);
@@ -283,18 +279,12 @@ pub fn execveat(a: &[usize; 6]) -> isize {
         return execve(a[1], a[2], a[3]);
     }
     let mut full = [0u8; 4096];
-    let mut n = 0;
-    let mut put = |s: &[u8]| {
-        let k = s.len().min(full.len() - 1 - n);
-        full[n..n + k].copy_from_slice(&s[..k]);
-        n += k;
-    };
     let mut b = [0u8; 20];
-    put(b"/proc/self/fd/");
-    put(sys::fmt_u64(dirfd as u64, &mut b));
-    if !(rel.is_empty() && flags & AT_EMPTY_PATH != 0) {
-        put(b"/");
-        put(rel);
+    let fd = sys::fmt_u64(dirfd as u64, &mut b);
+    if rel.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        sys::concat(&[b"/proc/self/fd/", fd], &mut full);
+    } else {
+        sys::concat(&[b"/proc/self/fd/", fd, b"/", rel], &mut full);
     }
     execve(full.as_ptr() as usize, a[2], a[3])
 }

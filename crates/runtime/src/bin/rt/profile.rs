@@ -21,19 +21,9 @@ pub fn open_process() {
     }
     let start = sys::monotonic_ns();
     let mut path = [0u8; 4096];
-    let mut n = 0;
-    let mut put = |s: &[u8]| {
-        let k = s.len().min(path.len() - 1 - n);
-        path[n..n + k].copy_from_slice(&s[..k]);
-        n += k;
-    };
     let (mut b1, mut b2) = ([0u8; 20], [0u8; 20]);
-    put(dir);
-    put(b"/");
-    put(sys::fmt_u64(sys::getpid() as u64, &mut b1));
-    put(b"-");
-    put(sys::fmt_u64(start, &mut b2));
-    put(b".cpprof");
+    let pid = sys::fmt_u64(sys::getpid() as u64, &mut b1);
+    sys::concat(&[dir, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], &mut path);
     unsafe {
         let fd = syscall3(OPEN, path.as_ptr() as usize, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644);
         if fd < 0 {

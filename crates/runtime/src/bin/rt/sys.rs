@@ -158,6 +158,19 @@ pub unsafe fn cstr<'a>(p: *const u8) -> &'a [u8] {
     core::slice::from_raw_parts(p, cstr_len(p))
 }
 
+/// Writes `parts` one after the other and a NUL into `out` (truncating); returns the length
+/// without the NUL. The runtime's only way of building paths and environment entries.
+pub fn concat(parts: &[&[u8]], out: &mut [u8]) -> usize {
+    let mut n = 0;
+    for part in parts {
+        let k = part.len().min(out.len() - 1 - n);
+        out[n..n + k].copy_from_slice(&part[..k]);
+        n += k;
+    }
+    out[n] = 0;
+    n
+}
+
 /// Formats `v` in decimal into `buf`, returning the digits.
 pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
