@@ -124,11 +124,20 @@ pub fn end_thread(prof: *mut u8) {
     }
 }
 
-/// Marks the process's end (exit_group or a successful execve) with its resource usage.
+/// Marks the process's end (exit_group or a successful execve) with its resource usage; its
+/// threads end with it (only a killed process leaves threads without an end).
 pub fn end_process(code: u64) {
     unsafe {
         if BASE.is_null() {
             return;
+        }
+        let now = sys::monotonic_ns();
+        let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
+        for i in 0..n {
+            let end = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK + L::T_END_NS) as *mut u64;
+            if *end == 0 {
+                *end = now;
+            }
         }
         let mut ru = [0i64; 18];
         syscall3(GETRUSAGE, 0, ru.as_mut_ptr() as usize, 0);
