@@ -61,10 +61,6 @@ fn read_process(path: &Path) -> std::io::Result<Process> {
     let exe_bytes = &head[L::H_EXE..];
     let exe = String::from_utf8_lossy(&exe_bytes[..exe_bytes.iter().position(|&c| c == 0).unwrap_or(0)]).into_owned();
     let header = u64s(&head[..L::H_EXE]);
-    let mut hist = vec![0u8; L::THREADS_OFF - L::HIST_FORWARD_OFF];
-    f.read_exact_at(&mut hist, L::HIST_FORWARD_OFF as u64)?;
-    let hist = u64s(&hist);
-    let (forward, queued) = hist.split_at(L::NSYS * L::HIST_BUCKETS);
     let n = (header[L::H_NTHREADS / 8] as usize).min(L::MAX_THREADS);
     let mut threads = Vec::with_capacity(n);
     for i in 0..n {
@@ -72,7 +68,21 @@ fn read_process(path: &Path) -> std::io::Result<Process> {
         f.read_exact_at(&mut block, (L::THREADS_OFF + i * L::THREAD_BLOCK) as u64)?;
         threads.push((u64s(&block[..L::T_STATS]), u64s(&block[L::T_STATS..])));
     }
-    Ok(Process { header, exe, forward: forward.to_vec(), queued: queued.to_vec(), threads })
+    // Histograms exist only for delegated calls: read just those rows.
+    let row = L::HIST_BUCKETS * 8;
+    let mut forward = vec![0u64; L::NSYS * L::HIST_BUCKETS];
+    let mut queued = vec![0u64; L::NSYS * L::HIST_BUCKETS];
+    let mut buf = vec![0u8; row];
+    for nr in 0..L::NSYS {
+        if threads.iter().all(|(_, stats)| stats[nr * L::STAT_FIELDS + L::S_DELEGATED] == 0) {
+            continue;
+        }
+        for (base, out) in [(L::HIST_FORWARD_OFF, &mut forward), (L::HIST_QUEUED_OFF, &mut queued)] {
+            f.read_exact_at(&mut buf, (base + nr * row) as u64)?;
+            out[nr * L::HIST_BUCKETS..(nr + 1) * L::HIST_BUCKETS].copy_from_slice(&u64s(&buf));
+        }
+    }
+    Ok(Process { header, exe, forward, queued, threads })
 }
 
 /// Nearest-rank percentile of a histogram, as the lower bound of its bucket.

@@ -11,12 +11,17 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use coreplane_runtime::sysset::SysSet;
 
 /// The sled covers every syscall number below 512 (larger ones are bounced to the trap).
-/// It is made of bytes 0x3d: from any offset they decode as `cmp eax, 0x3d3d3d3d`, five bytes
-/// that change only the flags (which a syscall does not preserve for compiled code either),
-/// so a call slides five times faster than over one-byte NOPs. Five NOPs absorb a cmp that
-/// starts at the sled's last bytes; the jump to `coreplane_fast_entry` follows.
-const SLED_END: usize = 512;
-const JUMP_AT: usize = SLED_END + 5;
+/// It repeats a 14-byte period of nine 0x3e bytes (the DS override, ignored in 64-bit mode)
+/// and five 0x3d bytes: from any offset this decodes as one `cmp eax, imm32` with up to nine
+/// prefixes, which changes only the flags (a syscall does not preserve them for compiled code
+/// either). A call slides up to 14 bytes per instruction, 38 instructions from address 0, where
+/// one-byte NOPs would take 512. The sled ends on a whole period; the pad after it, thirteen
+/// prefixes and a NOP, is one instruction from any offset, and the jump to
+/// `coreplane_fast_entry` follows. (Checked from every offset with objdump.)
+const SLED_PERIOD: [u8; 14] = [0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d];
+const SLED_END: usize = 37 * SLED_PERIOD.len();
+const PAD: [u8; 14] = [0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x90];
+const JUMP_AT: usize = SLED_END + PAD.len();
 /// `syscall; ret`: a call that needs the full trap path (its ucontext) is bounced here.
 const TRAP_GADGET: usize = 0x700;
 /// `add rsp, 8; syscall`: the same for rt_sigreturn, whose frame starts above the return address.
@@ -208,7 +213,10 @@ pub fn install() {
             return;
         }
         let mut image = [0x90u8; PAGE];
-        image[..SLED_END].fill(0x3d);
+        for chunk in image[..SLED_END].chunks_mut(SLED_PERIOD.len()) {
+            chunk.copy_from_slice(&SLED_PERIOD);
+        }
+        image[SLED_END..JUMP_AT].copy_from_slice(&PAD);
         // movabs r11, coreplane_fast_entry; jmp r11
         let entry = (coreplane_fast_entry as *const () as u64).to_le_bytes();
         image[JUMP_AT..JUMP_AT + 2].copy_from_slice(&[0x49, 0xbb]);
