@@ -215,8 +215,10 @@ fn serve(index: u32, seq: u32, me: &Delegate) {
     me.current.store(NONE, Release);
     s.response.result = result;
     s.response.t_start = t_start;
-    s.response.done.store(seq, SeqCst);
-    if s.response.waiting.load(SeqCst) != 0 {
+    // No full barrier on this hot path: if the caller's `waiting` is missed, it wakes by itself
+    // within its 1 ms futex time-out (it only sleeps after polling ~0.5 ms).
+    s.response.done.store(seq, Release);
+    if s.response.waiting.load(Relaxed) != 0 {
         sys::futex_wake(&s.response.done as *const AtomicU32 as *const u32, 1);
     }
 }
@@ -349,6 +351,14 @@ fn cancel(index: u32, pid: i32) {
     }
 }
 
+/// Wakes one sleeping delegate, if any.
+fn wake_a_sleeper() {
+    if SLEEP.sleepers.load(Relaxed) > 0 {
+        SLEEP.work_seq.fetch_add(1, SeqCst);
+        sys::futex_wake(&SLEEP.work_seq as *const AtomicU32 as *const u32, 1);
+    }
+}
+
 /// Program handlers finished on `t`; read afresh because a nested trap updates it.
 fn handlers_done(t: &Thread) -> u64 {
     unsafe { core::ptr::read_volatile(&t.handlers_done) }
@@ -385,11 +395,10 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     s.request.args = *args;
     let timed = profiling();
     let t_post = if timed { sys::rdtsc() } else { 0 };
-    s.request.posted.store(seq, SeqCst);
-    if SLEEP.sleepers.load(SeqCst) > 0 {
-        SLEEP.work_seq.fetch_add(1, SeqCst);
-        sys::futex_wake(&SLEEP.work_seq as *const AtomicU32 as *const u32, 1);
-    }
+    // No full barrier here either: a delegate that fell asleep without seeing this request is
+    // woken again below, once the caller stops polling.
+    s.request.posted.store(seq, Release);
+    wake_a_sleeper();
     let mut handlers_seen = handlers_done(t);
     let mut spins = 0u32;
     let mut cancelled = false;
@@ -412,6 +421,7 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
             continue;
         }
         if s.request.taken.load(Acquire) != seq {
+            wake_a_sleeper();
             maybe_grow();
         } else if cancelled {
             cancel(index, t.pid);
