@@ -24,24 +24,18 @@ struct ChildStart {
 }
 
 global_asm!(
-    // coreplane_clone(flags, child_sp, ptid, ctid, tls): the child starts on child_sp, where
-    // its ChildStart lies, and calls coreplane_child_entry(child_sp).
+    // coreplane_clone(flags, child_sp, ptid, ctid, tls) and coreplane_clone3(args, size)
+    // (stack + stack_size = child_sp): the child starts on child_sp, where its ChildStart
+    // lies, and calls coreplane_child_entry(child_sp).
     ".globl coreplane_clone",
     "coreplane_clone:",
     "mov r10, rcx",
     "mov eax, 56",
-    "syscall",
-    "test rax, rax",
-    "jnz 2f",
-    "mov rdi, rsp",
-    "call coreplane_child_entry",
-    "ud2",
-    "2:",
-    "ret",
-    // coreplane_clone3(args, size): the same for clone3 (stack + stack_size = child_sp).
+    "jmp 3f",
     ".globl coreplane_clone3",
     "coreplane_clone3:",
     "mov eax, 435",
+    "3:",
     "syscall",
     "test rax, rax",
     "jnz 2f",
