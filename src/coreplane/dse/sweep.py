@@ -110,7 +110,7 @@ def run_sweep(spec: Spec | dict | str | Path, out: str | Path, *, resume: bool =
         spec = from_dict(spec)
     elif not isinstance(spec, Spec):
         spec = load(spec)
-    out = Path(out)
+    out = Path(out).resolve()  # commands run in the spec's directory; their log paths must not be relative
     points = expand.points(spec)
     if not points:
         raise CoreplaneError(f"{spec.source}: every combination is excluded; nothing to run")
