@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from coreplane.model.figures import plt, save, style
 from coreplane.validate.calibrate import STATISTICS
@@ -94,7 +94,7 @@ def scatter(doc: dict, out: Path) -> Path:
     plain = FuncFormatter(lambda v, _: f"{v:g}")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(plain)
-        axis.set_minor_formatter(plain)
+        axis.set_minor_formatter(NullFormatter())  # labelled minor ticks overlap on a log axis
     return save(fig, out / "predicted-vs-measured.png")
 
 
