@@ -239,13 +239,18 @@ extern "C" fn delegate_main(index: usize) {
     loop {
         let n = POOL.slots.load(Acquire).min(MAX_SLOTS as u32);
         let mut served = false;
-        for k in 0..n {
-            let i = (cursor + k) % n;
+        // Round-robin from the cursor; no division on this path, where a request may be waiting.
+        let mut i = if cursor >= n { 0 } else { cursor };
+        for _ in 0..n {
             if let Some(seq) = claim(i) {
                 serve(i, seq, me);
                 cursor = i + 1;
                 served = true;
                 break;
+            }
+            i += 1;
+            if i == n {
+                i = 0;
             }
         }
         if served {
