@@ -58,3 +58,18 @@ def test_floor_plot_and_reload(tmp_path):
     out = run_cli("bench", "floor", "--from", str(saved), "--plot", str(png), check=True).stdout
     assert "cache-line ping-pong" in out
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_paths_runs_all_three_paths():
+    doc = cli_json("bench", "paths", "--calls", "2000", "--dd-repetitions", "0", "--no-cell")
+    paths = doc["paths"]
+    for mode in ("native", "fast_path", "delegated"):
+        s = paths[mode]["null_syscall_ns"]
+        assert 0 < s["min"] <= s["p50"] <= s["p99"], (mode, s)
+    # the trap path is slower than a rewritten site, which the profile reports having made
+    overhead = paths["fast_path"]["overhead"]
+    assert overhead["rewritten_sites"] > 0 and overhead["interposed_call_ns"] > overhead["fast_path_call_ns"] > 0
+    sites = paths["sites_runtime"]
+    assert sites["sites"] == 64 and sites["first_call_ns"]["p50"] > sites["second_call_ns"]["p50"]
+    assert set(paths["ratios"]) == {"a_delegated_over_pingpong", "b_fast_path_minus_native_ns",
+                                    "d_first_call_ns", "d_second_call_ns"}

@@ -3,6 +3,8 @@
 import os
 import platform
 
+from coreplane.core.errors import CoreplaneError
+
 from coreplane.doctor.checks import cpuinfo_field
 from coreplane.doctor.host import Host
 
@@ -23,6 +25,5 @@ def default_core_pair() -> str:
     """The last two CPUs this process may run on, as "A,B"."""
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
-        from coreplane.core.errors import CoreplaneError
         raise CoreplaneError(f"need two CPUs for a core pair, this process may use only {allowed}")
     return f"{allowed[-2]},{allowed[-1]}"

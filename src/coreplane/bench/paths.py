@@ -3,10 +3,12 @@ fast path and delegated (each beside a ping-pong of the same cores in the same r
 the first call at a site, and a profile-only dd against strace -c and perf trace -s."""
 
 import json
+import os
 import statistics
 import subprocess
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
@@ -23,30 +25,24 @@ def _bench_json(argv: list[str]) -> dict:
     return json.loads(proc.stdout)
 
 
-def _under(opts: RunOptions) -> list[str]:
-    return exec_argv(opts)
-
-
 def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
     """Null syscall natively, with the fast path (profile only) and delegated; sites cold/hot."""
-    from contextlib import ExitStack
     bench = str(binary("coreplane-bench"))
     loop = [bench, "paths", "--cores", f"{compute},{control}", "--calls", str(calls), "--round-trips", str(calls)]
     cores = dict(compute_cores=str(compute), control_cores=str(control))
     out = {}
     with ExitStack() as stack:
         if cell:
-            from coreplane.cell import Cell, CellSpec
-            import os
+            from coreplane.cell import Cell, CellSpec  # cgroups only when asked for
             stack.enter_context(Cell.create(CellSpec(compute=[compute], control=[control]))).add_process(os.getpid())
         with tempfile.TemporaryDirectory() as tmp:
             prof = Path(tmp) / "p.json"
             out["native"] = _bench_json(loop)
-            out["fast_path"] = _bench_json(_under(RunOptions(command=loop, delegate="none", profile=prof, **cores)))
+            out["fast_path"] = _bench_json(exec_argv(RunOptions(command=loop, delegate="none", profile=prof, **cores)))
             out["fast_path"]["overhead"] = json.loads(prof.read_text())["overhead"]
-            out["delegated"] = _bench_json(_under(RunOptions(command=loop, delegate="getppid", **cores)))
+            out["delegated"] = _bench_json(exec_argv(RunOptions(command=loop, delegate="getppid", **cores)))
             out["sites_native"] = _bench_json([bench, "sites"])
-            out["sites_runtime"] = _bench_json(_under(RunOptions(command=[bench, "sites"], **cores)))
+            out["sites_runtime"] = _bench_json(exec_argv(RunOptions(command=[bench, "sites"], **cores)))
     p50 = lambda run, key: run[key]["p50"]  # noqa: E731
     d = out["delegated"]
     out["ratios"] = {

@@ -191,11 +191,11 @@ fn claim(index: u32) -> Option<u32> {
     (posted != taken && r.taken.compare_exchange(taken, posted, AcqRel, Relaxed).is_ok()).then_some(posted)
 }
 
-fn serve(index: u32, seq: u32, me: &Delegate) {
+/// Executes the request `seq` of slot `index`; `fc` is the forward cost in TSC ticks and
+/// `timed` says whether anyone reads timestamps (a profile, or a forward cost to spend).
+fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
     let s = slot(index);
-    let fc = forward_cost_ticks();
-    // Timestamps only when someone reads them: a profile, or a forward cost to spend.
-    let t_start = if fc > 0 || profiling() { sys::rdtsc() } else { 0 };
+    let t_start = if timed { sys::rdtsc() } else { 0 };
     // Release is enough: a cancel that misses this store is sent again while the caller waits.
     me.current.store(index, Release);
     // A request is always executed, even when its caller was signalled meanwhile: natively a
@@ -234,6 +234,9 @@ extern "C" fn delegate_main(index: usize) {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&control.0), control.0.as_ptr() as usize) };
     }
     let word = &SLEEP.work_seq as *const AtomicU32 as *const u32;
+    // Fixed for the life of the process: worked out once, not on every call.
+    let fc = forward_cost_ticks();
+    let timed = fc > 0 || profiling();
     let mut cursor = 0u32;
     let mut idle = 0u32;
     loop {
@@ -243,7 +246,7 @@ extern "C" fn delegate_main(index: usize) {
         let mut i = if cursor >= n { 0 } else { cursor };
         for _ in 0..n {
             if let Some(seq) = claim(i) {
-                serve(i, seq, me);
+                serve(i, seq, me, fc, timed);
                 cursor = i + 1;
                 served = true;
                 break;

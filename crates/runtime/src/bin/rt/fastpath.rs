@@ -236,16 +236,16 @@ pub fn install() {
     ENABLED.store(true, Release);
 }
 
-/// The mapping holding `addr` if it is read-execute file text (from /proc/self/maps;
-/// anonymous and special mappings such as [vdso], and writable code, are left alone).
-fn file_text_mapping(addr: usize) -> Option<(usize, usize)> {
+/// Whether `addr` lies in read-execute file text (from /proc/self/maps; anonymous and special
+/// mappings such as [vdso], and writable code, are left alone).
+fn is_file_text(addr: usize) -> bool {
     let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
     if fd < 0 {
-        return None;
+        return false;
     }
     let mut buf = [0u8; 4096];
     let mut carry = 0;
-    let mut found = None;
+    let mut found = false;
     'read: loop {
         let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr().add(carry) as usize, buf.len() - carry) };
         if n <= 0 {
@@ -263,7 +263,7 @@ fn file_text_mapping(addr: usize) -> Option<(usize, usize)> {
             if lo <= addr && addr < hi {
                 let path = fields.nth(3);
                 if perms.starts_with(b"r-x") && path.is_some_and(|p| p.first() == Some(&b'/')) {
-                    found = Some((lo, hi));
+                    found = true;
                 }
                 break 'read;
             }
@@ -294,11 +294,9 @@ pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     let bytes = unsafe { core::ptr::read_volatile(site as *const [u8; 2]) };
     let page = site & !(PAGE - 1);
     if bytes == [0x0f, 0x05] && !unsafe { not_text(page, false) } {
-        let mapping = file_text_mapping(site);
-        if mapping.is_none() {
+        if !is_file_text(site) {
             unsafe { not_text(page, true) };
-        }
-        if mapping.is_some() {
+        } else {
             unsafe {
                 if syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) == 0 {
                     core::ptr::write_volatile(site as *mut u16, u16::from_le_bytes([0xff, 0xd0]));

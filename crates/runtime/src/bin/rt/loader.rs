@@ -207,7 +207,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     while *auxv.add(2 * n_aux) != AT_NULL {
         n_aux += 1;
     }
-    crate::sud::find_runtime_text(auxv);
+    crate::sud::find_runtime_text();
 
     // Program argv with room for interpreter insertions.
     let prog_argc = argc - 2;

@@ -72,7 +72,7 @@ extern "C" {
 }
 
 /// Remembers the loaded program's canonical path (what the kernel's /proc/self/exe would
-/// say) from its open descriptor, for /proc/self/exe and the profile.
+/// say) from its open descriptor, for /proc/self/exe and the profile (see `exe`).
 pub fn remember_exe(fd: usize) {
     let mut link = [0u8; 40];
     let mut b = [0u8; 20];
@@ -82,11 +82,11 @@ pub fn remember_exe(fd: usize) {
         let len = syscall3(READLINK, link.as_ptr() as usize, exe.as_mut_ptr() as usize, exe.len() - 1);
         let len = if len < 0 { 0 } else { len as usize };
         exe[len] = 0;
-        profile::set_exe(&exe[..len]);
     }
 }
 
-fn exe() -> &'static [u8] {
+/// The loaded program's canonical path.
+pub fn exe() -> &'static [u8] {
     unsafe {
         let exe = &*core::ptr::addr_of!(EXE);
         &exe[..sys::cstr_len(exe.as_ptr())]
@@ -100,7 +100,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
     if start.flags & CLONE_VM == 0 {
         after_fork(&start.key);
     } else {
-        let t = thread::start_thread(true);
+        let t = thread::start_thread();
         // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
         // delegate pool too, but not the file table: it makes its calls itself until it execs.
         t.local_only = start.flags & CLONE_THREAD == 0;

@@ -7,7 +7,6 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use coreplane_runtime::profile_layout as L;
 
 static mut BASE: *mut u8 = core::ptr::null_mut();
-static mut EXE: [u8; 512] = [0; 512];
 
 unsafe fn field(off: usize) -> &'static AtomicU64 {
     &*(BASE.add(off) as *const AtomicU64)
@@ -41,24 +40,14 @@ pub fn open_process() {
         field(L::H_PPID).store(syscall3(GETPPID, 0, 0, 0) as u64, Ordering::Relaxed);
         field(L::H_START_NS).store(start, Ordering::Relaxed);
         field(L::H_TSC_KHZ).store(crate::config().tsc_khz, Ordering::Relaxed);
-        let exe = &*core::ptr::addr_of!(EXE);
-        let len = sys::cstr_len(exe.as_ptr()).min(L::H_EXE_MAX - 1);
+        let exe = crate::process::exe();
+        let len = exe.len().min(L::H_EXE_MAX - 1);
         core::ptr::copy_nonoverlapping(exe.as_ptr(), BASE.add(L::H_EXE), len);
     }
 }
 
-/// Records the program path shown in the profile (set by the loader before open_process).
-pub fn set_exe(path: &[u8]) {
-    unsafe {
-        let exe = &mut *core::ptr::addr_of_mut!(EXE);
-        let n = path.len().min(exe.len() - 1);
-        exe[..n].copy_from_slice(&path[..n]);
-        exe[n] = 0;
-    }
-}
-
 /// A fresh block for a new thread; null without a profile or past MAX_THREADS.
-pub fn claim_thread_block(tid: i32, _sibling: bool) -> *mut u8 {
+pub fn claim_thread_block(tid: i32) -> *mut u8 {
     unsafe {
         if BASE.is_null() {
             return core::ptr::null_mut();

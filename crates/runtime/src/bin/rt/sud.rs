@@ -41,7 +41,7 @@ pub struct KSigaction {
 }
 
 /// Finds the runtime's executable segment from its own program headers.
-pub unsafe fn find_runtime_text(_auxv: *const usize) {
+pub unsafe fn find_runtime_text() {
     let base = core::ptr::addr_of!(__ehdr_start) as usize;
     let head = core::slice::from_raw_parts(base as *const u8, coreplane_runtime::elf::EHDR_SIZE);
     let eh = coreplane_runtime::elf::parse_ehdr(head).unwrap_or_else(|_| sys::die(&[b"bad runtime image"]));
@@ -98,7 +98,7 @@ pub fn arm_process() {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
     }
     crate::profile::open_process();
-    let t = crate::thread::start_thread(false);
+    let t = crate::thread::start_thread();
     let (key, children) = match unsafe { crate::TASK_ENV } {
         p if p.is_null() => (crate::placement::Key::ROOT, 0),
         p => crate::placement::from_env(&unsafe { sys::cstr(p) }[crate::placement::ENV_NAME.len() + 1..]),

@@ -44,7 +44,7 @@ pub fn current() -> &'static mut Thread {
 }
 
 /// Creates the state of a new thread (or of a new process's only thread) and points GS at it.
-pub fn start_thread(clone_vm_sibling: bool) -> &'static mut Thread {
+pub fn start_thread() -> &'static mut Thread {
     let t = sys::map_anon(PAGE).unwrap_or_else(|| sys::die(&[b"out of memory for a thread"])) as *mut Thread;
     unsafe {
         (*t).self_ptr = t;
@@ -52,7 +52,7 @@ pub fn start_thread(clone_vm_sibling: bool) -> &'static mut Thread {
         (*t).pid = sys::getpid();
         (*t).slots = [u32::MAX; MAX_DEPTH];
         (*t).depth = 0;
-        (*t).prof = crate::profile::claim_thread_block((*t).tid, clone_vm_sibling);
+        (*t).prof = crate::profile::claim_thread_block((*t).tid);
         syscall3(ARCH_PRCTL, ARCH_SET_GS, t as usize, 0);
         &mut *t
     }
@@ -65,6 +65,6 @@ pub fn adopt_after_fork() -> &'static mut Thread {
     t.pid = sys::getpid();
     t.slots = [u32::MAX; MAX_DEPTH];
     t.depth = 0;
-    t.prof = crate::profile::claim_thread_block(t.tid, false);
+    t.prof = crate::profile::claim_thread_block(t.tid);
     t
 }
