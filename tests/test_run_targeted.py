@@ -63,6 +63,23 @@ def test_profile_counts_match_the_program(tmp_path):
     assert [p["end"] for p in doc["processes"]] == ["exit"]
 
 
+def test_profile_times_a_sample_of_local_calls_and_counts_all(tmp_path):
+    data = tmp_path / "in.bin"
+    data.write_bytes(bytes(512 * 4000))
+    dd = ["dd", f"if={data}", "of=/dev/null", "bs=512"]
+    sampled, every = tmp_path / "sampled.json", tmp_path / "every.json"
+    assert run_cli("run", "--profile", str(sampled), "--", *dd).returncode == 0
+    assert run_cli("run", "--time-every", "1", "--profile", str(every), "--", *dd).returncode == 0
+    s, e = by_name(json.loads(sampled.read_text())), by_name(json.loads(every.read_text()))
+    for name in ("read", "write"):
+        assert s[name]["count"] == e[name]["count"] >= 4000
+        assert e[name]["timed"] == e[name]["count"]
+        # One in 16 on average after the first 8: about 250 of 4000 (binomial spread ≈ 15).
+        assert 150 < s[name]["timed"] < 400, s[name]
+        assert s[name]["total_ns"] > 0
+    assert json.loads(sampled.read_text())["config"]["time_every"] == 16
+
+
 def test_exec_chain_gives_one_profile_per_image(tmp_path):
     prof = tmp_path / "chain.json"
     proc = run_cli("run", "--profile", str(prof), "--", "sh", "-c", "exec sh -c 'exec echo deep'")
@@ -104,6 +121,7 @@ def test_sigkill_of_the_program_cleans_the_cell(tmp_path):
     (["--compute-cores", "4000", "--control-cores", "0"], "is not a CPU list"),
     (["--compute-cores", "63"], "CPU 63 does not exist or is not allowed"),
     (["--forward-cost", "-5"], "--forward-cost -5: must be >= 0 ns"),
+    (["--time-every", "0"], "--time-every 0: must be >= 1"),
 ])
 def test_bad_options_are_one_line_and_leave_nothing(args, message):
     proc = subprocess.Popen(CLI + ["run", *args, "--", "true"], stderr=subprocess.PIPE, text=True)

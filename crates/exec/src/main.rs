@@ -40,6 +40,10 @@ struct Args {
     /// Thread placement by clone-tree key, `KEY:CPULIST|KEY:CPULIST...` (from `coreplane run --map`).
     #[arg(long)]
     placement: Option<String>,
+    /// Profile: time one local call in N on average at rewritten sites, after the first 8 of
+    /// each syscall per thread (1: time every call). Counts are always exact.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    time_every: u64,
     /// Write the profile (JSON, format coreplane-profile/1) here.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -142,11 +146,12 @@ fn main() {
     let mut hex = [0u8; 128];
     delegated.write_hex(&mut hex);
     let mut cfg = format!(
-        "d={};fc={};khz={};nd={}",
+        "d={};fc={};khz={};nd={};te={}",
         std::str::from_utf8(&hex).unwrap(),
         args.forward_cost,
         tsc::khz(),
-        args.delegates.max(1)
+        args.delegates.max(1),
+        args.time_every
     );
     if let Some(c) = &layout.compute {
         cfg += &format!(";cmp={c}");
@@ -210,6 +215,7 @@ fn main() {
             compute: layout.compute_list(),
             control: layout.control_list(),
             delegates: args.delegates.max(1),
+            time_every: args.time_every,
             wall_ns: wall.as_nanos() as u64,
             user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
             sys_ns: (usage.ru_stime.tv_sec as u64) * 1_000_000_000 + usage.ru_stime.tv_usec as u64 * 1000,

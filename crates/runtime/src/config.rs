@@ -53,6 +53,8 @@ pub struct Config<'a> {
     pub control: CpuMask,
     /// Delegate threads started with the first delegated call (the pool grows when all block).
     pub delegates: u32,
+    /// Mean gap between timed local calls at rewritten sites (1: time every call).
+    pub time_every: u64,
     /// Directory receiving one profile file per process; empty for no profile.
     pub profile_dir: &'a [u8],
     /// Thread placement by clone-tree key: `KEY:CPULIST` entries separated by `|`.
@@ -85,6 +87,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         compute: CpuMask::EMPTY,
         control: CpuMask::EMPTY,
         delegates: 1,
+        time_every: 1,
         profile_dir: b"",
         placement: b"",
     };
@@ -107,6 +110,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"ctl" => cfg.control = CpuMask::parse(value)?,
             b"nd" => cfg.delegates = parse_u64(value)? as u32,
             b"map" => cfg.placement = value,
+            b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=1 << 20).contains(n))?,
             _ => return None,
         }
         rest = if end < after.len() { &after[end + 1..] } else { &[] };
@@ -122,10 +126,10 @@ mod tests {
     fn parses_all_fields() {
         let mut hex = [b'0'; 128];
         hex[0] = b'8'; // bit 63 of word 0
-        let text = [b"d=".as_slice(), &hex, b";fc=1500;khz=2600000;cmp=1-2;ctl=0;nd=2;prof=/tmp/a;b"].concat();
+        let text = [b"d=".as_slice(), &hex, b";fc=1500;khz=2600000;cmp=1-2;ctl=0;nd=2;te=16;prof=/tmp/a;b"].concat();
         let cfg = parse(&text).unwrap();
         assert!(cfg.delegated.contains(63) && !cfg.delegated.contains(0));
-        assert_eq!((cfg.forward_cost_ns, cfg.tsc_khz, cfg.delegates), (1500, 2600000, 2));
+        assert_eq!((cfg.forward_cost_ns, cfg.tsc_khz, cfg.delegates, cfg.time_every), (1500, 2600000, 2, 16));
         assert!(cfg.compute.contains(1) && cfg.compute.contains(2) && !cfg.compute.contains(0));
         assert!(cfg.control.contains(0));
         assert_eq!(cfg.profile_dir, b"/tmp/a;b");
@@ -148,6 +152,7 @@ mod tests {
         assert!(parse(b"khz=12;zz=1").is_none());
         assert!(parse(b"khz=12;cmp=3-1").is_none());
         assert!(parse(b"khz=12;cmp=5000").is_none());
+        assert!(parse(b"khz=12;te=0").is_none());
         assert!(parse(b"khz=12").is_some());
     }
 }

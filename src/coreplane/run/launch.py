@@ -26,6 +26,7 @@ class RunOptions:
     control_cores: str | None = None
     delegates: int = 1
     profile: Path | None = None
+    time_every: int = 16  # a profile times one local call in N on average (1: every call)
     cell: bool | None = None  # None: a cell when compute cores are given and we are root
     placement: dict[str, list[int]] | None = None  # clone-tree key -> CPUs (coreplane run --map)
 
@@ -51,7 +52,8 @@ class RunResult:
 def exec_argv(opts: RunOptions) -> list[str]:
     """The coreplane-exec command line for `opts`."""
     argv = [str(binary("coreplane-exec")), "--delegate", opts.delegate,
-            "--forward-cost", str(opts.forward_cost_ns), "--delegates", str(opts.delegates)]
+            "--forward-cost", str(opts.forward_cost_ns), "--delegates", str(opts.delegates),
+            "--time-every", str(opts.time_every)]
     if opts.local:
         argv += ["--local", ",".join(opts.local)]
     if opts.compute_cores:
@@ -72,6 +74,8 @@ def check(opts: RunOptions) -> dict:
         raise CoreplaneError("no program given: coreplane run [OPTIONS] -- PROGRAM [ARGS...]")
     if opts.forward_cost_ns < 0:
         raise CoreplaneError(f"--forward-cost {opts.forward_cost_ns}: must be >= 0 ns")
+    if opts.time_every < 1:
+        raise CoreplaneError(f"--time-every {opts.time_every}: must be >= 1 (1 times every call)")
     if opts.delegates < 1:
         raise CoreplaneError(f"--delegates {opts.delegates}: at least one delegate")
     argv = exec_argv(opts)

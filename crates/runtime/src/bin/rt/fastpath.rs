@@ -8,6 +8,7 @@
 use crate::sys::*;
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use coreplane_runtime::profile_layout as L;
 use coreplane_runtime::sysset::SysSet;
 
 /// The sled covers every syscall number below 512 (larger ones are bounced to the trap).
@@ -56,6 +57,9 @@ unsafe fn not_text(page: usize, insert: bool) -> bool {
 /// Calls made in assembly: neither delegated nor answered by the runtime.
 #[no_mangle]
 static mut COREPLANE_FAST_LOCAL: [u64; 8] = [0; 8];
+/// 2·(N − 1) for a mean gap of N calls between timed local calls (profile_layout::S_TIMED).
+#[no_mangle]
+static mut COREPLANE_SAMPLE_MASK: u64 = 0;
 /// Calls that must go through the trap path even from a rewritten site.
 #[no_mangle]
 static mut COREPLANE_FAST_BOUNCE: [u64; 8] = [0; 8];
@@ -72,12 +76,56 @@ global_asm!(
     "lea rsp, [rsp - 128]",
     "bt qword ptr [rip + COREPLANE_FAST_LOCAL], rax",
     "jnc 5f",
-    // Local call, counted when the thread has a profile block (Thread.prof at gs:[16]).
+    // Local call, counted when the thread has a profile block (Thread.prof at gs:[16]). Its
+    // row: rcx = prof + T_STATS + nr * ROW. Counts are exact; the time is taken for the first
+    // calls of a syscall and then for one call in a random gap (profile_layout::S_TIMED).
     "mov rcx, gs:[16]",
     "test rcx, rcx",
     "jz 4f",
+    "mov r11, rax",
+    "imul r11, r11, {row}",
+    "cmp qword ptr [rcx + r11 + {stats} + {timed}], {first}",
+    "jb 3f",
+    "cmp qword ptr [rcx + {left}], 1",
+    "jbe 6f",
+    // Untimed. Nothing is stored before the call (it made the kernel entry slower); stack [row].
+    "push r11",
+    "syscall",
+    "mov rcx, gs:[16]",
+    "mov r11, [rsp]",
+    "dec qword ptr [rcx + {left}]",
+    "inc qword ptr [rcx + r11 + {stats} + {count}]",
+    "cmp rax, -4095",
+    "jb 1f",
+    "inc qword ptr [rcx + r11 + {stats} + {errors}]",
+    "1:",
+    "lea rsp, [rsp + 136]",
+    "ret",
+    // The next gap: 1 + (xorshift64 & COREPLANE_SAMPLE_MASK), whose mean is the sample period.
+    "6:",
     "push rdx",
     "push rax",
+    "mov rax, [rcx + {rng}]",
+    "mov rdx, rax",
+    "shl rdx, 13",
+    "xor rax, rdx",
+    "mov rdx, rax",
+    "shr rdx, 7",
+    "xor rax, rdx",
+    "mov rdx, rax",
+    "shl rdx, 17",
+    "xor rax, rdx",
+    "mov [rcx + {rng}], rax",
+    "and rax, [rip + COREPLANE_SAMPLE_MASK]",
+    "inc rax",
+    "mov [rcx + {left}], rax",
+    "jmp 2f",
+    // Timed: stack [t0, nr, rdx] around the call, then [result, t0, nr, rdx].
+    "3:",
+    "push rdx",
+    "push rax",
+    "2:",
+    "lfence",
     "rdtsc",
     "shl rdx, 32",
     "or rax, rdx",
@@ -86,20 +134,22 @@ global_asm!(
     "mov rdx, [rsp + 16]",
     "syscall",
     "push rax",
+    "lfence",
     "rdtsc",
     "shl rdx, 32",
     "or rax, rdx",
     "sub rax, [rsp + 8]",
     "mov rcx, [rsp + 16]",
-    "imul rcx, rcx, 40",
+    "imul rcx, rcx, {row}",
     "add rcx, gs:[16]",
-    "inc qword ptr [rcx + 64]",
-    "add [rcx + 80], rax",
+    "add [rcx + {stats} + {ticks}], rax",
+    "inc qword ptr [rcx + {stats} + {timed}]",
+    "inc qword ptr [rcx + {stats} + {count}]",
     "mov rax, [rsp]",
     "cmp rax, -4095",
-    "jb 2f",
-    "inc qword ptr [rcx + 72]",
-    "2:",
+    "jb 1f",
+    "inc qword ptr [rcx + {stats} + {errors}]",
+    "1:",
     "mov rdx, [rsp + 24]",
     "lea rsp, [rsp + 160]",
     "ret",
@@ -177,6 +227,15 @@ global_asm!(
     "7:",
     "mov r11, 0x710",
     "jmp r11",
+    row = const L::STAT_FIELDS * 8,
+    stats = const L::T_STATS,
+    count = const L::S_COUNT * 8,
+    errors = const L::S_ERRORS * 8,
+    ticks = const L::S_TOTAL_TICKS * 8,
+    timed = const L::S_TIMED * 8,
+    first = const L::TIME_FIRST,
+    left = const L::T_SAMPLE_LEFT,
+    rng = const L::T_SAMPLE_RNG,
 );
 
 extern "C" {
@@ -208,6 +267,7 @@ pub fn install() {
     unsafe {
         COREPLANE_FAST_LOCAL = local.0;
         COREPLANE_FAST_BOUNCE = bounce.0;
+        COREPLANE_SAMPLE_MASK = 2 * (cfg.time_every.max(1) - 1);
         let p = syscall6(MMAP, 0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, usize::MAX, 0);
         if p != 0 {
             return;

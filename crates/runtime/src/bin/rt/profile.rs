@@ -59,6 +59,9 @@ pub fn claim_thread_block(tid: i32) -> *mut u8 {
         let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
         *(block.add(L::T_TID) as *mut u64) = tid as u64;
         *(block.add(L::T_START_NS) as *mut u64) = sys::monotonic_ns();
+        *(block.add(L::T_SAMPLE_LEFT) as *mut u64) = 1;
+        // Any non-zero xorshift seed; the TSC makes the gaps differ between runs and threads.
+        *(block.add(L::T_SAMPLE_RNG) as *mut u64) = sys::rdtsc() | 1;
         block
     }
 }
@@ -95,6 +98,7 @@ pub fn record(prof: *mut u8, nr: usize, result: isize, ticks: u64, delegated: Op
             *s.add(L::S_ERRORS) += 1;
         }
         *s.add(L::S_TOTAL_TICKS) += ticks;
+        *s.add(L::S_TIMED) += 1;
         if let Some(q) = delegated {
             *s.add(L::S_DELEGATED) += 1;
             *s.add(L::S_QUEUED_TICKS) += q;
