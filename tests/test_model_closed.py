@@ -5,7 +5,7 @@ import pytest
 from conftest import REPO
 from coreplane.model import profile as profiles
 from coreplane.model.policies import Policy
-from coreplane.model.queueing import closed, cpu_scale, mva, overlap_groups, queueing
+from coreplane.model.queueing import closed, cpu_scale, mva, phases, queueing
 from coreplane.model.refined import refined
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
@@ -61,17 +61,21 @@ def test_one_thread_is_eq_11(fc):
 
 
 def test_sleeping_callers_overlap_on_one_core_by_hand():
-    # tiny-mt: main C = 1 000 000 − (10 000 clone + 490 000 futex + 100 000 read) = 400 000, its
-    # busy calls clone (always local) and read (100 × 1000 ns), 490 000 ns blocked in futex;
-    # worker C = 990 000 − (1000 futex + 200 000 write) = 789 000, write 400 × 500 ns, 1000 blocked.
+    # tiny-mt with both threads alive for the whole run (one phase): main C = 1 000 000 −
+    # (10 000 clone + 490 000 futex + 100 000 read) = 400 000, its busy calls clone (always
+    # local) and read (100 × 1000 ns), 490 000 ns blocked in futex; worker C = 1 000 000 −
+    # (1000 futex + 200 000 write) = 799 000, write 400 × 500 ns, 1000 blocked.
     # `all` delegates read and write; γ = 1, f_c = 50 µs, callers sleep at once (spin_ns = 0), one
     # compute core: each delegated call is 1000 (or 500) ns at the control core and a 100 µs delay,
     # so one thread computes while the other waits.
-    c = closed(TINY_MT, 1.0, 50_000.0, Policy("all"), compute_cores=1, spin_ns=0.0)
+    doc = TINY_MT.to_dict()
+    doc["threads"][1]["start_ns"] = 0
+    together = profiles.from_dict(doc)
+    c = closed(together, 1.0, 50_000.0, Policy("all"), compute_cores=1, spin_ns=0.0)
     # Per cycle (one delegated call): main cpu (400 000 + 10 000)/100 = 4100, control 1000,
-    # delay 100 000 + 490 000/100 = 104 900; worker cpu 789 000/400 = 1972.5, control 500,
+    # delay 100 000 + 490 000/100 = 104 900; worker cpu 799 000/400 = 1997.5, control 500,
     # delay 100 000 + 1000/400 = 100 002.5.
-    a = [4100.0, 1972.5]
+    a = [4100.0, 1997.5]
     b = [1000.0, 500.0]
     z = [104_900.0, 100_002.5]
     # Populations {main}, {worker}: X = 1/(a + b + z); Q_cpu = X·a, Q_ctl = X·b.
@@ -81,14 +85,14 @@ def test_sleeping_callers_overlap_on_one_core_by_hand():
     x_m, x_w = 1 / (sum(r_m) + z[0]), 1 / (sum(r_w) + z[1])
     wall_d = (100 * a[0] + 400 * a[1]) / (x_m * a[0] + x_w * a[1])
     # Native: one cycle each, cpu = C + busy g, delay = blocked time (main 490 000, worker 1000).
-    n_a, n_z = [510_000.0, 989_000.0], [490_000.0, 1000.0]
+    n_a, n_z = [510_000.0, 999_000.0], [490_000.0, 1000.0]
     x_m1, x_w1 = 1 / (n_a[0] + n_z[0]), 1 / (n_a[1] + n_z[1])
     x_m = 1 / (n_a[0] * (1 + x_w1 * n_a[1]) + n_z[0])
     x_w = 1 / (n_a[1] * (1 + x_m1 * n_a[0]) + n_z[1])
     wall_nd = sum(n_a) / (x_m * n_a[0] + x_w * n_a[1])
     assert c.speedup == pytest.approx(wall_nd / wall_d)
     # The open model cannot see the overlap: the refined model's summed busy times are far slower.
-    assert c.speedup > 1.5 * refined(TINY_MT, 1.0, 50_000.0, Policy("all")).speedup
+    assert c.speedup > 1.5 * refined(together, 1.0, 50_000.0, Policy("all")).speedup
 
 
 def test_spinning_callers_do_not_overlap():
@@ -118,8 +122,40 @@ def test_threads_that_do_not_overlap_are_solved_one_after_another():
     doc["threads"][1]["start_ns"] = 1_000_000
     doc["threads"][1]["end_ns"] = 2_000_000
     prof = profiles.from_dict(doc)
-    assert overlap_groups(prof) == [[0], [1]]
-    assert overlap_groups(TINY_MT) == [[0, 1]]
+    assert phases(prof)[0] == [[(0, 1.0)], [(1, 1.0)]]
+    # In tiny-mt the main thread runs alone for the 10 µs before it starts the worker.
+    assert phases(TINY_MT) == ([[(0, 0.01)], [(0, 0.99), (1, 1.0)]], set())
+
+
+def _driver_and_children(driver_reads: int) -> profiles.Profile:
+    # As cc runs cc1 then as: a driver (pid 1) alive 0-4 ms that works 0-1 ms (its own reads,
+    # 10 µs each) and waits in wait4 while child 2 (1-2.5 ms) and child 3 (2.5-4 ms) run, each
+    # making 100 reads of 1 µs.
+    def thread(tid, start, end, calls):
+        return {"pid": tid, "tid": tid, "start_ns": start, "end_ns": end, "syscalls": calls}
+    reads = [{"name": "read", "count": 100, "total_ns": 100_000}]
+    own = [{"name": "read", "count": driver_reads, "total_ns": driver_reads * 10_000}] if driver_reads else []
+    wait = [{"name": "wait4", "count": 2, "total_ns": 3_000_000}]
+    return profiles.from_dict({
+        "format": "coreplane-profile/1", "program": "cc", "wall_ns": 4_000_000, "syscalls": reads,
+        "threads": [thread(1, 0, 4_000_000, own + wait), thread(2, 1_000_000, 2_500_000, reads),
+                    thread(3, 2_500_000, 4_000_000, reads)],
+        "processes": [{"pid": 1, "ppid": 0, "start_ns": 0, "end_ns": 4_000_000},
+                      {"pid": 2, "ppid": 1, "start_ns": 1_000_000, "end_ns": 2_500_000},
+                      {"pid": 3, "ppid": 1, "start_ns": 2_500_000, "end_ns": 4_000_000}]})
+
+
+def test_a_parent_works_while_its_children_do_not_run():
+    prof = _driver_and_children(driver_reads=50)
+    # The driver's load all falls before its children; they share no phase with each other.
+    assert phases(prof) == ([[(0, 1.0)], [(1, 1.0)], [(2, 1.0)]], {0})
+    # Delegating every read at 10 µs per direction adds 20 µs per call one after the other, as
+    # in the sequential eq. 11: (50 + 100 + 100) x 20 µs on top of 4 ms.
+    r = closed(prof, 1.0, 10_000.0, Policy("read"))
+    assert r.time_ns == pytest.approx(4_000_000 + 250 * 20_000, rel=0.01)
+    # Without its own work the driver is alive beside each child, but it still does not compete.
+    idle = _driver_and_children(driver_reads=0)
+    assert closed(idle, 1.0, 10_000.0, Policy("read")).time_ns == pytest.approx(4_000_000 + 200 * 20_000, rel=0.01)
 
 
 def test_cpu_scale_from_the_process_cpu_time():

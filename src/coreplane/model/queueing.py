@@ -1,7 +1,7 @@
 """Queueing at the delegates: open M/M/1 and M/M/c (paper 002 eq. 12–13) and a closed model solved by MVA."""
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from coreplane.model.policies import Policy
 from coreplane.model.profile import WAIT_CALLS, Profile
@@ -207,21 +207,53 @@ def _solve_group(loads: list[_Load], compute_cores: int, control_cores: int) -> 
     return work / busy, busy, waits, calls, sol.exact
 
 
-def overlap_groups(profile: Profile) -> list[list[int]]:
-    """Indices of the profile's threads grouped by overlapping lifetimes: threads of one group
-    run at the same time, groups one after another (a shell, then the programs it starts)."""
-    order = sorted(range(len(profile.threads)), key=lambda i: profile.threads[i].start_ns)
-    groups: list[list[int]] = []
-    end = -1
-    for i in order:
-        t = profile.threads[i]
-        if groups and t.start_ns < end:
-            groups[-1].append(i)
-            end = max(end, t.end_ns)
-        else:
-            groups.append([i])
-            end = t.end_ns
-    return groups
+CHILD_WAITS = frozenset({"wait4", "waitid"})
+
+
+def _child_spans(profile: Profile) -> dict[int, list[tuple[int, int]]]:
+    """Per process id, the lifetimes of its child processes (from `processes[]`)."""
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for p in profile.extra.get("processes") or []:
+        if isinstance(p, dict) and p.get("start_ns") is not None and p.get("end_ns") is not None:
+            spans.setdefault(p.get("ppid"), []).append((p["start_ns"], p["end_ns"]))
+    return spans
+
+
+def phases(profile: Profile) -> tuple[list[list[tuple[int, float]]], set[int]]:
+    """The profile's run cut wherever a thread starts or ends: per phase, the threads alive
+    throughout it and the share of each one's load that falls in it; and the threads whose
+    time in wait4/waitid the phases already stand for.
+
+    A thread's calls and computation are spread evenly over its lifetime, except for a thread
+    that waits for child processes: it is blocked while they run, so its load is spread over
+    the phases in which none of its children is alive (the compiler driver works before and
+    between cc1 and as, not beside them). So the driver's children, alive one after another,
+    never compete with each other, although each overlaps the driver. A thread without a
+    lifetime is a phase of its own."""
+    threads = profile.threads
+    if not profile.multithreaded:
+        return [[(0, 1.0)]], set()
+    cuts = sorted({t.start_ns for t in threads} | {t.end_ns for t in threads})
+    spans = list(zip(cuts, cuts[1:]))
+    children = _child_spans(profile)
+    weights: list[list[float]] = []
+    parents: set[int] = set()
+    for i, t in enumerate(threads):
+        alive = [float(b - a) if t.start_ns <= a and b <= t.end_ns else 0.0 for a, b in spans]
+        if any(c.name in CHILD_WAITS and c.total_ns > 0 for c in t.syscalls):
+            free = [w if not any(s <= a and b <= e for s, e in children.get(t.pid, [])) else 0.0
+                    for w, (a, b) in zip(alive, spans)]
+            if sum(free) > 0:
+                alive = free
+                parents.add(i)
+        weights.append(alive)
+    out: list[list[tuple[int, float]]] = []
+    for k in range(len(spans)):
+        here = [(i, w[k] / sum(w)) for i, w in enumerate(weights) if w[k] > 0]
+        if here:
+            out.append(here)
+    out += [[(i, 1.0)] for i, t in enumerate(threads) if t.end_ns <= t.start_ns]
+    return out, parents
 
 
 def cpu_scale(profile: Profile) -> list[float]:
@@ -243,11 +275,15 @@ def cpu_scale(profile: Profile) -> list[float]:
     return scale
 
 
-def _blocked_ns(profile: Profile) -> list[float]:
-    """Per segment, the time blocked in calls that wait for another thread (none for sequential profiles)."""
+def _blocked_ns(profile: Profile, parents: set[int]) -> list[float]:
+    """Per segment, the time blocked in calls that wait for another thread (none for sequential
+    profiles); for the `parents` of `phases`, the wait for children is left out: the phases in
+    which their children run stand for it."""
     if not profile.multithreaded:
         return [0.0]
-    return [float(sum(c.total_ns for c in t.syscalls if c.name in WAIT_CALLS)) for t in profile.threads]
+    return [float(sum(c.total_ns for c in t.syscalls
+                      if c.name in WAIT_CALLS and not (i in parents and c.name in CHILD_WAITS)))
+            for i, t in enumerate(profile.threads)]
 
 
 @dataclass
@@ -282,14 +318,16 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
     spinning on its core: min(spin_ns, rt), all of it when spin_ns is None), the control cores
     (the delegate's g/n while the caller sleeps) and a delay (the rest of the round trip, and
     its time blocked in futex/wait4/waitid spread over its cycles). C_k is scaled by
-    `cpu_scale`. Threads whose lifetimes do not overlap are solved as separate groups whose
-    wall times add up. With one thread the result is eq. 11's."""
+    `cpu_scale`. The run is solved phase by phase (`phases`): the threads alive in a phase,
+    each with the share of its load that falls there; the phases' wall times add up. With one
+    thread the result is eq. 11's."""
     if compute_cores < 1 or control_cores < 1:
         raise ValueError("compute_cores and control_cores must be at least 1")
     parts = splits(profile, delegated_set(profile, policy), local_ns)
     spin = float("inf") if spin_ns is None else float(spin_ns)
+    cuts, parents = phases(profile)
     native, projected = [], []
-    for part, r, blocked in zip(parts, cpu_scale(profile), _blocked_ns(profile)):
+    for part, r, blocked in zip(parts, cpu_scale(profile), _blocked_ns(profile, parents)):
         native.append(_Load(part.compute_ns * r + part.syscall_ns, 0.0, blocked, 1.0))
         work = part.compute_ns * r / gamma + part.local_ns
         n = part.remote_calls
@@ -301,12 +339,12 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
         held = min(spin, rt)
         at_control = min(service, rt - held)
         projected.append(_Load(work / n + held, at_control, rt - held - at_control + blocked / n, float(n)))
-    groups = overlap_groups(profile) if profile.multithreaded else [[0]]
     wall_nd = wall_d = busy_time = waits = calls = 0.0
     exact = True
-    for group in groups:
-        wall_nd += _solve_group([native[i] for i in group], compute_cores, control_cores)[0]
-        wall, busy, w, c, ok = _solve_group([projected[i] for i in group], compute_cores, control_cores)
+    for phase in cuts:
+        share = lambda loads: [replace(loads[i], cycles=loads[i].cycles * f) for i, f in phase]  # noqa: E731
+        wall_nd += _solve_group(share(native), compute_cores, control_cores)[0]
+        wall, busy, w, c, ok = _solve_group(share(projected), compute_cores, control_cores)
         wall_d += wall
         busy_time += busy * wall
         waits += w
