@@ -42,7 +42,7 @@ struct Args {
     placement: Option<String>,
     /// Profile: time one local call in N on average at rewritten sites, after the first 8 of
     /// each syscall per thread (1: time every call). Counts are always exact.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=coreplane_runtime::config::TIME_EVERY_MAX))]
     time_every: u64,
     /// Write the profile (JSON, format coreplane-profile/1) here.
     #[arg(long)]

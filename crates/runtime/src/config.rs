@@ -5,6 +5,8 @@ use crate::sysset::SysSet;
 
 pub const ENV_NAME: &[u8] = b"COREPLANE_RT";
 pub const MAX_CPUS: usize = 1024;
+/// Largest mean gap between timed local calls (`te`, coreplane-exec --time-every).
+pub const TIME_EVERY_MAX: u64 = 1 << 20;
 
 /// A CPU set for sched_setaffinity (1024 bits, the kernel's cpu_set_t).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -110,7 +112,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"ctl" => cfg.control = CpuMask::parse(value)?,
             b"nd" => cfg.delegates = parse_u64(value)? as u32,
             b"map" => cfg.placement = value,
-            b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=1 << 20).contains(n))?,
+            b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,
         }
         rest = if end < after.len() { &after[end + 1..] } else { &[] };

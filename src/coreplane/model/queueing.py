@@ -247,9 +247,10 @@ def phases(profile: Profile) -> tuple[list[list[tuple[int, float]]], set[int]]:
                 alive = free
                 parents.add(i)
         weights.append(alive)
+    totals = [sum(w) for w in weights]
     out: list[list[tuple[int, float]]] = []
     for k in range(len(spans)):
-        here = [(i, w[k] / sum(w)) for i, w in enumerate(weights) if w[k] > 0]
+        here = [(i, w[k] / totals[i]) for i, w in enumerate(weights) if w[k] > 0]
         if here:
             out.append(here)
     out += [[(i, 1.0)] for i, t in enumerate(threads) if t.end_ns <= t.start_ns]
