@@ -5,7 +5,7 @@ import pytest
 from conftest import REPO
 from coreplane.model import profile as profiles
 from coreplane.model.policies import Policy
-from coreplane.model.queueing import closed, cpu_scale, mva, phases, queueing
+from coreplane.model.queueing import _timeline_shares, closed, cpu_scale, mva, phases, queueing
 from coreplane.model.refined import refined
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
@@ -117,14 +117,60 @@ def test_busy_cores_and_saturation_is_not_a_state():
     assert closed(TINY_MT, 2.0, 1000.0, Policy("all")).speedup > 0
 
 
+def _compute_shares(prof: profiles.Profile) -> tuple[list[list[tuple[int, float]]], set[int]]:
+    """phases() as (thread, compute share) per phase."""
+    cuts, parents = phases(prof)
+    return [[(s.thread, pytest.approx(s.compute)) for s in phase] for phase in cuts], parents
+
+
 def test_threads_that_do_not_overlap_are_solved_one_after_another():
     doc = profiles.load(FIXTURES / "tiny-mt.json").to_dict()
     doc["threads"][1]["start_ns"] = 1_000_000
     doc["threads"][1]["end_ns"] = 2_000_000
     prof = profiles.from_dict(doc)
-    assert phases(prof)[0] == [[(0, 1.0)], [(1, 1.0)]]
+    assert _compute_shares(prof)[0] == [[(0, 1.0)], [(1, 1.0)]]
     # In tiny-mt the main thread runs alone for the 10 µs before it starts the worker.
-    assert phases(TINY_MT) == ([[(0, 0.01)], [(0, 0.99), (1, 1.0)]], set())
+    assert _compute_shares(TINY_MT) == ([[(0, 0.01)], [(0, 0.99), (1, 1.0)]], set())
+
+
+def test_call_timeline_places_calls_in_phases():
+    # Five calls of 0.2 ms from 1 ms to the end of the last, started at 2.8 ms, over spans cut
+    # at 0, 2 and 4 ms: spread evenly over 1-3 ms, half in each span.
+    cuts = [0, 2_000_000, 4_000_000]
+    call = profiles.CallStats("read", 5, 1_000_000.0, first_ns=1_000_000, last_ns=2_800_000)
+    assert _timeline_shares(call, cuts, 0, 4_000_000) == pytest.approx([0.5, 0.5])
+    one = profiles.CallStats("openat", 1, 0.0, first_ns=4_000_000, last_ns=4_000_000)
+    assert _timeline_shares(one, cuts, 0, 4_000_000) == [0.0, 1.0]
+    # A wait of 2 ms from 1.5 ms lies a quarter in the first span; one that outlives the thread
+    # is cut at its end (1.5-4 ms: a fifth).
+    wait = profiles.CallStats("futex", 1, 2_000_000.0, first_ns=1_500_000, last_ns=1_500_000)
+    assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx([0.25, 0.75])
+    wait.total_ns = 3_000_000.0
+    assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx([0.2, 0.8])
+    assert _timeline_shares(profiles.CallStats("read", 5, 5000.0), [0, 1], 0, 1) is None
+
+
+def _start_up_call(first_ns: int | None) -> profiles.Profile:
+    # As xz -T2: main (0-10 ms) makes one openat alone before it starts a worker (1-10 ms) that
+    # computes while main waits in futex.
+    def thread(tid, start, calls):
+        return {"pid": 1, "tid": tid, "start_ns": start, "end_ns": 10_000_000, "syscalls": calls}
+    openat = {"name": "openat", "count": 1, "total_ns": 1000, "first_ns": first_ns, "last_ns": first_ns}
+    futex = {"name": "futex", "count": 1, "total_ns": 8_900_000, "first_ns": 1_100_000, "last_ns": 1_100_000}
+    return profiles.from_dict({
+        "format": "coreplane-profile/1", "program": "xz", "wall_ns": 10_000_000,
+        "syscalls": [{"name": "openat", "count": 1, "total_ns": 1000}, {"name": "futex", "count": 1, "total_ns": 8_900_000}],
+        "threads": [thread(1, 0, [openat, futex]), thread(2, 1_000_000, [])]})
+
+
+def test_a_start_up_call_holds_up_the_run():
+    # Delegated at 1 ms per direction, main's one start-up call adds its whole 2 ms round trip:
+    # nothing else can run yet. Spread over main's life instead (no timeline), most of it would
+    # overlap the worker's computation.
+    at_start = closed(_start_up_call(500_000), 1.0, 1_000_000.0, Policy("openat"), spin_ns=0.0)
+    assert at_start.time_ns == pytest.approx(10_000_000 + 2_000_000, rel=0.01)
+    spread = closed(_start_up_call(None), 1.0, 1_000_000.0, Policy("openat"), spin_ns=0.0)
+    assert spread.time_ns < 10_000_000 + 1_000_000
 
 
 def _driver_and_children(driver_reads: int) -> profiles.Profile:
@@ -148,11 +194,17 @@ def _driver_and_children(driver_reads: int) -> profiles.Profile:
 def test_a_parent_works_while_its_children_do_not_run():
     prof = _driver_and_children(driver_reads=50)
     # The driver's load all falls before its children; they share no phase with each other.
-    assert phases(prof) == ([[(0, 1.0)], [(1, 1.0)], [(2, 1.0)]], {0})
+    assert _compute_shares(prof) == ([[(0, 1.0)], [(1, 1.0)], [(2, 1.0)]], {0})
     # Delegating every read at 10 µs per direction adds 20 µs per call one after the other, as
     # in the sequential eq. 11: (50 + 100 + 100) x 20 µs on top of 4 ms.
     r = closed(prof, 1.0, 10_000.0, Policy("read"))
     assert r.time_ns == pytest.approx(4_000_000 + 250 * 20_000, rel=0.01)
+    # A timeline that spreads the driver's reads over its whole life (first at 0, last at the
+    # end) still leaves them out of its children's phases: it cannot call while it waits.
+    doc = prof.to_dict()
+    doc["threads"][0]["syscalls"][0].update(first_ns=0, last_ns=3_990_000)
+    spread = closed(profiles.from_dict(doc), 1.0, 10_000.0, Policy("read"))
+    assert spread.time_ns == pytest.approx(r.time_ns, rel=1e-6)
     # Without its own work the driver is alive beside each child, but it still does not compete.
     idle = _driver_and_children(driver_reads=0)
     assert closed(idle, 1.0, 10_000.0, Policy("read")).time_ns == pytest.approx(4_000_000 + 200 * 20_000, rel=0.01)

@@ -80,6 +80,25 @@ def test_profile_times_a_sample_of_local_calls_and_counts_all(tmp_path):
     assert json.loads(sampled.read_text())["config"]["time_every"] == 16
 
 
+def test_profile_keeps_the_call_timeline_and_times_every_wait(many_threads, tmp_path):
+    # 4 threads, 50 rounds each: every thread's calls lie within its life, in order, and its
+    # futex waits are timed one by one (a sample would scale a few long waits up).
+    prof = tmp_path / "t.json"
+    assert run_cli("run", "--profile", str(prof), "--", str(many_threads), "4", "50").returncode == 0
+    doc = json.loads(prof.read_text())
+    waits = 0
+    for t in doc["threads"]:
+        for c in t["syscalls"]:
+            assert t["start_ns"] <= c["first_ns"] <= c["last_ns"] <= t["end_ns"], (t["tid"], c)
+            if c["name"] == "futex":
+                assert c["timed"] == c["count"]
+                waits += c["count"]
+    assert waits > 0
+    whole = by_name(doc)["pread64"]
+    assert whole["first_ns"] == min(c["first_ns"] for t in doc["threads"] for c in t["syscalls"]
+                                    if c["name"] == "pread64")
+
+
 def test_exec_chain_gives_one_profile_per_image(tmp_path):
     prof = tmp_path / "chain.json"
     proc = run_cli("run", "--profile", str(prof), "--", "sh", "-c", "exec sh -c 'exec echo deep'")

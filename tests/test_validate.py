@@ -13,10 +13,11 @@ from coreplane.model.estimate import ForwardCost
 from coreplane.model.policies import Policy
 from coreplane.study.project import break_even_round_trip, project, sentence
 from coreplane.validate import suite as suites
-from coreplane.validate.calibrate import Calibration
+from coreplane.validate.calibrate import Calibration, RoundCalibration
 from coreplane.validate.commands import Machine, native, under_runtime
 from coreplane.validate.plan import Config, policy_of
-from coreplane.validate.predict import Subject, cold_calls, parameters, startup_ns
+from coreplane.validate.predict import (Subject, _median, cold_calls, parameters, round_speedups, speedups,
+                                        startup_ns)
 from machine_lock import machine_lock
 
 TINY = profiles.load(REPO / "tests" / "fixtures" / "profiles" / "tiny.json")
@@ -53,6 +54,26 @@ def test_parameters_by_hand():
     assert startup == 2e6   # a delegate starts: the delegating start-up, once per process
     none = Config("tiny", "none", 0, 1.0, ())
     assert parameters(subject, none, calibration(), 1.0)[1] == 1e6
+
+
+def test_each_round_is_predicted_with_its_own_round_trip():
+    # Three rounds; the second ran with the vCPUs far apart (round trip 1 800 instead of 600 ns)
+    # and its native run took longer too. Each round is predicted alone, then the median taken:
+    # the far round neither drags the others' prediction nor is predicted with their figures.
+    cal = calibration()
+    fc = lambda rt: ForwardCost(1000, 70.0, rt, rt, rt, rt)
+    far = RoundCalibration(70.0, 20.0, {0: fc(1800.0)})
+    subject = Subject.of("tiny", TINY, 1_000_000.0, False, {1: 1_000_000.0, 2: 1_100_000.0, 3: 1_000_000.0})
+    cfg = Config("tiny", "all", 0, 1.0, ("getppid", "mmap", "read", "write"))
+    machine = Machine("1", "0", None)
+    near = speedups(subject, cfg, cal, machine, 1.0)["refined"]
+    alone = speedups(subject.in_round(2), cfg, cal.for_round(far), machine, 1.0)["refined"]
+    assert alone < near
+    assert cal.for_round(far).fc_ns(10_000) == cal.fc_ns(10_000)   # not measured in rounds: kept
+    both = round_speedups(subject, cfg, cal, {2: far}, [1, 2, 3], machine, 1.0)
+    assert both["refined"] == pytest.approx(near)
+    assert round_speedups(subject, cfg, cal, {1: far, 2: far}, [1, 2, 3], machine, 1.0)["refined"] < near
+    assert _median([None, None, 1.0]) is None and _median([None, 2.0, 1.0]) == 1.5
 
 
 def test_startup_of_a_program_that_starts_others():

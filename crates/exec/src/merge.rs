@@ -119,17 +119,70 @@ fn summary(hist: &[u64], total: Option<u64>) -> Value {
     }
 }
 
-/// A thread's stats with times in ns (the runtime keeps TSC ticks) and each total scaled up
-/// from its timed calls to all calls (profile_layout::S_TIMED).
-fn thread_stats_ns(ticks: &[u64], khz: u64) -> Vec<u64> {
+/// Where a process's TSC readings lie on the run's clock.
+struct Clock {
+    khz: u64,
+    start_tsc: u64,
+    start_ns: u64, // the process's start, on the run's clock
+}
+
+impl Clock {
+    fn ns(&self, ticks: u64) -> u64 {
+        (ticks as u128 * 1_000_000 / self.khz as u128) as u64
+    }
+
+    /// A TSC reading as ns since the run's start; NO_TIME for 0 (nothing recorded).
+    fn at(&self, tsc: u64) -> u64 {
+        if tsc == 0 {
+            NO_TIME
+        } else if tsc >= self.start_tsc {
+            self.start_ns + self.ns(tsc - self.start_tsc)
+        } else {
+            self.start_ns.saturating_sub(self.ns(self.start_tsc - tsc))
+        }
+    }
+}
+
+/// A first or latest call time that was never recorded.
+const NO_TIME: u64 = u64::MAX;
+
+/// A thread's stats with times in ns (the runtime keeps TSC ticks), each total scaled up from
+/// its timed calls to all calls (profile_layout::S_TIMED), and the call timeline (first and
+/// latest timed call) in ns since the run's start.
+fn thread_stats_ns(ticks: &[u64], clock: &Clock) -> Vec<u64> {
     let mut stats = ticks.to_vec();
     for row in stats.chunks_exact_mut(L::STAT_FIELDS) {
-        let ns = |t: u64| (t as u128 * 1_000_000 / khz as u128) as u64;
         let timed = row[L::S_TIMED].max(1) as u128;
-        row[L::S_TOTAL_TICKS] = (ns(row[L::S_TOTAL_TICKS]) as u128 * row[L::S_COUNT] as u128 / timed) as u64;
-        row[L::S_QUEUED_TICKS] = ns(row[L::S_QUEUED_TICKS]);
+        row[L::S_TOTAL_TICKS] = (clock.ns(row[L::S_TOTAL_TICKS]) as u128 * row[L::S_COUNT] as u128 / timed) as u64;
+        row[L::S_QUEUED_TICKS] = clock.ns(row[L::S_QUEUED_TICKS]);
+        row[L::S_FIRST_TSC] = clock.at(row[L::S_FIRST_TSC]);
+        row[L::S_LAST_TSC] = clock.at(row[L::S_LAST_TSC]);
     }
     stats
+}
+
+/// Adds a thread's stats (from thread_stats_ns) to the program's: sums, except the timeline,
+/// which spans the earliest first call and the latest call.
+fn add_stats(totals: &mut [u64], stats: &[u64]) {
+    for (into, from) in totals.chunks_exact_mut(L::STAT_FIELDS).zip(stats.chunks_exact(L::STAT_FIELDS)) {
+        for f in 0..L::STAT_FIELDS {
+            into[f] = match f {
+                L::S_FIRST_TSC => into[f].min(from[f]),
+                L::S_LAST_TSC if from[f] == NO_TIME => into[f],
+                L::S_LAST_TSC if into[f] == NO_TIME => from[f],
+                L::S_LAST_TSC => into[f].max(from[f]),
+                _ => into[f] + from[f],
+            };
+        }
+    }
+}
+
+fn time_or_null(ns: u64) -> Value {
+    if ns == NO_TIME {
+        Value::Null
+    } else {
+        json!(ns)
+    }
 }
 
 /// Per-syscall entries from summed stats (already in ns) and histograms, when given.
@@ -145,7 +198,8 @@ fn syscall_entries(stats: &[u64], hists: Option<&Hists>) -> Vec<Value> {
         let mut e = json!({
             "name": syscalls::name(nr), "nr": nr, "count": count, "errors": s[L::S_ERRORS],
             "total_ns": s[L::S_TOTAL_TICKS], "timed": s[L::S_TIMED], "local": count - delegated,
-            "delegated": delegated,
+            "delegated": delegated, "first_ns": time_or_null(s[L::S_FIRST_TSC]),
+            "last_ns": time_or_null(s[L::S_LAST_TSC]),
         });
         let queued_total = if delegated > 0 { json!({"total": s[L::S_QUEUED_TICKS]}) } else { Value::Null };
         let (fwd, que) = match hists.and_then(|h| h.get(&nr)) {
@@ -172,6 +226,10 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
     let t0 = procs.first().map_or(0, |p| p.header[L::H_START_NS / 8]);
     let rel = |ns: u64| if ns == 0 { Value::Null } else { json!(ns.saturating_sub(t0)) };
     let mut totals = vec![0u64; L::NSYS * L::STAT_FIELDS];
+    for row in totals.chunks_exact_mut(L::STAT_FIELDS) {
+        row[L::S_FIRST_TSC] = NO_TIME;
+        row[L::S_LAST_TSC] = NO_TIME;
+    }
     let mut hists = Hists::new();
     let mut threads = Vec::new();
     let mut processes = Vec::new();
@@ -186,12 +244,14 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
                 into.iter_mut().zip(from).for_each(|(a, b)| *a += b);
             }
         }
-        let khz = h(L::H_TSC_KHZ).max(1);
+        let clock = Clock {
+            khz: h(L::H_TSC_KHZ).max(1),
+            start_tsc: h(L::H_START_TSC),
+            start_ns: h(L::H_START_NS).saturating_sub(t0),
+        };
         for (th, ticks) in &p.threads {
-            let stats = thread_stats_ns(ticks, khz);
-            for (i, v) in stats.iter().enumerate() {
-                totals[i] += v;
-            }
+            let stats = thread_stats_ns(ticks, &clock);
+            add_stats(&mut totals, &stats);
             threads.push(json!({
                 "pid": h(L::H_PID), "tid": th[L::T_TID / 8], "start_ns": rel(th[L::T_START_NS / 8]),
                 "end_ns": rel(th[L::T_END_NS / 8]), "syscalls": syscall_entries(&stats, None),

@@ -17,6 +17,7 @@ pub const H_TRAP_NS: usize = 72; // measured cost of one trapped call minus a na
 pub const H_TSC_KHZ: usize = 80; // stats are in TSC ticks: ns = ticks * 1e6 / khz
 pub const H_FAST_NS: usize = 88; // measured cost of one call through a rewritten site minus a native one
 pub const H_REWRITTEN: usize = 96; // syscall sites rewritten to the fast path
+pub const H_START_TSC: usize = 104; // TSC read with H_START_NS: places S_FIRST_TSC / S_LAST_TSC in time
 pub const H_EXE: usize = 512; // NUL-terminated path of the loaded program
 pub const H_EXE_MAX: usize = HEADER_SIZE - H_EXE;
 
@@ -36,7 +37,7 @@ pub const T_SAMPLE_LEFT: usize = 24;
 /// xorshift64 state drawing the gaps between timed calls.
 pub const T_SAMPLE_RNG: usize = 32;
 pub const T_STATS: usize = 64;
-pub const STAT_FIELDS: usize = 6;
+pub const STAT_FIELDS: usize = 8;
 pub const S_COUNT: usize = 0;
 pub const S_ERRORS: usize = 1;
 pub const S_TOTAL_TICKS: usize = 2;
@@ -46,8 +47,15 @@ pub const S_QUEUED_TICKS: usize = 4;
 /// random sample (two rdtsc cost ≈ 15 ns, half of the fast path); the first TIME_FIRST of a
 /// syscall in a thread and all other calls are always timed. total = ticks · count / timed.
 pub const S_TIMED: usize = 5;
+/// The call timeline, for models that need to know when calls happen (a thread's start-up
+/// calls hold everything up; its steady calls overlap other threads): the TSC at the start of
+/// the syscall's first call and of its latest timed call in this thread (0 before any). The
+/// first is exact (the first TIME_FIRST calls are always timed); the latest lies within one
+/// sampling gap of the last call.
+pub const S_FIRST_TSC: usize = 6;
+pub const S_LAST_TSC: usize = 7;
 pub const TIME_FIRST: u64 = 8;
-pub const THREAD_BLOCK: usize = 28672;
+pub const THREAD_BLOCK: usize = 36864;
 pub const MAX_THREADS: usize = 4096;
 pub const FILE_SIZE: usize = THREADS_OFF + MAX_THREADS * THREAD_BLOCK;
 

@@ -34,12 +34,15 @@ class CallStats:
     delegated: int = 0
     forward_ns: dict | None = None
     queued_ns: dict | None = None
+    first_ns: int | None = None   # the call timeline: start of the first call, since the run's start
+    last_ns: int | None = None    # and of the latest timed one (within a sampling gap of the last)
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        timeline = {k: v for k, v in (("first_ns", self.first_ns), ("last_ns", self.last_ns)) if v is not None}
         return {"name": self.name, "nr": self.nr, "count": self.count, "errors": self.errors,
                 "total_ns": self.total_ns, "local": self.local, "delegated": self.delegated,
-                "forward_ns": self.forward_ns, "queued_ns": self.queued_ns, **self.extra}
+                "forward_ns": self.forward_ns, "queued_ns": self.queued_ns, **timeline, **self.extra}
 
 
 @dataclass
@@ -181,7 +184,8 @@ class _Reader:
     def call(self, obj: Any, where: str) -> CallStats:
         if not isinstance(obj, dict):
             self.fail(where, f"expected an object, got {_short(obj)}")
-        known = {"name", "nr", "count", "errors", "total_ns", "local", "delegated", "forward_ns", "queued_ns"}
+        known = {"name", "nr", "count", "errors", "total_ns", "local", "delegated", "forward_ns", "queued_ns",
+                 "first_ns", "last_ns"}
         c = CallStats(
             name=self.get(obj, "name", where, "str"),
             nr=self.get(obj, "nr", where, "int", required=False),
@@ -192,8 +196,12 @@ class _Reader:
             delegated=self.get(obj, "delegated", where, "int", required=False, default=0),
             forward_ns=self.stats_object(obj, "forward_ns", where),
             queued_ns=self.stats_object(obj, "queued_ns", where),
+            first_ns=self.get(obj, "first_ns", where, "int", required=False),
+            last_ns=self.get(obj, "last_ns", where, "int", required=False),
             extra={k: v for k, v in obj.items() if k not in known},
         )
+        if c.first_ns is not None and c.last_ns is not None and c.last_ns < c.first_ns:
+            self.fail(f"{where}.last_ns", f"{c.last_ns} is before first_ns {c.first_ns}")
         if c.errors > c.count:
             self.fail(f"{where}.errors", f"{c.errors} errors but only {c.count} calls")
         if c.local + c.delegated > c.count:

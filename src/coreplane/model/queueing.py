@@ -1,11 +1,12 @@
 """Queueing at the delegates: open M/M/1 and M/M/c (paper 002 eq. 12–13) and a closed model solved by MVA."""
 
+import bisect
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 from coreplane.model.policies import Policy
-from coreplane.model.profile import WAIT_CALLS, Profile
-from coreplane.model.refined import delegated_set, splits
+from coreplane.model.profile import WAIT_CALLS, CallStats, Profile, Segment
+from coreplane.model.refined import Split, delegated_set, local_scale, split, splits
 
 NS_PER_S = 1e9
 
@@ -219,24 +220,75 @@ def _child_spans(profile: Profile) -> dict[int, list[tuple[int, int]]]:
     return spans
 
 
-def phases(profile: Profile) -> tuple[list[list[tuple[int, float]]], set[int]]:
-    """The profile's run cut wherever a thread starts or ends: per phase, the threads alive
-    throughout it and the share of each one's load that falls in it; and the threads whose
-    time in wait4/waitid the phases already stand for.
+@dataclass
+class Share:
+    """The part of one thread's load that falls in a phase: `compute` of its computation (and of
+    the calls without a timeline), `calls[s]` of its calls of s (from the call timeline)."""
 
-    A thread's calls and computation are spread evenly over its lifetime, except for a thread
-    that waits for child processes: it is blocked while they run, so its load is spread over
-    the phases in which none of its children is alive (the compiler driver works before and
-    between cc1 and as, not beside them). So the driver's children, alive one after another,
-    never compete with each other, although each overlaps the driver. A thread without a
-    lifetime is a phase of its own."""
+    thread: int
+    compute: float
+    calls: dict[str, float]
+
+    def of(self, name: str) -> float:
+        return self.calls.get(name, self.compute)
+
+
+def _span_of(cuts: list[int], t: float) -> int:
+    """Index of the span [cuts[k], cuts[k + 1]) holding time t; the last span holds its end."""
+    return min(max(bisect.bisect_right(cuts, t) - 1, 0), len(cuts) - 2)
+
+
+def _timeline_shares(call: CallStats, cuts: list[int], start: int, end: int) -> list[float] | None:
+    """Share of a thread's calls of one syscall (count and time alike) in each span between
+    `cuts`, from the call timeline: spread evenly from the first call's start to the end of the
+    last one, last_ns + g(s)/n(s) (the profile keeps only those two times), within the thread's
+    life. A long blocking call so covers the phases it waits through. None without a timeline."""
+    if call.first_ns is None or call.last_ns is None or call.count == 0:
+        return None
+    first = min(max(call.first_ns, start), end)
+    last = min(max(call.last_ns + call.total_ns / call.count, first), end)
+    out = [0.0] * (len(cuts) - 1)
+    if last == first:
+        out[_span_of(cuts, first)] = 1.0
+        return out
+    for k, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        overlap = min(b, last) - max(a, first)
+        if overlap > 0:
+            out[k] = overlap / (last - first)
+    return out
+
+
+def _within(shares: list[float] | None, allowed: list[float]) -> list[float] | None:
+    """`shares` kept to the spans where `allowed` is positive, summing to 1 again; None (no
+    timeline: follow `allowed`) when none of them falls there."""
+    if shares is None:
+        return None
+    kept = [v if a > 0 else 0.0 for v, a in zip(shares, allowed)]
+    total = sum(kept)
+    return [v / total for v in kept] if total > 0 else None
+
+
+def phases(profile: Profile) -> tuple[list[list[Share]], set[int]]:
+    """The profile's run cut wherever a thread starts or ends: per phase, the share of each
+    thread's load that falls in it; and the threads whose time in wait4/waitid the phases
+    already stand for.
+
+    A thread's calls fall where its call timeline puts them (`_timeline_shares`: start-up calls
+    at the start, so a delegated one there holds up everything, not just its own thread; a
+    thread's one long futex wait over the phases it waits through), its computation is spread
+    evenly over its lifetime, except for a thread that waits for child processes: it is blocked
+    while they run, so its computation is spread over the phases in which none of its children is
+    alive (the compiler driver works before and between cc1 and as, not beside them). So the
+    driver's children, alive one after another, never compete with each other, although each
+    overlaps the driver. A thread without a lifetime is a phase of its own."""
     threads = profile.threads
     if not profile.multithreaded:
-        return [[(0, 1.0)]], set()
+        return [[Share(0, 1.0, {})]], set()
     cuts = sorted({t.start_ns for t in threads} | {t.end_ns for t in threads})
     spans = list(zip(cuts, cuts[1:]))
     children = _child_spans(profile)
-    weights: list[list[float]] = []
+    compute: list[list[float]] = []
+    calls: list[dict[str, list[float]]] = []
     parents: set[int] = set()
     for i, t in enumerate(threads):
         alive = [float(b - a) if t.start_ns <= a and b <= t.end_ns else 0.0 for a, b in spans]
@@ -246,14 +298,23 @@ def phases(profile: Profile) -> tuple[list[list[tuple[int, float]]], set[int]]:
             if sum(free) > 0:
                 alive = free
                 parents.add(i)
-        weights.append(alive)
-    totals = [sum(w) for w in weights]
-    out: list[list[tuple[int, float]]] = []
+        total = sum(alive)
+        compute.append([w / total for w in alive] if total > 0 else alive)
+        timeline = {} if t.end_ns <= t.start_ns else \
+            {c.name: _timeline_shares(c, cuts, t.start_ns, t.end_ns) for c in t.syscalls}
+        if i in parents:
+            # A parent makes no calls while it waits for its children: its timeline, which
+            # spreads calls evenly between the first and the last, is kept to its free phases.
+            timeline = {name: _within(shares, compute[i]) for name, shares in timeline.items()}
+        calls.append({name: shares for name, shares in timeline.items() if shares is not None})
+    out: list[list[Share]] = []
     for k in range(len(spans)):
-        here = [(i, w[k] / totals[i]) for i, w in enumerate(weights) if w[k] > 0]
+        here = [Share(i, compute[i][k], {name: v[k] for name, v in calls[i].items()})
+                for i in range(len(threads))
+                if compute[i][k] > 0 or any(v[k] > 0 for v in calls[i].values())]
         if here:
             out.append(here)
-    out += [[(i, 1.0)] for i, t in enumerate(threads) if t.end_ns <= t.start_ns]
+    out += [[Share(i, 1.0, {})] for i, t in enumerate(threads) if t.end_ns <= t.start_ns]
     return out, parents
 
 
@@ -276,15 +337,36 @@ def cpu_scale(profile: Profile) -> list[float]:
     return scale
 
 
-def _blocked_ns(profile: Profile, parents: set[int]) -> list[float]:
-    """Per segment, the time blocked in calls that wait for another thread (none for sequential
-    profiles); for the `parents` of `phases`, the wait for children is left out: the phases in
-    which their children run stand for it."""
+def _blocked_ns(profile: Profile, share: Share, parents: set[int]) -> float:
+    """A thread's time in a phase blocked in calls that wait for another thread (none for a
+    sequential profile); for the `parents` of `phases`, the wait for children is left out: the
+    phases in which their children run stand for it."""
     if not profile.multithreaded:
-        return [0.0]
-    return [float(sum(c.total_ns for c in t.syscalls
-                      if c.name in WAIT_CALLS and not (i in parents and c.name in CHILD_WAITS)))
-            for i, t in enumerate(profile.threads)]
+        return 0.0
+    return float(sum(c.total_ns * share.of(c.name) for c in profile.threads[share.thread].syscalls
+                     if c.name in WAIT_CALLS and not (share.thread in parents and c.name in CHILD_WAITS)))
+
+
+def _phase_part(segment: Segment, share: Share, delegated: frozenset[str], scale: dict[str, float]) -> Split:
+    """Eq. 6–8 for the part of a thread's segment that falls in a phase."""
+    calls = {name: (n * share.of(name), g * share.of(name)) for name, (n, g) in segment.calls.items()}
+    return split(Segment(segment.label, segment.compute_ns * share.compute, calls), delegated, scale)
+
+
+def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: float, spin: float) -> _Load:
+    """A thread's cycle with delegation: once per delegated call, its share of the computation
+    and local calls on the compute cores plus the part of the round trip rt = g/n + 2·f_c it
+    spins there (at most `spin`), the delegate's g/n at the control cores, the rest of rt and its
+    blocked time as delay."""
+    work = part.compute_ns * r / gamma + part.local_ns
+    n = part.remote_calls
+    if n == 0:
+        return _Load(work, 0.0, blocked, 1.0)
+    service = part.remote_g_ns / n
+    rt = service + 2.0 * fc_ns
+    held = min(spin, rt)
+    at_control = min(service, rt - held)
+    return _Load(work / n + held, at_control, rt - held - at_control + blocked / n, float(n))
 
 
 @dataclass
@@ -324,28 +406,21 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
     thread the result is eq. 11's."""
     if compute_cores < 1 or control_cores < 1:
         raise ValueError("compute_cores and control_cores must be at least 1")
-    parts = splits(profile, delegated_set(profile, policy), local_ns)
+    delegated, scale = delegated_set(profile, policy), local_scale(profile, local_ns)
+    segments, cpu = profile.segments(), cpu_scale(profile)
     spin = float("inf") if spin_ns is None else float(spin_ns)
     cuts, parents = phases(profile)
-    native, projected = [], []
-    for part, r, blocked in zip(parts, cpu_scale(profile), _blocked_ns(profile, parents)):
-        native.append(_Load(part.compute_ns * r + part.syscall_ns, 0.0, blocked, 1.0))
-        work = part.compute_ns * r / gamma + part.local_ns
-        n = part.remote_calls
-        if n == 0:
-            projected.append(_Load(work, 0.0, blocked, 1.0))
-            continue
-        service = part.remote_g_ns / n
-        rt = service + 2.0 * fc_ns
-        held = min(spin, rt)
-        at_control = min(service, rt - held)
-        projected.append(_Load(work / n + held, at_control, rt - held - at_control + blocked / n, float(n)))
     wall_nd = wall_d = busy_time = waits = calls = 0.0
     exact = True
     for phase in cuts:
-        share = lambda loads: [replace(loads[i], cycles=loads[i].cycles * f) for i, f in phase]  # noqa: E731
-        wall_nd += _solve_group(share(native), compute_cores, control_cores)[0]
-        wall, busy, w, c, ok = _solve_group(share(projected), compute_cores, control_cores)
+        native, projected = [], []
+        for share in phase:
+            part = _phase_part(segments[share.thread], share, delegated, scale)
+            r, blocked = cpu[share.thread], _blocked_ns(profile, share, parents)
+            native.append(_Load(part.compute_ns * r + part.syscall_ns, 0.0, blocked, 1.0))
+            projected.append(_projected_load(part, r, blocked, gamma, fc_ns, spin))
+        wall_nd += _solve_group(native, compute_cores, control_cores)[0]
+        wall, busy, w, c, ok = _solve_group(projected, compute_cores, control_cores)
         wall_d += wall
         busy_time += busy * wall
         waits += w

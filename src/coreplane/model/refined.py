@@ -50,14 +50,18 @@ def delegated_set(profile: Profile, policy: Policy) -> frozenset[str]:
     return policy.delegated(profile.counts(), frozenset(profile.not_intercepted))
 
 
+def local_scale(profile: Profile, local_ns: Mapping[str, float] | None) -> dict[str, float]:
+    """g'(s)/g(s) per call from `local_ns[s]` = g'(s), the total time of s served locally by
+    another implementation: g' is given for the whole program, and threads keep their own g_k(s)
+    in the same ratio."""
+    totals = {c.name: c.total_ns for c in profile.syscalls}
+    return {name: g_prime / totals[name] if totals.get(name) else 1.0 for name, g_prime in (local_ns or {}).items()}
+
+
 def splits(profile: Profile, delegated: frozenset[str], local_ns: Mapping[str, float] | None = None) -> list[Split]:
     """Every segment of the profile split by the delegated set. `local_ns[s]` is g'(s), the total
     time of s served locally by another implementation (default g'(s) = g(s))."""
-    totals = {c.name: c.total_ns for c in profile.syscalls}
-    scale = {}
-    for name, g_prime in (local_ns or {}).items():
-        # g' is given for the whole program; threads keep their own g_k(s) in the same ratio.
-        scale[name] = g_prime / totals[name] if totals.get(name) else 1.0
+    scale = local_scale(profile, local_ns)
     return [split(seg, delegated, scale) for seg in profile.segments()]
 
 

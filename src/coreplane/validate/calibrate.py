@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +40,8 @@ GAP_TRIALS = 250                                              # per gap, over al
 STARTUP_COPIES = 4
 CHILDREN = 8          # programs a shell runs one after another, to time a child process's start-up
 GAMMA_TRIALS, GAMMA_PHASES = 300_000, 100   # ≈ 100 ms of Monte Carlo at γ = 1
+ROUND_BELOW_NS = 100_000   # forward costs measured again in every validation round (round_cases)
+ROUND_PREFIX = "calibrate|"
 
 
 @dataclass
@@ -74,6 +76,13 @@ class Calibration:
         """What a call that finds the delegate asleep pays on top of a warm round trip (≥ 0)."""
         return max(0.0, getattr(self.cold, statistic) - getattr(self.forward[0], statistic))
 
+    def for_round(self, measured: "RoundCalibration | None") -> "Calibration":
+        """This calibration with a validation round's own call and round-trip figures."""
+        if measured is None:
+            return self
+        return replace(self, native_call_ns=measured.native_call_ns, local_ns=measured.local_ns,
+                       forward={**self.forward, **measured.forward})
+
     def gamma(self, emulated: float) -> float:
         """The gain gain_synth -g G really gives (measured compute ratio); 1 for no emulation."""
         return self.gammas.get(float(emulated), 1.0) if emulated != 1.0 else 1.0
@@ -88,17 +97,41 @@ class Calibration:
         return doc
 
 
+def _trials_at(forward_cost: int) -> int:
+    """Trials of the round trip at a forward cost: 2·MIN_TRIALS below 100 µs, MIN_TRIALS above."""
+    return 2 * MIN_TRIALS if forward_cost < ROUND_BELOW_NS else MIN_TRIALS
+
+
+def _null_cases(machine: Machine, forward_costs: tuple[int, ...], rounds_: int, prefix: str = "") -> list[Case]:
+    """null_call natively, under the runtime without delegation and delegating getppid at each
+    forward cost, with each figure's trials spread over `rounds_` runs."""
+    null = str(commands.workload("null_call"))
+    n = lambda total: str(math.ceil(total / rounds_))
+    cases = [Case(f"{prefix}null-native", commands.native([null, "-n", n(_trials_at(0))], machine, quiet=False)),
+             Case(f"{prefix}null-local", commands.under_runtime([null, "-n", n(_trials_at(0))], machine, "none", 0,
+                                                                quiet=False))]
+    for f in forward_costs:
+        cases.append(Case(f"{prefix}null-fc{f}", commands.under_runtime(
+            [null, "-n", n(_trials_at(f))], machine, ["getppid"], f, quiet=False)))
+    return cases
+
+
+def round_cases(machine: Machine, forward_costs: tuple[int, ...]) -> list[Case]:
+    """The round-trip micro-benchmarks again in every validation round, ahead of its runs, at the
+    forward costs below 100 µs (above, the forward cost itself dwarfs the hand-off). The host
+    moves the two vCPUs between placements whose cache-line ping-pong takes 70, 100 or 500 ns,
+    between rounds and within them: a round trip measured once, before the runs, fits only the
+    rounds that kept its placement. Each round is predicted with its own figures."""
+    return _null_cases(machine, tuple(f for f in forward_costs if f < ROUND_BELOW_NS), 1, ROUND_PREFIX)
+
+
 def plan(machine: Machine, forward_costs: tuple[int, ...], gammas: set[float], repetitions: int) -> list[Case]:
     """The micro-benchmark cases. Trials per run are spread over the rounds so that every forward
     cost gets at least MIN_TRIALS (2·MIN_TRIALS below 100 µs) in all."""
-    null = str(commands.workload("null_call"))
     synth = str(commands.workload("gain_synth"))
+    null = str(commands.workload("null_call"))
     per_run = lambda total: math.ceil(total / repetitions)
-    cases = [
-        Case("null-native", commands.native([null, "-n", str(per_run(2 * MIN_TRIALS))], machine, quiet=False)),
-        Case("null-local", commands.under_runtime([null, "-n", str(per_run(2 * MIN_TRIALS))], machine, "none", 0,
-                                                  quiet=False)),
-    ]
+    cases = _null_cases(machine, forward_costs, repetitions)
     # Start-up runs last a few ms and vary by as much: several copies of each per round (a shell
     # comment tells the copies apart, as the engine's points need distinct commands).
     one = [null, "-n", "1", "-w", "0"]
@@ -115,14 +148,42 @@ def plan(machine: Machine, forward_costs: tuple[int, ...], gammas: set[float], r
     for gap in GAPS:
         cases.append(Case(f"null-gap{gap}", commands.under_runtime(
             [null, "-n", str(per_run(GAP_TRIALS)), "-g", str(gap)], machine, ["getppid"], 0, quiet=False)))
-    for f in forward_costs:
-        total = 2 * MIN_TRIALS if f < 100_000 else MIN_TRIALS
-        cases.append(Case(f"null-fc{f}", commands.under_runtime(
-            [null, "-n", str(per_run(total))], machine, ["getppid"], f, quiet=False)))
     for g in sorted(gammas | {1.0}):
         cases.append(Case(f"gamma-{g:g}", commands.native(
             [synth, "-g", repr(g), "-w", str(GAMMA_TRIALS), "-p", str(GAMMA_PHASES)], machine, quiet=False)))
     return cases
+
+
+@dataclass
+class RoundCalibration:
+    """One validation round's micro-benchmark figures (round_cases)."""
+
+    native_call_ns: float
+    local_ns: float
+    forward: dict[int, ForwardCost]
+
+    def to_dict(self) -> dict:
+        return {"native_call_ns": self.native_call_ns, "local_ns": self.local_ns,
+                "forward": {str(k): v.to_dict() for k, v in self.forward.items()}}
+
+
+def per_round(out: Path, forward_costs: tuple[int, ...]) -> dict[int, RoundCalibration]:
+    """Each validation round's figures from its round_cases runs (rounds where one failed are
+    left out: they fall back to the calibration made before the runs)."""
+    files = rounds.run_files_by_round(out, "stdout")
+    fcs = [f for f in forward_costs if f < ROUND_BELOW_NS]
+    result = {}
+    for r in sorted(files.get(f"{ROUND_PREFIX}null-native", {})):
+        paths = {name: files.get(f"{ROUND_PREFIX}{name}", {}).get(r)
+                 for name in ("null-native", "null-local", *(f"null-fc{f}" for f in fcs))}
+        if any(p is None for p in paths.values()):
+            continue
+        native, _, _ = _trials([paths["null-native"]])
+        local, _, _ = _trials([paths["null-local"]])
+        native_median = float(np.median(native))
+        result[r] = RoundCalibration(native_median, max(0.0, float(np.median(local)) - native_median),
+                                     {f: forward_cost(_trials([paths[f"null-fc{f}"]])[0], native) for f in fcs})
+    return result
 
 
 def _trials(files: list[Path]) -> tuple[list[float], float, int]:

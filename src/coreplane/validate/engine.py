@@ -80,8 +80,7 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     if missing:
         raise CoreplaneError(f"suite {suite.name}: not installed: {', '.join(missing)} (make setup installs them)")
     _start(out, options.resume)
-    data, scratch = prepare_data(out / "data"), out / "scratch"
-    scratch.mkdir(exist_ok=True)
+    data = prepare_data(out / "data")
     machine = Machine.resolve(options.compute_cores, options.control_cores, options.nice)
     timings: dict[str, float] = {}
 
@@ -98,7 +97,7 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     argv: dict[str, dict[float, list[str]]] = {}
     for p in suite.programs:
         if not p.synthetic:
-            argv[p.name] = {1.0: p.argv(data, scratch)}
+            argv[p.name] = {1.0: p.argv(data, out_dir(out, p))}
     profs = _profile(suite, [p for p in suite.programs if not p.synthetic], argv, machine, out, options)
     for p in suite.programs:
         if p.synthetic:
@@ -109,11 +108,17 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     return Prepared(suite, out, options, machine, cal, profs, argv, timings)
 
 
+def out_dir(out: Path, program: Program) -> Path | None:
+    """Where a program writes its outputs ({out} of its command), emptied before each run; None
+    for synthetic programs, which write nothing."""
+    return None if program.synthetic else out / "scratch" / program.name
+
+
 def _profile(suite: Suite, programs: list[Program], argv: dict, machine: Machine, out: Path,
              options: Options) -> dict[str, profiles.Profile]:
     """One profile per program (after one warm-up run), through the experiment engine; kept as
     OUT/profiles/NAME.json."""
-    cases = [plan.profile_case(p, argv[p.name][1.0], machine) for p in programs]
+    cases = [plan.profile_case(p, argv[p.name][1.0], machine, out_dir(out, p)) for p in programs]
     rounds.run("profile", cases, out / "profile", 1, 1, _timeout(options), options.progress, strict=True)
     files = rounds.run_files(out / "profile", commands.MEASURE)
     result = {}
@@ -145,24 +150,29 @@ def measure(prep: Prepared) -> dict:
 
     opts, cal, out = prep.options, prep.calibration, prep.out
     started = time.monotonic()
-    configs, skipped, cases = [], [], []
+    configs, skipped = [], []
+    cases = calibrate.round_cases(prep.machine, _forward_costs(opts))
     for p in prep.suite.programs:
         prof = prep.profiles[p.name]
         chosen, skip = plan.configs(p, prof, cal, float(prof.wall_ns), opts.quick, opts.max_run_s)
         configs += chosen
         skipped += skip
-        cases += plan.validation_cases(p, prep.argv[p.name], chosen, prep.machine)
+        cases += plan.validation_cases(p, prep.argv[p.name], chosen, prep.machine, out_dir(out, p))
     rounds.run("validate", cases, out / "validate", opts.repetitions, 1, _timeout(opts), opts.progress)
     measured = rounds.medians(out / "validate")
+    walls = rounds.walls_by_round(out / "validate")
+    per_round = calibrate.per_round(out / "validate", _forward_costs(opts))
     subjects = {}
     for p in prep.suite.programs:
         native = measured.get(plan.native_case(p.name))
         if native and native["n"]:
-            subjects[p.name] = predict.Subject.of(p.name, prep.profiles[p.name], native["median"], bool(p.synthetic))
+            subjects[p.name] = predict.Subject.of(p.name, prep.profiles[p.name], native["median"],
+                                                  bool(p.synthetic), walls.get(plan.native_case(p.name)))
     configs = [c for c in configs if c.program in subjects]
-    rows, fits = predict.table(subjects, configs, measured, cal, prep.machine, opts.statistic)
+    rows, fits = predict.table(subjects, configs, measured, walls, cal, per_round, prep.machine, opts.statistic)
     prep.timings["validate_s"] = time.monotonic() - started
     doc = summarize(prep, rows, fits, skipped, measured)
+    doc["round_calibration"] = {str(r): c.to_dict() for r, c in per_round.items()}
     doc["figures"] = [str(f) for f in figures.draw_all(doc, out / "figures")]
     (out / "validation.json").write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
     return doc

@@ -11,7 +11,7 @@ from coreplane.model.policies import BY_SHARE, Policy, parse
 from coreplane.model.profile import Profile
 from coreplane.model.refined import delegated_set, refined
 from coreplane.validate.calibrate import Calibration
-from coreplane.validate.commands import Machine, native, under_runtime
+from coreplane.validate.commands import Machine, fresh_dir, native, under_runtime
 from coreplane.validate.rounds import Case
 from coreplane.validate.suite import Program
 
@@ -54,9 +54,14 @@ def native_case(program: str) -> str:
     return f"{program}|native"
 
 
-def profile_case(program: Program, argv: list[str], machine: Machine) -> Case:
-    """The `coreplane profile` run of a program: the runtime without delegation, its profile kept."""
-    return Case(program.name, under_runtime(argv, machine, "none", 0))
+def _prefix(out_dir: Path | None) -> str:
+    return fresh_dir(out_dir) if out_dir is not None else ""
+
+
+def profile_case(program: Program, argv: list[str], machine: Machine, out_dir: Path | None = None) -> Case:
+    """The `coreplane profile` run of a program: the runtime without delegation, its profile kept;
+    `out_dir`, the program's output directory, is emptied before it (commands.fresh_dir)."""
+    return Case(program.name, _prefix(out_dir) + under_runtime(argv, machine, "none", 0))
 
 
 def synthetic_argv(program: Program, source: Profile, calibration: Calibration, mix_dir: Path,
@@ -101,10 +106,12 @@ def configs(program: Program, profile: Profile, calibration: Calibration, native
 
 
 def validation_cases(program: Program, argv_at: dict[float, list[str]], chosen: list[Config],
-                     machine: Machine) -> list[Case]:
+                     machine: Machine, out_dir: Path | None = None) -> list[Case]:
     """The native baseline (γ = 1) and every configuration under the runtime; `argv_at[γ]` is the
-    program's command at each emulated γ."""
-    cases = [Case(native_case(program.name), native(argv_at[1.0], machine))]
+    program's command at each emulated γ; `out_dir` as in profile_case."""
+    fresh = _prefix(out_dir)
+    cases = [Case(native_case(program.name), fresh + native(argv_at[1.0], machine))]
     for c in chosen:
-        cases.append(Case(c.case, under_runtime(argv_at[c.gamma], machine, list(c.delegated) or "none", c.fc_ns)))
+        cases.append(Case(c.case, fresh + under_runtime(argv_at[c.gamma], machine, list(c.delegated) or "none",
+                                                        c.fc_ns)))
     return cases

@@ -14,7 +14,7 @@ from coreplane.model.naive import naive
 from coreplane.model.profile import Profile
 from coreplane.model.queueing import closed, cpu_scale, queueing
 from coreplane.model.refined import delegated_set, refined, splits
-from coreplane.validate.calibrate import STATISTICS, Calibration
+from coreplane.validate.calibrate import STATISTICS, Calibration, RoundCalibration
 from coreplane.validate.commands import Machine
 from coreplane.validate.plan import Config, policy_of
 
@@ -30,20 +30,26 @@ HEADLINE = "closed"   # the model the goal benchmark is about: eq. 11 for one th
 @dataclass
 class Subject:
     """What the predictions of one program need: its profile (for a sequential program with C
-    taken from the measured native time) and the native median time."""
+    taken from the measured native time), the native median time and each round's native time."""
 
     name: str
     profile: Profile
     native_ns: float
     synthetic: bool
+    native_by_round: dict[int, float] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def of(cls, name: str, profile: Profile, native_ns: float, synthetic: bool) -> "Subject":
+    def of(cls, name: str, profile: Profile, native_ns: float, synthetic: bool,
+           native_by_round: dict[int, float] | None = None) -> "Subject":
         # Eq. 4's C = t_nd − Σ g(s): for a sequential program t_nd is the native run, not the
         # profiled one (which paid the runtime's start-up and interposition).
         if not profile.multithreaded:
             profile = dataclasses.replace(profile, wall_ns=max(1, int(round(native_ns))))
-        return cls(name, profile, native_ns, synthetic)
+        return cls(name, profile, native_ns, synthetic, dict(native_by_round or {}))
+
+    def in_round(self, r: int) -> "Subject":
+        """The subject as round r saw it: its native time there."""
+        return Subject.of(self.name, self.profile, self.native_by_round[r], self.synthetic)
 
 
 def _local_ns(profile: Profile, cal: Calibration) -> dict[str, float]:
@@ -139,29 +145,52 @@ def fitted_gamma(subject: Subject, config: Config, cal: Calibration, measured: f
     return g / estimate
 
 
-def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[str, dict], cal: Calibration,
+def _median(values: list[float | None]) -> float | None:
+    """The median of the rounds' values; None (saturated) when most rounds had none."""
+    known = [v for v in values if v is not None]
+    return float(np.median(known)) if len(known) * 2 > len(values) else None
+
+
+def round_speedups(subject: Subject, config: Config, cal: Calibration, per_round: dict[int, RoundCalibration],
+                   rounds: list[int], machine: Machine, gamma: float, statistic: str = "mean") -> dict[str, float | None]:
+    """`speedups` round by round, each round with its own native time and micro-benchmark
+    figures (the vCPU placement, and so the round trip, can change between rounds), then the
+    median over the rounds. Without rounds: once, with the medians and the calibration."""
+    if not rounds:
+        return speedups(subject, config, cal, machine, gamma, statistic)
+    each = [speedups(subject.in_round(r), config, cal.for_round(per_round.get(r)), machine, gamma, statistic)
+            for r in rounds]
+    return {model: _median([e[model] for e in each]) for model in each[0]}
+
+
+def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[str, dict],
+          walls: dict[str, dict[int, float]], cal: Calibration, per_round: dict[int, RoundCalibration],
           machine: Machine, statistic: str = "mean") -> tuple[list[dict], dict]:
-    """One row per measured configuration: measured speedup (median native / median run, with the
-    t-interval of the run), every model's prediction and error. Also returns the γ fits:
-    per case, per program (median) and the aggregate (median of programs), Table 4 style."""
-    rows = []
+    """One row per measured configuration: measured speedup (the median over rounds of the
+    round's native time over its run's, with the t-interval of the run), every model's
+    prediction (`round_speedups`) and error. Also returns the γ fits: per case, per program
+    (median) and the aggregate (median of programs), Table 4 style."""
+    rows, rounds_of = [], {}
     for c in configs:
         s = subjects[c.program]
         run = measured.get(c.case)
         if not run or not run["n"]:
             continue
-        meas = s.native_ns / run["median"]
+        rounds_of[c.case] = [r for r in sorted(walls.get(c.case, {})) if r in s.native_by_round]
+        by_round = [s.native_by_round[r] / walls[c.case][r] for r in rounds_of[c.case]]
+        meas = float(np.median(by_round)) if by_round else s.native_ns / run["median"]
         gamma = cal.gamma(c.gamma)
+        at = lambda g, st: round_speedups(s, c, cal, per_round, rounds_of[c.case], machine, g, st)  # noqa: E731
         row = {"case": c.case, "program": c.program, "policy": c.policy, "fc_ns": c.fc_ns, "gamma_emulated": c.gamma,
                "gamma_estimated": gamma, "threads": max(1, len(s.profile.threads)), "delegated_calls":
                refined(s.profile, 1.0, 0.0, policy_of(c.policy)).delegated_calls, "n": run["n"],
                "native_ns": s.native_ns, "run_ns": run["median"], "run_cv": run["cv"], "measured": meas,
                "measured_low": s.native_ns / run["ci_high"] if run["ci_high"] == run["ci_high"] else math.nan,
                "measured_high": s.native_ns / run["ci_low"] if run["ci_low"] == run["ci_low"] and run["ci_low"] > 0 else math.nan}
-        for model, value in speedups(s, c, cal, machine, gamma, statistic).items():
+        for model, value in at(gamma, statistic).items():
             row[model] = value
         for st in STATISTICS:
-            for model, value in speedups(s, c, cal, machine, gamma, st).items():
+            for model, value in at(gamma, st).items():
                 if model in ("refined", "closed"):
                     row[f"{model}@{st}"] = value
         row["gamma_fit"] = fitted_gamma(s, c, cal, meas, statistic)
@@ -174,7 +203,7 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
         for label, ratio in (("median", fits["median"]), ("loo", fits["loo"].get(row["program"]))):
             if ratio is None:
                 continue
-            preds = speedups(s, c, cal, machine, base * ratio, statistic)
+            preds = round_speedups(s, c, cal, per_round, rounds_of[row["case"]], machine, base * ratio, statistic)
             for model in (m for m in FITTED if m.endswith(":" + label)):
                 row[model] = preds[model.split(":")[0]]
         for model in (*ESTIMATED, *FITTED, *(f"{m}@{st}" for m in ("refined", "closed") for st in STATISTICS)):

@@ -76,13 +76,24 @@ def medians(out: Path) -> dict[str, dict]:
 
 
 def run_files(out: Path, name: str) -> dict[str, list[Path]]:
-    """Per case, the file `name` of each ok, measured run (e.g. stdout, measure.json)."""
+    """Per case, the file `name` of each ok, measured run (e.g. stdout, measure.json), by round."""
+    return {case: [p for _, p in sorted(by.items())] for case, by in run_files_by_round(out, name).items()}
+
+
+def run_files_by_round(out: Path, name: str) -> dict[str, dict[int, Path]]:
+    """Per case and round (the run's repetition number), the file `name` of the ok, measured run."""
     runs = dse.load_runs(out)
     ok = runs[(runs["status"] == "ok") & (~runs["warmup"])]
-    files: dict[str, list[Path]] = {}
+    files: dict[str, dict[int, Path]] = {}
     for _, row in ok.iterrows():
-        files.setdefault(row["case"], []).append(Path(row["log_dir"]) / name)
+        files.setdefault(row["case"], {})[int(row["rep"])] = Path(row["log_dir"]) / name
     return files
+
+
+def walls_by_round(out: Path) -> dict[str, dict[int, float]]:
+    """Per case and round, the wall time (ns) of the ok, measured run (from its MEASURE file)."""
+    files = run_files_by_round(out, MEASURE)
+    return {case: {r: float(read_json(p)["wall_ns"]) for r, p in by.items()} for case, by in files.items()}
 
 
 def read_json(path: Path) -> dict:

@@ -372,10 +372,10 @@ fn handlers_done(t: &Thread) -> u64 {
     unsafe { core::ptr::read_volatile(&t.handlers_done) }
 }
 
-/// Runs syscall `nr` on a delegate and waits for it. Returns (result, round-trip ticks,
-/// queued ticks), or None when the call must run locally (no slot left, or a process that
-/// shares its parent's memory).
-pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64)> {
+/// Runs syscall `nr` on a delegate and waits for it. Returns (result, TSC at posting,
+/// round-trip ticks, queued ticks), or None when the call must run locally (no slot left, or
+/// a process that shares its parent's memory).
+pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64, u64)> {
     if t.local_only {
         return None;
     }
@@ -444,5 +444,5 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     let result = s.response.result;
     let queued = s.response.t_start.saturating_sub(t_post);
     t.depth -= 1;
-    Some((result, end - t_post, queued))
+    Some((result, t_post, end - t_post, queued))
 }

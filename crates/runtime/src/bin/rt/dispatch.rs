@@ -95,13 +95,13 @@ fn arch_gs(op: usize, arg: usize) -> isize {
 fn run(nr: usize, a: &[usize; 6]) -> isize {
     let t = thread::current();
     if crate::config().delegated.contains(nr) {
-        if let Some((r, ticks, queued)) = delegate::call(t, nr, a) {
-            profile::record(t.prof, nr, r, ticks, Some(queued));
+        if let Some((r, start, ticks, queued)) = delegate::call(t, nr, a) {
+            profile::record(t.prof, nr, r, start, ticks, Some(queued));
             return r;
         }
     }
     let t0 = sys::rdtsc();
     let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
-    profile::record(t.prof, nr, r, sys::rdtsc() - t0, None);
+    profile::record(t.prof, nr, r, t0, sys::rdtsc() - t0, None);
     r
 }

@@ -19,6 +19,7 @@ pub fn open_process() {
         return;
     }
     let start = sys::monotonic_ns();
+    let start_tsc = sys::rdtsc();
     let mut path = [0u8; 4096];
     let (mut b1, mut b2) = ([0u8; 20], [0u8; 20]);
     let pid = sys::fmt_u64(sys::getpid() as u64, &mut b1);
@@ -39,6 +40,7 @@ pub fn open_process() {
         field(L::H_PID).store(sys::getpid() as u64, Ordering::Relaxed);
         field(L::H_PPID).store(syscall3(GETPPID, 0, 0, 0) as u64, Ordering::Relaxed);
         field(L::H_START_NS).store(start, Ordering::Relaxed);
+        field(L::H_START_TSC).store(start_tsc, Ordering::Relaxed);
         field(L::H_TSC_KHZ).store(crate::config().tsc_khz, Ordering::Relaxed);
         let exe = crate::process::exe();
         let len = exe.len().min(L::H_EXE_MAX - 1);
@@ -83,11 +85,12 @@ fn ns(ticks: u64) -> u64 {
     ticks * 1_000_000 / crate::config().tsc_khz
 }
 
-/// Counts one call of `nr` that returned `result` after `ticks` TSC ticks; for a delegated
-/// call also `queued` ticks spent waiting for a delegate. Stats are kept in ticks (the fast
-/// path adds them in assembly); the histograms of delegated calls are in nanoseconds.
+/// Counts one call of `nr` that returned `result` after `ticks` TSC ticks from TSC `start`;
+/// for a delegated call also `queued` ticks spent waiting for a delegate. Stats are kept in
+/// ticks (the fast path adds them in assembly); the histograms of delegated calls are in
+/// nanoseconds.
 #[inline(always)]
-pub fn record(prof: *mut u8, nr: usize, result: isize, ticks: u64, delegated: Option<u64>) {
+pub fn record(prof: *mut u8, nr: usize, result: isize, start: u64, ticks: u64, delegated: Option<u64>) {
     if prof.is_null() || nr >= L::NSYS {
         return;
     }
@@ -99,6 +102,10 @@ pub fn record(prof: *mut u8, nr: usize, result: isize, ticks: u64, delegated: Op
         }
         *s.add(L::S_TOTAL_TICKS) += ticks;
         *s.add(L::S_TIMED) += 1;
+        if *s.add(L::S_FIRST_TSC) == 0 {
+            *s.add(L::S_FIRST_TSC) = start;
+        }
+        *s.add(L::S_LAST_TSC) = start;
         if let Some(q) = delegated {
             *s.add(L::S_DELEGATED) += 1;
             *s.add(L::S_QUEUED_TICKS) += q;
