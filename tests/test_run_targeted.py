@@ -161,10 +161,37 @@ def test_policy_file_errors_name_the_line(tmp_path):
     assert proc.stderr.strip() == f"coreplane: error: {policy}:4: unknown syscall 'frobnicate'"
 
 
-def test_missing_program(tmp_path):
-    proc = run_cli("run", "--", str(tmp_path / "nope"))
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == f"coreplane: error: {tmp_path / 'nope'}: program not found"
+def _unrunnable(tmp_path: Path, kind: str) -> Path:
+    """A program the runtime must refuse as a shell would (see crates/exec/src/program.rs)."""
+    p = tmp_path / kind
+    if kind == "missing":
+        return p
+    if kind == "directory":
+        p.mkdir()
+        return p
+    body = {"not-executable": b"#!/bin/sh\n", "bad-interpreter": b"#!/nonexistent/sh\necho hi\n",
+            "not-elf": b"\x01\x02garbage", "elf32": b"\x7fELF\x01\x01" + bytes(58)}[kind]
+    p.write_bytes(body)
+    p.chmod(0o644 if kind == "not-executable" else 0o755)
+    return p
+
+
+@pytest.mark.parametrize("kind,status,reason", [
+    ("missing", 127, "No such file or directory"),
+    ("directory", 126, "Is a directory"),
+    ("not-executable", 126, "Permission denied"),
+    ("bad-interpreter", 127, "bad interpreter /nonexistent/sh"),
+    ("not-elf", 126, "cannot execute binary file: Exec format error"),
+    ("elf32", 126, "32-bit ELF program"),
+])
+def test_unrunnable_program_exits_as_a_shell_would(tmp_path, kind, status, reason):
+    prog = _unrunnable(tmp_path, kind)
+    proc = subprocess.Popen(CLI + ["run", "--", str(prog)], stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"coreplane: error: {prog}: {reason}"), err
+    assert not Path(f"/run/coreplane/cells/pid{proc.pid}.json").exists()
 
 
 def test_map_pins_tasks_by_clone_tree_key(tmp_path):

@@ -5,6 +5,7 @@
 mod cores;
 mod merge;
 mod policy;
+mod program;
 mod syscalls;
 mod tsc;
 
@@ -65,18 +66,6 @@ fn fail(msg: impl std::fmt::Display) -> ! {
     std::process::exit(2);
 }
 
-/// PATH lookup as execvp does it; None if no executable file is found.
-fn find_program(name: &OsString) -> Option<PathBuf> {
-    let p = PathBuf::from(name);
-    if name.as_bytes().contains(&b'/') {
-        return p.is_file().then_some(p);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path).map(|d| d.join(&p)).find(|c| {
-        std::fs::metadata(c).map(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0).unwrap_or(false)
-    })
-}
-
 fn runtime_path() -> PathBuf {
     let me = std::env::current_exe().unwrap_or_else(|e| fail(format!("cannot locate myself: {e}")));
     let rt = me.with_file_name("coreplane-rt");
@@ -127,8 +116,12 @@ fn main() {
     let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating)
         .unwrap_or_else(|e| fail(e));
     let placement = args.placement.as_deref().map(|p| cores::check_placement(p).unwrap_or_else(|e| fail(e)));
-    let program = find_program(&args.command[0])
-        .unwrap_or_else(|| fail(format!("{}: program not found", args.command[0].to_string_lossy())));
+    let program = program::find(&args.command[0])
+        .and_then(|p| program::check(&p).map(|()| p))
+        .unwrap_or_else(|u| {
+            eprintln!("coreplane-exec: {}: {}", args.command[0].to_string_lossy(), u.why);
+            std::process::exit(u.status)
+        });
     let rt = runtime_path();
     if args.check {
         let doc = serde_json::json!({

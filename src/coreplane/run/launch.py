@@ -82,7 +82,8 @@ def check(opts: RunOptions) -> dict:
     split = argv.index("--")
     probe = subprocess.run(argv[:split] + ["--check"] + argv[split:], capture_output=True, text=True)
     if probe.returncode != 0:
-        raise CoreplaneError(probe.stderr.strip().removeprefix("coreplane-exec: "))
+        # 126/127 (a program that cannot run) pass through as a shell would give them.
+        raise CoreplaneError(probe.stderr.strip().removeprefix("coreplane-exec: "), probe.returncode)
     return json.loads(probe.stdout)
 
 
