@@ -45,6 +45,10 @@ struct Args {
     /// each syscall per thread (1: time every call). Counts are always exact.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=coreplane_runtime::config::TIME_EVERY_MAX))]
     time_every: u64,
+    /// Fast path through a sled at address 0 even on a CPU without protection keys, where page 0
+    /// then reads as sled bytes instead of faulting (default: relocated sites, page 0 unmapped).
+    #[arg(long)]
+    null_page_sled: bool,
     /// Write the profile (JSON, format coreplane-profile/1) here.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -154,6 +158,9 @@ fn main() {
     }
     if let Some(p) = placement {
         cfg += &format!(";map={p}");
+    }
+    if args.null_page_sled {
+        cfg += ";sled=1";
     }
     if let Some(d) = &profile_dir {
         cfg += &format!(";prof={}", d.display());

@@ -61,6 +61,9 @@ pub struct Config<'a> {
     pub profile_dir: &'a [u8],
     /// Thread placement by clone-tree key: `KEY:CPULIST` entries separated by `|`.
     pub placement: &'a [u8],
+    /// Use the page-0 sled for the fast path even where page 0 cannot be made unreadable
+    /// (no protection keys): faster to set up, but NULL reads no longer fault.
+    pub null_page_sled: bool,
 }
 
 impl Config<'_> {
@@ -92,6 +95,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         time_every: 1,
         profile_dir: b"",
         placement: b"",
+        null_page_sled: false,
     };
     let mut rest = text;
     while !rest.is_empty() {
@@ -112,6 +116,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"ctl" => cfg.control = CpuMask::parse(value)?,
             b"nd" => cfg.delegates = parse_u64(value)? as u32,
             b"map" => cfg.placement = value,
+            b"sled" => cfg.null_page_sled = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,
         }
@@ -155,6 +160,9 @@ mod tests {
         assert!(parse(b"khz=12;cmp=3-1").is_none());
         assert!(parse(b"khz=12;cmp=5000").is_none());
         assert!(parse(b"khz=12;te=0").is_none());
+        assert!(parse(b"khz=12;sled=2").is_none());
+        assert!(parse(b"khz=12;sled=1").unwrap().null_page_sled);
+        assert!(!parse(b"khz=12").unwrap().null_page_sled);
         assert!(parse(b"khz=12").is_some());
     }
 }

@@ -1,15 +1,27 @@
-//! The fast path: a syscall site that traps once is rewritten from `syscall` (0f 05) to
-//! `call *%rax` (ff d0). Page 0 holds a sled, so the call lands on the runtime's entry for
-//! any syscall number; plain local calls are then made and counted in a few instructions of
-//! assembly, others go to `dispatch::handle`. Page 0 is mapped execute-only, so a NULL
-//! dereference by the program still faults. Mapping it needs CAP_SYS_RAWIO (vm.mmap_min_addr
-//! is not changed); without it every call stays on the Syscall User Dispatch trap.
+//! The fast path: a syscall site that traps once is rewritten so that its next calls reach the
+//! runtime's entry (`coreplane_fast_entry`) without a trap; plain local calls are then made and
+//! counted in a few instructions of assembly, others go to `dispatch::handle`. Two rewrites:
+//! - relocating (the default without protection keys): `mov eax, nr` before the `syscall`
+//!   becomes `jmp rel32` to a per-site stub in a trampoline page near the code (see
+//!   coreplane_runtime::reloc); page 0 stays unmapped, so NULL reads, writes and calls fault;
+//! - the page-0 sled (the default with protection keys, or `--null-page-sled`): `syscall`
+//!   (0f 05) becomes `call *%rax` (ff d0) into a sled at address 0 that covers every number.
+//!   Page 0 is mapped execute-only, which a CPU without protection keys cannot enforce (there
+//!   it is readable). Mapping it needs CAP_SYS_RAWIO (vm.mmap_min_addr is not changed).
+//! In-place writes are atomic for other threads executing the same bytes (see `store_bytes`);
+//! a site that cannot be written so stays on the Syscall User Dispatch trap.
 
 use crate::sys::*;
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
 use coreplane_runtime::profile_layout as L;
+use coreplane_runtime::reloc::{self, Write, PATCH_LEN, SHORT_PATCH_LEN, STUB_SIZE};
 use coreplane_runtime::sysset::SysSet;
+
+const MEMBARRIER: usize = 324;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE: usize = 1 << 5;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE: usize = 1 << 6;
+const MAP_FIXED_NOREPLACE: usize = 0x10_0000;
 
 /// The sled covers every syscall number below 512 (larger ones are bounced to the trap).
 /// It repeats a 14-byte period of nine 0x3e bytes (the DS override, ignored in 64-bit mode)
@@ -24,11 +36,23 @@ const SLED_END: usize = 37 * SLED_PERIOD.len();
 const PAD: [u8; 14] = [0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x90];
 const JUMP_AT: usize = SLED_END + PAD.len();
 /// `syscall; ret`: a call that needs the full trap path (its ucontext) is bounced here.
-const TRAP_GADGET: usize = 0x700;
+const TRAP_GADGET: [u8; 3] = [0x0f, 0x05, 0xc3];
 /// `add rsp, 8; syscall`: the same for rt_sigreturn, whose frame starts above the return address.
-const SIGRETURN_GADGET: usize = 0x710;
+const SIGRETURN_GADGET: [u8; 6] = [0x48, 0x83, 0xc4, 0x08, 0x0f, 0x05];
+/// Where the gadgets lie in page 0 (sled) or in the gadget page (relocating).
+const TRAP_GADGET_AT: usize = 0x700;
+const SIGRETURN_GADGET_AT: usize = 0x710;
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Which rewrite this process uses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mode {
+    /// No rewrite: every call traps.
+    Trap = 0,
+    Sled = 1,
+    Relocate = 2,
+}
+static MODE: AtomicU8 = AtomicU8::new(Mode::Trap as u8);
 static REWRITE_LOCK: AtomicU32 = AtomicU32::new(0);
 /// Pages found not to be file-backed text (JIT code, the vDSO, the calibration stub), so that
 /// a trap there does not read /proc/self/maps again. Open addressing; guarded by REWRITE_LOCK.
@@ -63,6 +87,10 @@ static mut COREPLANE_SAMPLE_MASK: u64 = 0;
 /// Calls that must go through the trap path even from a rewritten site.
 #[no_mangle]
 static mut COREPLANE_FAST_BOUNCE: [u64; 8] = [0; 8];
+/// Addresses of the trap and rt_sigreturn gadgets; outside the runtime's text, so that a
+/// syscall there traps.
+#[no_mangle]
+static mut COREPLANE_TRAP_GADGETS: [usize; 2] = [0; 2];
 
 global_asm!(
     ".globl coreplane_fast_entry",
@@ -228,11 +256,9 @@ global_asm!(
     "9:",
     "cmp rax, 15",
     "je 7f",
-    "mov r11, 0x700",
-    "jmp r11",
+    "jmp qword ptr [rip + COREPLANE_TRAP_GADGETS]",
     "7:",
-    "mov r11, 0x710",
-    "jmp r11",
+    "jmp qword ptr [rip + COREPLANE_TRAP_GADGETS + 8]",
     row = const L::STAT_FIELDS * 8,
     stats = const L::T_STATS,
     count = const L::S_COUNT * 8,
@@ -256,8 +282,23 @@ extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isi
     crate::dispatch::handle(nr, unsafe { &*args })
 }
 
+pub fn mode() -> Mode {
+    match MODE.load(Relaxed) {
+        1 => Mode::Sled,
+        2 => Mode::Relocate,
+        _ => Mode::Trap,
+    }
+}
+
 pub fn enabled() -> bool {
-    ENABLED.load(Relaxed)
+    mode() != Mode::Trap
+}
+
+/// Whether the CPU and kernel offer protection keys (CPUID.7.0:ECX.OSPKE), the only way an
+/// execute-only page is unreadable on x86.
+pub fn protection_keys() -> bool {
+    use core::arch::x86_64::{__cpuid, __cpuid_count};
+    __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ecx & (1 << 4) != 0
 }
 
 /// Calls that block until another thread or process acts (the models' wait calls): the Rust
@@ -267,7 +308,8 @@ fn always_timed(nr: usize) -> bool {
     matches!(nr, FUTEX | WAIT4 | WAITID)
 }
 
-/// Maps the page-0 trampoline and fills the call tables (no-op without CAP_SYS_RAWIO).
+/// Fills the call tables and sets up the rewrite: the sled where page 0 can be made
+/// unreadable (or when asked for), else the relocating rewrite.
 pub fn install() {
     let cfg = crate::config();
     let mut local = SysSet::EMPTY;
@@ -283,9 +325,23 @@ pub fn install() {
         COREPLANE_FAST_LOCAL = local.0;
         COREPLANE_FAST_BOUNCE = bounce.0;
         COREPLANE_SAMPLE_MASK = 2 * (cfg.time_every.max(1) - 1);
+    }
+    let mode = if (cfg.null_page_sled || protection_keys()) && install_sled() {
+        Mode::Sled
+    } else if install_relocating() {
+        Mode::Relocate
+    } else {
+        Mode::Trap
+    };
+    MODE.store(mode as u8, Release);
+}
+
+/// Maps the page-0 sled execute-only; false without CAP_SYS_RAWIO.
+fn install_sled() -> bool {
+    unsafe {
         let p = syscall6(MMAP, 0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, usize::MAX, 0);
         if p != 0 {
-            return;
+            return false;
         }
         let mut image = [0x90u8; PAGE];
         for chunk in image[..SLED_END].chunks_mut(SLED_PERIOD.len()) {
@@ -297,18 +353,55 @@ pub fn install() {
         image[JUMP_AT..JUMP_AT + 2].copy_from_slice(&[0x49, 0xbb]);
         image[JUMP_AT + 2..JUMP_AT + 10].copy_from_slice(&entry);
         image[JUMP_AT + 10..JUMP_AT + 13].copy_from_slice(&[0x41, 0xff, 0xe3]);
-        image[TRAP_GADGET..TRAP_GADGET + 3].copy_from_slice(&[0x0f, 0x05, 0xc3]);
-        image[SIGRETURN_GADGET..SIGRETURN_GADGET + 6].copy_from_slice(&[0x48, 0x83, 0xc4, 0x08, 0x0f, 0x05]);
+        put_gadgets(&mut image);
         // Address 0 may not be written from Rust (a null pointer); the copy is done in asm.
         core::arch::asm!("rep movsb", inout("rcx") PAGE => _, inout("rdi") 0usize => _,
                          inout("rsi") image.as_ptr() => _, options(nostack, preserves_flags));
-        // Execute-only (a protection key on x86): reads and writes of page 0 still fault.
+        // Execute-only: with protection keys, reads and writes of page 0 still fault.
         if syscall3(MPROTECT, 0, PAGE, PROT_EXEC) != 0 {
             syscall3(MUNMAP, 0, PAGE, 0);
-            return;
+            return false;
         }
+        COREPLANE_TRAP_GADGETS = [TRAP_GADGET_AT, SIGRETURN_GADGET_AT];
     }
-    ENABLED.store(true, Release);
+    true
+}
+
+fn put_gadgets(page: &mut [u8; PAGE]) {
+    page[TRAP_GADGET_AT..TRAP_GADGET_AT + TRAP_GADGET.len()].copy_from_slice(&TRAP_GADGET);
+    page[SIGRETURN_GADGET_AT..SIGRETURN_GADGET_AT + SIGRETURN_GADGET.len()].copy_from_slice(&SIGRETURN_GADGET);
+}
+
+/// The relocating rewrite's set-up: a page of gadgets outside the runtime's text, and the
+/// right to make every thread re-fetch code (membarrier SYNC_CORE) for two-phase writes.
+fn install_relocating() -> bool {
+    let Some(page) = map_code(0, false) else { return false };
+    let mut image = [0xccu8; PAGE];
+    put_gadgets(&mut image);
+    unsafe {
+        core::ptr::copy_nonoverlapping(image.as_ptr(), page as *mut u8, PAGE);
+        if syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_EXEC) != 0 {
+            return false;
+        }
+        COREPLANE_TRAP_GADGETS = [page + TRAP_GADGET_AT, page + SIGRETURN_GADGET_AT];
+        SYNC_CORE_OK.store(syscall3(MEMBARRIER, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0, Relaxed);
+    }
+    true
+}
+
+/// A fresh read-write page at `hint` (exactly there when `exact`, else anywhere).
+fn map_code(hint: usize, exact: bool) -> Option<usize> {
+    let flags = MAP_PRIVATE | MAP_ANONYMOUS | if exact { MAP_FIXED_NOREPLACE } else { 0 };
+    let p = unsafe { syscall6(MMAP, hint, PAGE, PROT_READ | PROT_WRITE, flags, usize::MAX, 0) };
+    if (-4095..0).contains(&p) {
+        return None;
+    }
+    if exact && p as usize != hint {
+        // A kernel older than MAP_FIXED_NOREPLACE took it as a hint.
+        unsafe { syscall3(MUNMAP, p as usize, PAGE, 0) };
+        return None;
+    }
+    Some(p as usize)
 }
 
 /// Whether `addr` lies in read-execute file text (from /proc/self/maps; anonymous and special
@@ -354,32 +447,259 @@ fn hex(s: &[u8]) -> usize {
     s.iter().fold(0, |acc, &c| acc << 4 | (c as char).to_digit(16).unwrap_or(0) as usize)
 }
 
-/// After the first trap at a site: rewrite it when it is a `syscall` in file-backed text.
+/// After the first trap at a site: rewrite it when it is a `syscall` in file-backed text that
+/// this process's rewrite can take (JIT code, the vDSO and writable code are left alone).
 pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
-    // A site whose two bytes straddle pages (rare) stays on the trap path: the next page may
-    // belong to another mapping with other protections.
     let site = after_syscall.wrapping_sub(2);
-    if !enabled() || crate::dispatch::needs_trap(nr) || after_syscall < 2 || site % PAGE == PAGE - 1 {
+    if !enabled() || crate::dispatch::needs_trap(nr) || !can_take(site, nr) {
         return;
     }
-    while REWRITE_LOCK.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
-        core::hint::spin_loop();
-    }
-    // Checked under the lock: another thread may have rewritten it meanwhile.
-    let bytes = unsafe { core::ptr::read_volatile(site as *const [u8; 2]) };
+    lock();
     let page = site & !(PAGE - 1);
-    if bytes == [0x0f, 0x05] && !unsafe { not_text(page, false) } {
-        if !is_file_text(site) {
-            unsafe { not_text(page, true) };
-        } else {
-            unsafe {
-                if syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) == 0 {
-                    core::ptr::write_volatile(site as *mut u16, u16::from_le_bytes([0xff, 0xd0]));
-                    syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_EXEC);
-                    crate::profile::count_rewrite();
-                }
+    // Checked under the lock: another thread may have rewritten it meanwhile.
+    if can_take(site, nr) && !unsafe { not_text(page, false) } {
+        if is_file_text(site) {
+            if rewrite(site, nr) {
+                crate::profile::count_rewrite();
             }
+        } else {
+            unsafe { not_text(page, true) };
         }
     }
     REWRITE_LOCK.store(0, Release);
+}
+
+/// Rewrites the `mov eax, nr; syscall` the runtime's calibration made in its own stub (not
+/// file text) with this process's rewrite; false where the fast path is off or cannot take it.
+pub fn rewrite_for_calibration(site: usize, nr: usize) -> bool {
+    if !enabled() || !can_take(site, nr) {
+        return false;
+    }
+    lock();
+    let done = rewrite(site, nr);
+    REWRITE_LOCK.store(0, Release);
+    done
+}
+
+fn lock() {
+    while REWRITE_LOCK.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
+        core::hint::spin_loop();
+    }
+}
+
+/// Whether the site's bytes fit this process's rewrite and can be written atomically.
+fn can_take(site: usize, nr: usize) -> bool {
+    if site < PAGE || site % PAGE > PAGE - 2 {
+        return false;
+    }
+    match mode() {
+        Mode::Sled => site % 16 != 15 && unsafe { core::ptr::read_volatile(site as *const [u8; 2]) } == [0x0f, 0x05],
+        Mode::Relocate => relocation(site, nr).is_some(),
+        Mode::Trap => false,
+    }
+}
+
+/// How a site is relocated: its `mov eax, nr` replaced in place, or its `xor eax, eax`
+/// replaced by a short jump to padding at the given address.
+enum Relocation {
+    Long,
+    Short(usize),
+}
+
+/// The relocation a site allows, reading only bytes of its own page (the neighbouring pages
+/// may be unmapped or differently protected, and only this page is made writable).
+fn relocation(site: usize, nr: usize) -> Option<Relocation> {
+    let page = site & !(PAGE - 1);
+    let after = site + 2;
+    let at = site - PATCH_LEN;
+    if at >= page {
+        let kind = reloc::write_kind(at);
+        if (kind == Write::Single || kind == Write::TwoPhase && SYNC_CORE_OK.load(Relaxed))
+            && reloc::relocatable(unsafe { &*(at as *const [u8; PATCH_LEN + 2]) }, nr)
+        {
+            return Some(Relocation::Long);
+        }
+    }
+    let at = site - SHORT_PATCH_LEN;
+    if at < page || at % 16 == 15 || !reloc::short_relocatable(unsafe { &*(at as *const [u8; SHORT_PATCH_LEN + 2]) }, nr) {
+        return None;
+    }
+    let code = unsafe { core::slice::from_raw_parts(after as *const u8, (page + PAGE - after).min(128)) };
+    let pad = after + reloc::padding_after(code, after)?;
+    reloc::short_jump(at, pad).map(|_| Relocation::Short(pad))
+}
+
+/// Applies this process's rewrite to a site `can_take` accepted; under REWRITE_LOCK.
+fn rewrite(site: usize, nr: usize) -> bool {
+    let page = site & !(PAGE - 1);
+    unsafe {
+        if syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
+            return false;
+        }
+    }
+    let done = match mode() {
+        Mode::Sled => {
+            store_bytes(site, &[0xff, 0xd0]);
+            true
+        }
+        Mode::Relocate => relocate(site, nr),
+        Mode::Trap => false,
+    };
+    unsafe { syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_EXEC) };
+    done
+}
+
+/// Whether membarrier SYNC_CORE is registered, which two-phase writes need.
+static SYNC_CORE_OK: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Makes every thread of the process execute a serialising instruction before it runs user
+/// code again, so that none executes bytes it fetched before a write.
+fn sync_cores() {
+    unsafe { syscall3(MEMBARRIER, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) };
+}
+
+/// Sends the site's set-up of eax to a new stub: its `mov eax, nr` becomes a jump there, or
+/// its `xor eax, eax` a short jump to padding that jumps there.
+fn relocate(site: usize, nr: usize) -> bool {
+    let Some(how) = relocation(site, nr) else { return false };
+    let Some(stub) = new_stub(site, nr as u32) else { return false };
+    match how {
+        Relocation::Long => {
+            let at = site - PATCH_LEN;
+            let Some(jump) = reloc::jump(at, stub) else { return false };
+            if reloc::write_kind(at) == Write::Single {
+                store_bytes(at, &jump);
+            } else {
+                // Threads arriving now wait on `jmp $`; none is inside the old `mov` once the
+                // cores are synchronised, so its last three bytes can change; then the loop goes.
+                store_bytes(at, &reloc::SELF_LOOP);
+                sync_cores();
+                store_bytes(at + 2, &jump[2..]);
+                sync_cores();
+                store_bytes(at, &jump[..2]);
+            }
+        }
+        Relocation::Short(pad) => {
+            let at = site - SHORT_PATCH_LEN;
+            let (Some(far), Some(near)) = (reloc::jump(pad, stub), reloc::short_jump(at, pad)) else { return false };
+            // The padding is never executed: written first, then made reachable.
+            store_bytes(pad, &far);
+            sync_cores();
+            store_bytes(at, &near);
+        }
+    }
+    sync_cores();
+    true
+}
+
+/// Writes `bytes` at `at` in one atomic 16-byte store (`lock cmpxchg16b` on the aligned block
+/// that holds them, which instruction fetch on other cores sees whole or not at all). The
+/// bytes must lie in one block, except in the middle phase of a two-phase write, where no
+/// thread executes them and each block is written on its own.
+fn store_bytes(at: usize, bytes: &[u8]) {
+    let mut done = 0;
+    while done < bytes.len() {
+        let block = (at + done) & !15;
+        let off = at + done - block;
+        let n = (16 - off).min(bytes.len() - done);
+        unsafe {
+            loop {
+                let old = core::ptr::read_volatile(block as *const [u8; 16]);
+                let mut new = old;
+                new[off..off + n].copy_from_slice(&bytes[done..done + n]);
+                if cmpxchg16b(block, old, new) {
+                    break;
+                }
+            }
+        }
+        done += n;
+    }
+}
+
+/// `lock cmpxchg16b`; true if the block still held `old` and now holds `new`.
+unsafe fn cmpxchg16b(block: usize, old: [u8; 16], new: [u8; 16]) -> bool {
+    let (old_lo, old_hi) = (u64::from_le_bytes(old[..8].try_into().unwrap()), u64::from_le_bytes(old[8..].try_into().unwrap()));
+    let (new_lo, new_hi) = (u64::from_le_bytes(new[..8].try_into().unwrap()), u64::from_le_bytes(new[8..].try_into().unwrap()));
+    let ok: u8;
+    // rbx is reserved by the compiler: swap the new low word through it.
+    core::arch::asm!(
+        "xchg rbx, {lo}",
+        "lock cmpxchg16b [rdi]",
+        "sete {ok}",
+        "xchg rbx, {lo}",
+        in("rdi") block,
+        lo = inout(reg) new_lo => _,
+        ok = out(reg_byte) ok,
+        in("rcx") new_hi,
+        inout("rax") old_lo => _,
+        inout("rdx") old_hi => _,
+        options(nostack),
+    );
+    ok != 0
+}
+
+/// Trampoline pages: each starts with the fast entry's address, then stubs of STUB_SIZE.
+const MAX_TRAMPOLINES: usize = 64;
+const STUBS_FROM: usize = STUB_SIZE;
+static TRAMPOLINES: [AtomicUsize; MAX_TRAMPOLINES] = [const { AtomicUsize::new(0) }; MAX_TRAMPOLINES];
+/// Bytes used in each trampoline page (guarded by REWRITE_LOCK).
+static mut TRAMPOLINE_USED: [usize; MAX_TRAMPOLINES] = [0; MAX_TRAMPOLINES];
+/// Reach of a rel32 jump, with room for the page itself.
+const REACH: usize = (1 << 31) - 2 * PAGE;
+
+/// Writes a stub for `site` into a trampoline page within rel32 reach; its address.
+fn new_stub(site: usize, nr: u32) -> Option<usize> {
+    let i = trampoline_near(site)?;
+    let page = TRAMPOLINES[i].load(Relaxed);
+    let stub = page + unsafe { TRAMPOLINE_USED[i] };
+    let code = reloc::stub(stub, site, page, nr)?;
+    unsafe {
+        // Other stubs of the page stay executable while this one is written.
+        if syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
+            return None;
+        }
+        core::ptr::copy_nonoverlapping(code.as_ptr(), stub as *mut u8, STUB_SIZE);
+        syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_EXEC);
+        TRAMPOLINE_USED[i] += STUB_SIZE;
+    }
+    Some(stub)
+}
+
+/// A trampoline page with room, within reach of `site`; maps one when none is.
+fn trampoline_near(site: usize) -> Option<usize> {
+    let mut free = None;
+    for (i, t) in TRAMPOLINES.iter().enumerate() {
+        let page = t.load(Relaxed);
+        if page == 0 {
+            free = free.or(Some(i));
+        } else if page.abs_diff(site) < REACH && unsafe { TRAMPOLINE_USED[i] } + STUB_SIZE <= PAGE {
+            return Some(i);
+        }
+    }
+    let i = free?;
+    let page = map_near(site)?;
+    unsafe {
+        *(page as *mut usize) = coreplane_fast_entry as *const () as usize;
+        syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_EXEC);
+        TRAMPOLINE_USED[i] = STUBS_FROM;
+    }
+    TRAMPOLINES[i].store(page, Relaxed);
+    Some(i)
+}
+
+/// A new page within rel32 reach of `site`: where the kernel puts it if that is near enough,
+/// else the first free page found stepping away from the site by 1 MiB.
+fn map_near(site: usize) -> Option<usize> {
+    let base = site & !(PAGE - 1);
+    if let Some(p) = map_code(base, false) {
+        if p.abs_diff(site) < REACH {
+            return Some(p);
+        }
+        unsafe { syscall3(MUNMAP, p, PAGE, 0) };
+    }
+    const STEP: usize = 1 << 20;
+    (1..REACH / STEP).flat_map(|k| [base.checked_sub(k * STEP), base.checked_add(k * STEP)]).flatten()
+        .filter(|&a| a >= 1 << 16)
+        .take(512)
+        .find_map(|a| map_code(a, true))
 }

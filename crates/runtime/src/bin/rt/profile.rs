@@ -159,12 +159,12 @@ pub fn end_process_undo() {
 }
 
 /// Measures what interposition adds to one getppid: through a trap (a stub outside the
-/// runtime's text that is never rewritten) and through the fast path (the same stub calling
-/// the page-0 trampoline, as a rewritten site does), against getppid made directly; 64 each.
+/// runtime's text that is never rewritten) and through the fast path (a copy of the stub
+/// rewritten as a program's site is), against getppid made directly; 64 each.
 pub fn calibrate() {
     const CALLS: u64 = 64;
-    // mov eax, 110 (getppid); syscall; ret | mov eax, 110; call rax; ret
-    const STUB: [u8; 16] = [0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3, 0xb8, 110, 0, 0, 0, 0xff, 0xd0, 0xc3];
+    // mov eax, 110 (getppid); syscall; ret, twice: the copy at 8 is rewritten.
+    const STUB: [u8; 16] = [0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3, 0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3];
     unsafe {
         if BASE.is_null() {
             return;
@@ -174,6 +174,7 @@ pub fn calibrate() {
             return; // W^X policy: leave the figures unknown
         }
         core::ptr::copy_nonoverlapping(STUB.as_ptr(), page as *mut u8, STUB.len());
+        let fast_ok = crate::fastpath::rewrite_for_calibration(page as usize + 13, GETPPID);
         let time = |f: extern "C" fn()| {
             let t0 = sys::rdtsc();
             for _ in 0..CALLS {
@@ -186,7 +187,7 @@ pub fn calibrate() {
         let prof = thread.prof;
         thread.prof = core::ptr::null_mut();
         let trap = time(core::mem::transmute::<usize, extern "C" fn()>(page as usize));
-        let fast = if crate::fastpath::enabled() {
+        let fast = if fast_ok {
             time(core::mem::transmute::<usize, extern "C" fn()>(page as usize + 8))
         } else {
             0

@@ -1,0 +1,200 @@
+//! The relocating rewrite of a syscall site, as bytes: which sites qualify, the per-site stub
+//! they jump to, and the jump itself. Pure and testable; the runtime's fast path applies it.
+//!
+//! A site qualifies when the 5 bytes before its `syscall` are `mov eax, imm32` naming the very
+//! syscall that trapped there (436 of glibc 2.36's 526 sites have that form). The `mov` is
+//! replaced by `jmp rel32` to the stub; the `syscall` itself stays, so a branch that lands on
+//! it directly still traps as before. The stub re-does the `mov`, calls the fast entry with the
+//! red zone skipped, and jumps back behind the `syscall`.
+//!
+//! A site whose number is 0 (read) is set up with the 2-byte `xor eax, eax`, too short for a
+//! `jmp rel32`. It becomes `jmp rel8` into the alignment padding behind its function's `ret`,
+//! where the `jmp rel32` to the stub is written. That padding is found by following the code
+//! from the `syscall`'s end (a known instruction boundary) through exact encodings only: the
+//! error check glibc puts there, the `ret`, then NOP forms up to the 16-byte boundary. Padding
+//! behind a `ret` and before an aligned label is never executed.
+
+/// `mov eax, imm32`.
+const MOV_EAX: u8 = 0xb8;
+const SYSCALL: [u8; 2] = [0x0f, 0x05];
+/// Bytes replaced in place: the `mov eax, imm32`, which becomes `jmp rel32`.
+pub const PATCH_LEN: usize = 5;
+/// Room for one stub in a trampoline page.
+pub const STUB_SIZE: usize = 32;
+
+/// Whether `code`, the 7 bytes ending with a site's `syscall`, is `mov eax, nr; syscall`.
+pub fn relocatable(code: &[u8; PATCH_LEN + 2], nr: usize) -> bool {
+    code[0] == MOV_EAX && code[5..] == SYSCALL && u32::from_le_bytes([code[1], code[2], code[3], code[4]]) as usize == nr
+}
+
+fn rel32(from_end: usize, to: usize) -> Option<[u8; 4]> {
+    let d = (to as i64).wrapping_sub(from_end as i64);
+    i32::try_from(d).ok().map(i32::to_le_bytes)
+}
+
+/// `jmp rel32` placed at `at`, to `to`; None when out of ±2 GiB.
+pub fn jump(at: usize, to: usize) -> Option<[u8; PATCH_LEN]> {
+    let d = rel32(at + PATCH_LEN, to)?;
+    Some([0xe9, d[0], d[1], d[2], d[3]])
+}
+
+/// The stub at `stub` for the site whose `syscall` is at `syscall_at`:
+/// `lea rsp,[rsp-128]; mov eax,nr; call [entry_slot]; lea rsp,[rsp+128]; jmp syscall_at+2`.
+/// `entry_slot` holds the fast entry's address (the runtime may lie beyond rel32 reach).
+pub fn stub(stub: usize, syscall_at: usize, entry_slot: usize, nr: u32) -> Option<[u8; STUB_SIZE]> {
+    let mut s = [0xccu8; STUB_SIZE]; // int3 padding
+    s[..5].copy_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
+    s[5] = MOV_EAX;
+    s[6..10].copy_from_slice(&nr.to_le_bytes());
+    s[10..12].copy_from_slice(&[0xff, 0x15]);
+    s[12..16].copy_from_slice(&rel32(stub + 16, entry_slot)?);
+    s[16..24].copy_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00]);
+    s[24..29].copy_from_slice(&jump(stub + 24, syscall_at + SYSCALL.len())?);
+    Some(s)
+}
+
+/// How the 5 patched bytes at `at` can be written so that no thread ever executes a mix of
+/// old and new bytes: in one 16-byte atomic store, or in two (a self-loop `jmp $` first).
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Write {
+    /// All five bytes lie in one aligned 16-byte block.
+    Single,
+    /// The first two bytes share a block: park threads on `jmp $`, write the rest, then
+    /// replace the loop with the jump's first two bytes.
+    TwoPhase,
+    /// The first two bytes straddle blocks: no atomic way; the site keeps the trap path.
+    None,
+}
+
+/// The way to write a patch starting at `at`.
+pub fn write_kind(at: usize) -> Write {
+    match at % 16 {
+        o if o + PATCH_LEN <= 16 => Write::Single,
+        15 => Write::None,
+        _ => Write::TwoPhase,
+    }
+}
+
+/// Whether `code`, the 4 bytes ending with a site's `syscall`, is `xor eax, eax; syscall` with
+/// the trapping number 0.
+pub fn short_relocatable(code: &[u8; SHORT_PATCH_LEN + 2], nr: usize) -> bool {
+    nr == 0 && (code[..2] == [0x31, 0xc0] || code[..2] == [0x33, 0xc0]) && code[2..] == SYSCALL
+}
+
+/// Bytes replaced in place for the short form: the `xor eax, eax`, which becomes `jmp rel8`.
+pub const SHORT_PATCH_LEN: usize = 2;
+
+/// `jmp rel8` placed at `at`, to `to`; None when out of reach.
+pub fn short_jump(at: usize, to: usize) -> Option<[u8; SHORT_PATCH_LEN]> {
+    let d = (to as i64).wrapping_sub((at + SHORT_PATCH_LEN) as i64);
+    i8::try_from(d).ok().map(|d| [0xeb, d as u8])
+}
+
+/// Length of the instruction at the start of `b` if it is one that may stand between a
+/// `syscall` and its function's `ret` in compiled wrappers: `cmp rax, imm32|imm8`, `ja`/`jae`.
+fn epilogue_len(b: &[u8]) -> Option<usize> {
+    match b {
+        [0x48, 0x3d, ..] => Some(6),
+        [0x48, 0x83, 0xf8, _, ..] => Some(4),
+        [0x77 | 0x73, _, ..] => Some(2),
+        [0x0f, 0x87 | 0x83, ..] => Some(6),
+        _ => None,
+    }
+}
+
+/// Length of the NOP at the start of `b` (the forms assemblers pad with), if it is one.
+fn nop_len(b: &[u8]) -> Option<usize> {
+    let prefixes = b.iter().take_while(|&&c| c == 0x66).count();
+    let rest = &b[prefixes..];
+    let cs = usize::from(rest.first() == Some(&0x2e));
+    let len = match &rest[cs..] {
+        [0x90, ..] if cs == 0 => 1,
+        [0x0f, 0x1f, 0x00, ..] => 3,
+        [0x0f, 0x1f, 0x40, 0x00, ..] => 4,
+        [0x0f, 0x1f, 0x44, 0x00, 0x00, ..] => 5,
+        [0x0f, 0x1f, 0x80, 0, 0, 0, 0, ..] => 7,
+        [0x0f, 0x1f, 0x84, 0x00, 0, 0, 0, 0, ..] => 8,
+        _ => return None,
+    };
+    Some(prefixes + cs + len)
+}
+
+/// Where, in `after` (the code from the end of a `syscall` at address `end`), alignment
+/// padding of at least `PATCH_LEN` bytes starts behind the function's `ret`; None if the code
+/// does not reach a `ret` through known encodings or no such padding follows.
+pub fn padding_after(after: &[u8], end: usize) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        match after.get(at..)? {
+            [0xc3, ..] => {
+                at += 1;
+                break;
+            }
+            rest => at += epilogue_len(rest)?,
+        }
+    }
+    let start = at;
+    let aligned = (end + at + 15) & !15;
+    while end + at < aligned {
+        at += nop_len(after.get(at..)?)?;
+    }
+    (end + at == aligned && at - start >= PATCH_LEN).then_some(start)
+}
+
+/// `jmp $`: a thread arriving during a two-phase write waits on it.
+pub const SELF_LOOP: [u8; 2] = [0xeb, 0xfe];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_mov_eax_of_the_trapping_number_qualifies() {
+        assert!(relocatable(&[0xb8, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27));
+        assert!(!relocatable(&[0xb8, 0x27, 0, 0, 0, 0x0f, 0x05], 0x28)); // eax came from elsewhere
+        assert!(!relocatable(&[0xb9, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27)); // mov ecx
+        assert!(!relocatable(&[0xb8, 0x27, 0, 0, 0, 0xff, 0xd0], 0x27)); // not a syscall
+    }
+
+    #[test]
+    fn jumps_and_stubs_encode_their_targets() {
+        assert_eq!(jump(0x1000, 0x1005), Some([0xe9, 0, 0, 0, 0]));
+        assert_eq!(jump(0x1000, 0x1000), Some([0xe9, 0xfb, 0xff, 0xff, 0xff]));
+        assert_eq!(jump(0, 1 << 32), None);
+        let s = stub(0x10_0000, 0x20_0000, 0x10_0000 - 8, 39).unwrap();
+        assert_eq!(&s[5..10], &[0xb8, 39, 0, 0, 0]);
+        // call [rip + d]: rip after it is stub + 16, so d = -24.
+        assert_eq!(i32::from_le_bytes(s[12..16].try_into().unwrap()), -24);
+        // jmp back lands right after the 2-byte syscall.
+        let back = i32::from_le_bytes(s[25..29].try_into().unwrap()) as i64;
+        assert_eq!(0x10_0000 + 29 + back, 0x20_0002);
+        assert!(stub(0, 1 << 33, 0, 1).is_none());
+    }
+
+    #[test]
+    fn read_finds_the_padding_behind_its_ret() {
+        // glibc 2.36 __read: xor eax,eax; syscall | cmp rax,-4096; ja; ret; cs nopw (10 bytes).
+        let after = [0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff, 0x77, 0x5b, 0xc3,
+                     0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80];
+        assert_eq!(padding_after(&after, 0xf82ad), Some(9));
+        // Not aligned to 16 at the padding's end: refused.
+        assert_eq!(padding_after(&after, 0xf82ae), None);
+        // Code that is not a known epilogue: refused.
+        assert_eq!(padding_after(&[0x48, 0x89, 0xc7, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90], 0x1007), None);
+        // Too little padding.
+        assert_eq!(padding_after(&[0xc3, 0x90, 0x90], 0x100d), None);
+        assert!(short_relocatable(&[0x31, 0xc0, 0x0f, 0x05], 0));
+        assert!(!short_relocatable(&[0x31, 0xc0, 0x0f, 0x05], 1));
+        assert_eq!(short_jump(0x100, 0x102), Some([0xeb, 0]));
+        assert_eq!(short_jump(0x100, 0x300), None);
+    }
+
+    #[test]
+    fn writes_are_atomic_or_refused() {
+        assert_eq!(write_kind(0x1000), Write::Single);
+        assert_eq!(write_kind(0x100b), Write::Single);
+        assert_eq!(write_kind(0x100c), Write::TwoPhase);
+        assert_eq!(write_kind(0x100e), Write::TwoPhase);
+        assert_eq!(write_kind(0x100f), Write::None);
+    }
+}
