@@ -1,11 +1,13 @@
 //! The relocating rewrite of a syscall site, as bytes: which sites qualify, the per-site stub
-//! they jump to, and the jump itself. Pure and testable; the runtime's fast path applies it.
+//! they jump to, and the jumps themselves. Pure and testable; the runtime's fast path applies it.
 //!
-//! A site qualifies when the 5 bytes before its `syscall` are `mov eax, imm32` naming the very
-//! syscall that trapped there (436 of glibc 2.36's 526 sites have that form). The `mov` is
-//! replaced by `jmp rel32` to the stub; the `syscall` itself stays, so a branch that lands on
-//! it directly still traps as before. The stub re-does the `mov`, calls the fast entry with the
-//! red zone skipped, and jumps back behind the `syscall`.
+//! A site qualifies when the instruction that ends at its `syscall` is one of a few exact
+//! encodings (`setup`): `mov eax, nr` or `mov rax, nr` naming the very syscall that trapped
+//! there (436 of glibc 2.36's 526 sites; 36 of a Go binary's 39), or the load of the sixth
+//! argument that ends glibc's generic `syscall()`. That instruction becomes `jmp rel32` to the
+//! stub; the `syscall` itself stays, so a branch that lands on it directly still traps as
+//! before. The stub runs a copy of the instruction, calls the fast entry with the red zone
+//! skipped, and jumps back behind the `syscall`.
 //!
 //! A site whose number is 0 (read) is set up with the 2-byte `xor eax, eax`, too short for a
 //! `jmp rel32`. It becomes `jmp rel8` into the alignment padding behind its function's `ret`,
@@ -16,15 +18,53 @@
 
 /// `mov eax, imm32`.
 const MOV_EAX: u8 = 0xb8;
+/// `mov rax, imm32` (sign-extended), as Go writes it.
+const MOV_RAX: [u8; 3] = [0x48, 0xc7, 0xc0];
+/// `mov r9, [rsp + 8]`: the last instruction of glibc's `syscall()`, before its `syscall`.
+const LOAD_ARG6: [u8; 5] = [0x4c, 0x8b, 0x4c, 0x24, 0x08];
 const SYSCALL: [u8; 2] = [0x0f, 0x05];
-/// Bytes replaced in place: the `mov eax, imm32`, which becomes `jmp rel32`.
+/// Bytes of a `jmp rel32`, the least a relocated instruction must have.
 pub const PATCH_LEN: usize = 5;
+/// The longest setup instruction.
+pub const MAX_SETUP: usize = 7;
+/// Bytes replaced in place for the short form: the `xor eax, eax`, which becomes `jmp rel8`.
+pub const SHORT_PATCH_LEN: usize = 2;
 /// Room for one stub in a trampoline page.
-pub const STUB_SIZE: usize = 32;
+pub const STUB_SIZE: usize = 48;
 
-/// Whether `code`, the 7 bytes ending with a site's `syscall`, is `mov eax, nr; syscall`.
-pub fn relocatable(code: &[u8; PATCH_LEN + 2], nr: usize) -> bool {
-    code[0] == MOV_EAX && code[5..] == SYSCALL && u32::from_le_bytes([code[1], code[2], code[3], code[4]]) as usize == nr
+/// The instruction that ends at a site's `syscall` and can be relocated.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct Setup {
+    /// Its length: the jump replaces its first PATCH_LEN bytes, the rest is never reached.
+    pub len: usize,
+    /// Whether it fixes the syscall number; otherwise the number may be any, rt_sigreturn
+    /// included, and the stub sends that one back to the `syscall` to trap.
+    pub fixed: bool,
+}
+
+/// The relocatable instruction ending at the `syscall` in `code` (the MAX_SETUP bytes before
+/// the `syscall`, then the `syscall`), for a site where syscall `nr` trapped.
+pub fn setup(code: &[u8; MAX_SETUP + 2], nr: usize) -> Option<Setup> {
+    let (before, call) = code.split_at(MAX_SETUP);
+    if call != SYSCALL {
+        return None;
+    }
+    let imm = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    if before[2] == MOV_EAX && imm(&before[3..]) == nr {
+        Some(Setup { len: 5, fixed: true })
+    } else if before[..3] == MOV_RAX && imm(&before[3..]) == nr {
+        Some(Setup { len: 7, fixed: true })
+    } else if before[2..] == LOAD_ARG6 {
+        Some(Setup { len: 5, fixed: false })
+    } else {
+        None
+    }
+}
+
+/// Whether `code`, the 4 bytes ending with a site's `syscall`, is `xor eax, eax; syscall` with
+/// the trapping number 0.
+pub fn short_setup(code: &[u8; SHORT_PATCH_LEN + 2], nr: usize) -> bool {
+    nr == 0 && (code[..2] == [0x31, 0xc0] || code[..2] == [0x33, 0xc0]) && code[2..] == SYSCALL
 }
 
 fn rel32(from_end: usize, to: usize) -> Option<[u8; 4]> {
@@ -38,56 +78,32 @@ pub fn jump(at: usize, to: usize) -> Option<[u8; PATCH_LEN]> {
     Some([0xe9, d[0], d[1], d[2], d[3]])
 }
 
-/// The stub at `stub` for the site whose `syscall` is at `syscall_at`:
-/// `lea rsp,[rsp-128]; mov eax,nr; call [entry_slot]; lea rsp,[rsp+128]; jmp syscall_at+2`.
-/// `entry_slot` holds the fast entry's address (the runtime may lie beyond rel32 reach).
-pub fn stub(stub: usize, syscall_at: usize, entry_slot: usize, nr: u32) -> Option<[u8; STUB_SIZE]> {
-    let mut s = [0xccu8; STUB_SIZE]; // int3 padding
-    s[..5].copy_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
-    s[5] = MOV_EAX;
-    s[6..10].copy_from_slice(&nr.to_le_bytes());
-    s[10..12].copy_from_slice(&[0xff, 0x15]);
-    s[12..16].copy_from_slice(&rel32(stub + 16, entry_slot)?);
-    s[16..24].copy_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00]);
-    s[24..29].copy_from_slice(&jump(stub + 24, syscall_at + SYSCALL.len())?);
-    Some(s)
-}
-
-/// How the 5 patched bytes at `at` can be written so that no thread ever executes a mix of
-/// old and new bytes: in one 16-byte atomic store, or in two (a self-loop `jmp $` first).
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
-pub enum Write {
-    /// All five bytes lie in one aligned 16-byte block.
-    Single,
-    /// The first two bytes share a block: park threads on `jmp $`, write the rest, then
-    /// replace the loop with the jump's first two bytes.
-    TwoPhase,
-    /// The first two bytes straddle blocks: no atomic way; the site keeps the trap path.
-    None,
-}
-
-/// The way to write a patch starting at `at`.
-pub fn write_kind(at: usize) -> Write {
-    match at % 16 {
-        o if o + PATCH_LEN <= 16 => Write::Single,
-        15 => Write::None,
-        _ => Write::TwoPhase,
-    }
-}
-
-/// Whether `code`, the 4 bytes ending with a site's `syscall`, is `xor eax, eax; syscall` with
-/// the trapping number 0.
-pub fn short_relocatable(code: &[u8; SHORT_PATCH_LEN + 2], nr: usize) -> bool {
-    nr == 0 && (code[..2] == [0x31, 0xc0] || code[..2] == [0x33, 0xc0]) && code[2..] == SYSCALL
-}
-
-/// Bytes replaced in place for the short form: the `xor eax, eax`, which becomes `jmp rel8`.
-pub const SHORT_PATCH_LEN: usize = 2;
-
 /// `jmp rel8` placed at `at`, to `to`; None when out of reach.
 pub fn short_jump(at: usize, to: usize) -> Option<[u8; SHORT_PATCH_LEN]> {
     let d = (to as i64).wrapping_sub((at + SHORT_PATCH_LEN) as i64);
     i8::try_from(d).ok().map(|d| [0xeb, d as u8])
+}
+
+/// The stub at `stub` for the site whose `syscall` is at `syscall_at`: `copy` (the relocated
+/// instruction); for a number that is not fixed, `cmp eax, 15; je syscall_at`; then
+/// `lea rsp,[rsp-128]; call [entry_slot]; lea rsp,[rsp+128]; jmp syscall_at+2`. `entry_slot`
+/// holds the fast entry's address (the runtime may lie beyond rel32 reach). rt_sigreturn is
+/// sent to trap because the fast entry's bounce expects its frame above the return address.
+pub fn stub(stub: usize, syscall_at: usize, entry_slot: usize, copy: &[u8], fixed: bool) -> Option<[u8; STUB_SIZE]> {
+    let mut s = [0xccu8; STUB_SIZE]; // int3 padding
+    let mut n = copy.len();
+    s[..n].copy_from_slice(copy);
+    if !fixed {
+        s[n..n + 5].copy_from_slice(&[0x83, 0xf8, 0x0f, 0x0f, 0x84]);
+        s[n + 5..n + 9].copy_from_slice(&rel32(stub + n + 9, syscall_at)?);
+        n += 9;
+    }
+    s[n..n + 5].copy_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
+    s[n + 5..n + 7].copy_from_slice(&[0xff, 0x15]);
+    s[n + 7..n + 11].copy_from_slice(&rel32(stub + n + 11, entry_slot)?);
+    s[n + 11..n + 19].copy_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00]);
+    s[n + 19..n + 24].copy_from_slice(&jump(stub + n + 19, syscall_at + SYSCALL.len())?);
+    Some(s)
 }
 
 /// Length of the instruction at the start of `b` if it is one that may stand between a
@@ -141,6 +157,28 @@ pub fn padding_after(after: &[u8], end: usize) -> Option<usize> {
     (end + at == aligned && at - start >= PATCH_LEN).then_some(start)
 }
 
+/// How the patched bytes at `at` can be written so that no thread ever executes a mix of old
+/// and new bytes: in one 16-byte atomic store, or in two (a self-loop `jmp $` first).
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Write {
+    /// All PATCH_LEN bytes lie in one aligned 16-byte block.
+    Single,
+    /// The first two bytes share a block: park threads on `jmp $`, write the rest, then
+    /// replace the loop with the jump's first two bytes.
+    TwoPhase,
+    /// The first two bytes straddle blocks: no atomic way; the site keeps the trap path.
+    None,
+}
+
+/// The way to write a `jmp rel32` starting at `at`.
+pub fn write_kind(at: usize) -> Write {
+    match at % 16 {
+        o if o + PATCH_LEN <= 16 => Write::Single,
+        15 => Write::None,
+        _ => Write::TwoPhase,
+    }
+}
+
 /// `jmp $`: a thread arriving during a two-phase write waits on it.
 pub const SELF_LOOP: [u8; 2] = [0xeb, 0xfe];
 
@@ -148,12 +186,25 @@ pub const SELF_LOOP: [u8; 2] = [0xeb, 0xfe];
 mod tests {
     use super::*;
 
+    fn site(before: &[u8]) -> [u8; MAX_SETUP + 2] {
+        let mut code = [0x90u8; MAX_SETUP + 2];
+        code[MAX_SETUP - before.len()..MAX_SETUP].copy_from_slice(before);
+        code[MAX_SETUP..].copy_from_slice(&SYSCALL);
+        code
+    }
+
     #[test]
-    fn only_mov_eax_of_the_trapping_number_qualifies() {
-        assert!(relocatable(&[0xb8, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27));
-        assert!(!relocatable(&[0xb8, 0x27, 0, 0, 0, 0x0f, 0x05], 0x28)); // eax came from elsewhere
-        assert!(!relocatable(&[0xb9, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27)); // mov ecx
-        assert!(!relocatable(&[0xb8, 0x27, 0, 0, 0, 0xff, 0xd0], 0x27)); // not a syscall
+    fn only_known_setups_of_the_trapping_number_qualify() {
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true }));
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x28), None); // eax came from elsewhere
+        assert_eq!(setup(&site(&[0xb9, 0x27, 0, 0, 0]), 0x27), None); // mov ecx
+        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true }));
+        assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false }));
+        let mut not_a_syscall = site(&[0xb8, 0x27, 0, 0, 0]);
+        not_a_syscall[MAX_SETUP..].copy_from_slice(&[0xff, 0xd0]);
+        assert_eq!(setup(&not_a_syscall, 0x27), None);
+        assert!(short_setup(&[0x31, 0xc0, 0x0f, 0x05], 0));
+        assert!(!short_setup(&[0x31, 0xc0, 0x0f, 0x05], 1));
     }
 
     #[test]
@@ -161,14 +212,21 @@ mod tests {
         assert_eq!(jump(0x1000, 0x1005), Some([0xe9, 0, 0, 0, 0]));
         assert_eq!(jump(0x1000, 0x1000), Some([0xe9, 0xfb, 0xff, 0xff, 0xff]));
         assert_eq!(jump(0, 1 << 32), None);
-        let s = stub(0x10_0000, 0x20_0000, 0x10_0000 - 8, 39).unwrap();
-        assert_eq!(&s[5..10], &[0xb8, 39, 0, 0, 0]);
+        assert_eq!(short_jump(0x100, 0x102), Some([0xeb, 0]));
+        assert_eq!(short_jump(0x100, 0x300), None);
+        let s = stub(0x10_0000, 0x20_0000, 0x10_0000 - 8, &[0xb8, 39, 0, 0, 0], true).unwrap();
+        assert_eq!(&s[..5], &[0xb8, 39, 0, 0, 0]);
+        assert_eq!(&s[5..10], &[0x48, 0x8d, 0x64, 0x24, 0x80]);
         // call [rip + d]: rip after it is stub + 16, so d = -24.
         assert_eq!(i32::from_le_bytes(s[12..16].try_into().unwrap()), -24);
         // jmp back lands right after the 2-byte syscall.
         let back = i32::from_le_bytes(s[25..29].try_into().unwrap()) as i64;
         assert_eq!(0x10_0000 + 29 + back, 0x20_0002);
-        assert!(stub(0, 1 << 33, 0, 1).is_none());
+        // A number that is not fixed: rt_sigreturn (15) goes back to the syscall itself.
+        let g = stub(0x10_0000, 0x20_0000, 0x10_0000 - 8, &LOAD_ARG6, false).unwrap();
+        assert_eq!(&g[5..10], &[0x83, 0xf8, 0x0f, 0x0f, 0x84]);
+        assert_eq!(0x10_0000 + 14 + i32::from_le_bytes(g[10..14].try_into().unwrap()) as i64, 0x20_0000);
+        assert!(stub(0, 1 << 33, 0, &[0x31, 0xc0], true).is_none());
     }
 
     #[test]
@@ -183,10 +241,6 @@ mod tests {
         assert_eq!(padding_after(&[0x48, 0x89, 0xc7, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90], 0x1007), None);
         // Too little padding.
         assert_eq!(padding_after(&[0xc3, 0x90, 0x90], 0x100d), None);
-        assert!(short_relocatable(&[0x31, 0xc0, 0x0f, 0x05], 0));
-        assert!(!short_relocatable(&[0x31, 0xc0, 0x0f, 0x05], 1));
-        assert_eq!(short_jump(0x100, 0x102), Some([0xeb, 0]));
-        assert_eq!(short_jump(0x100, 0x300), None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::sys::*;
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
 use coreplane_runtime::profile_layout as L;
-use coreplane_runtime::reloc::{self, Write, PATCH_LEN, SHORT_PATCH_LEN, STUB_SIZE};
+use coreplane_runtime::reloc::{self, Write, MAX_SETUP, SHORT_PATCH_LEN, STUB_SIZE};
 use coreplane_runtime::sysset::SysSet;
 
 const MEMBARRIER: usize = 324;
@@ -499,10 +499,11 @@ fn can_take(site: usize, nr: usize) -> bool {
     }
 }
 
-/// How a site is relocated: its `mov eax, nr` replaced in place, or its `xor eax, eax`
-/// replaced by a short jump to padding at the given address.
+/// How a site is relocated: the setup instruction before its `syscall` replaced in place by a
+/// jump to the stub, or its `xor eax, eax` by a short jump to padding (at the given address)
+/// that jumps to the stub.
 enum Relocation {
-    Long,
+    Long(reloc::Setup),
     Short(usize),
 }
 
@@ -511,17 +512,16 @@ enum Relocation {
 fn relocation(site: usize, nr: usize) -> Option<Relocation> {
     let page = site & !(PAGE - 1);
     let after = site + 2;
-    let at = site - PATCH_LEN;
-    if at >= page {
-        let kind = reloc::write_kind(at);
-        if (kind == Write::Single || kind == Write::TwoPhase && SYNC_CORE_OK.load(Relaxed))
-            && reloc::relocatable(unsafe { &*(at as *const [u8; PATCH_LEN + 2]) }, nr)
-        {
-            return Some(Relocation::Long);
+    if site - MAX_SETUP >= page {
+        let code = unsafe { &*((site - MAX_SETUP) as *const [u8; MAX_SETUP + 2]) };
+        if let Some(setup) = reloc::setup(code, nr) {
+            let kind = reloc::write_kind(site - setup.len);
+            return (kind == Write::Single || kind == Write::TwoPhase && SYNC_CORE_OK.load(Relaxed))
+                .then_some(Relocation::Long(setup));
         }
     }
     let at = site - SHORT_PATCH_LEN;
-    if at < page || at % 16 == 15 || !reloc::short_relocatable(unsafe { &*(at as *const [u8; SHORT_PATCH_LEN + 2]) }, nr) {
+    if at < page || at % 16 == 15 || !reloc::short_setup(unsafe { &*(at as *const [u8; SHORT_PATCH_LEN + 2]) }, nr) {
         return None;
     }
     let code = unsafe { core::slice::from_raw_parts(after as *const u8, (page + PAGE - after).min(128)) };
@@ -558,20 +558,25 @@ fn sync_cores() {
     unsafe { syscall3(MEMBARRIER, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) };
 }
 
-/// Sends the site's set-up of eax to a new stub: its `mov eax, nr` becomes a jump there, or
-/// its `xor eax, eax` a short jump to padding that jumps there.
+/// Sends the site's setup instruction to a new stub that runs a copy of it: the instruction
+/// becomes a jump there, or (`xor eax, eax`) a short jump to padding that jumps there.
 fn relocate(site: usize, nr: usize) -> bool {
     let Some(how) = relocation(site, nr) else { return false };
-    let Some(stub) = new_stub(site, nr as u32) else { return false };
+    let (at, fixed) = match how {
+        Relocation::Long(setup) => (site - setup.len, setup.fixed),
+        Relocation::Short(_) => (site - SHORT_PATCH_LEN, true),
+    };
+    let copy = unsafe { core::slice::from_raw_parts(at as *const u8, site - at) };
+    let Some(stub) = new_stub(site, copy, fixed) else { return false };
     match how {
-        Relocation::Long => {
-            let at = site - PATCH_LEN;
+        Relocation::Long(_) => {
             let Some(jump) = reloc::jump(at, stub) else { return false };
             if reloc::write_kind(at) == Write::Single {
                 store_bytes(at, &jump);
             } else {
-                // Threads arriving now wait on `jmp $`; none is inside the old `mov` once the
-                // cores are synchronised, so its last three bytes can change; then the loop goes.
+                // Threads arriving now wait on `jmp $`; none is inside the old instruction once
+                // the cores are synchronised, so its next three bytes can change; then the loop
+                // goes.
                 store_bytes(at, &reloc::SELF_LOOP);
                 sync_cores();
                 store_bytes(at + 2, &jump[2..]);
@@ -580,7 +585,6 @@ fn relocate(site: usize, nr: usize) -> bool {
             }
         }
         Relocation::Short(pad) => {
-            let at = site - SHORT_PATCH_LEN;
             let (Some(far), Some(near)) = (reloc::jump(pad, stub), reloc::short_jump(at, pad)) else { return false };
             // The padding is never executed: written first, then made reachable.
             store_bytes(pad, &far);
@@ -640,19 +644,20 @@ unsafe fn cmpxchg16b(block: usize, old: [u8; 16], new: [u8; 16]) -> bool {
 
 /// Trampoline pages: each starts with the fast entry's address, then stubs of STUB_SIZE.
 const MAX_TRAMPOLINES: usize = 64;
-const STUBS_FROM: usize = STUB_SIZE;
+const STUBS_FROM: usize = 16;
 static TRAMPOLINES: [AtomicUsize; MAX_TRAMPOLINES] = [const { AtomicUsize::new(0) }; MAX_TRAMPOLINES];
 /// Bytes used in each trampoline page (guarded by REWRITE_LOCK).
 static mut TRAMPOLINE_USED: [usize; MAX_TRAMPOLINES] = [0; MAX_TRAMPOLINES];
 /// Reach of a rel32 jump, with room for the page itself.
 const REACH: usize = (1 << 31) - 2 * PAGE;
 
-/// Writes a stub for `site` into a trampoline page within rel32 reach; its address.
-fn new_stub(site: usize, nr: u32) -> Option<usize> {
+/// Writes a stub for `site` that runs `copy` first into a trampoline page within rel32 reach;
+/// its address.
+fn new_stub(site: usize, copy: &[u8], fixed: bool) -> Option<usize> {
     let i = trampoline_near(site)?;
     let page = TRAMPOLINES[i].load(Relaxed);
     let stub = page + unsafe { TRAMPOLINE_USED[i] };
-    let code = reloc::stub(stub, site, page, nr)?;
+    let code = reloc::stub(stub, site, page, copy, fixed)?;
     unsafe {
         // Other stubs of the page stay executable while this one is written.
         if syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
