@@ -1,6 +1,7 @@
 //! coreplane-bench: native micro-benchmarks whose figures are the floors that every other
 //! coreplane measurement is divided by. Prints one JSON document on stdout.
 
+mod coverage;
 mod cpu;
 mod floor;
 mod paths;
@@ -24,6 +25,8 @@ enum Command {
     Paths(paths::PathsArgs),
     /// First and second call at 64 distinct syscall sites (the fast path's cold cost).
     Sites,
+    /// Which fast-path rewrite each syscall site of ELF files would get (a static count).
+    Coverage(coverage::CoverageArgs),
     /// OS noise: gap detector, FTQ and FWQ (`measure`); SCHED_FIFO noise injectors (`inject`).
     Noise(noise::NoiseArgs),
 }
@@ -33,6 +36,7 @@ fn main() {
     let result = match cli.command {
         Command::Floor(args) => floor::run(&args).map(|doc| serde_json::to_value(doc).expect("serialisable")),
         Command::Noise(args) => noise::run(&args),
+        Command::Coverage(args) => coverage::run(&args),
         Command::Paths(args) => paths::run(&args).map(|doc| serde_json::to_value(doc).expect("serialisable")),
         Command::Sites => Ok(serde_json::to_value(paths::sites()).expect("serialisable")),
     };

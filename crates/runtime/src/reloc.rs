@@ -4,7 +4,8 @@
 //! A site qualifies when the instruction that ends at its `syscall` is one of a few exact
 //! encodings (`setup`): `mov eax, nr` or `mov rax, nr` naming the very syscall that trapped
 //! there (436 of glibc 2.36's 526 sites; 36 of a Go binary's 39), or the load of the sixth
-//! argument that ends glibc's generic `syscall()`. That instruction becomes `jmp rel32` to the
+//! argument that ends glibc's generic `syscall()`, or the two instructions (descriptor reload,
+//! `xor eax, eax`) that end read's cancellable path. That instruction becomes `jmp rel32` to the
 //! stub; the `syscall` itself stays, so a branch that lands on it directly still traps as
 //! before. The stub runs a copy of the instruction, calls the fast entry with the red zone
 //! skipped, and jumps back behind the `syscall`.
@@ -22,6 +23,9 @@ const MOV_EAX: u8 = 0xb8;
 const MOV_RAX: [u8; 3] = [0x48, 0xc7, 0xc0];
 /// `mov r9, [rsp + 8]`: the last instruction of glibc's `syscall()`, before its `syscall`.
 const LOAD_ARG6: [u8; 5] = [0x4c, 0x8b, 0x4c, 0x24, 0x08];
+/// `mov edi, [rsp + 8]; xor eax, eax`: read's cancellable path (the one threaded programs
+/// take), which reloads the descriptor after enabling cancellation.
+const RELOAD_FD_READ: [u8; 6] = [0x8b, 0x7c, 0x24, 0x08, 0x31, 0xc0];
 const SYSCALL: [u8; 2] = [0x0f, 0x05];
 /// Bytes of a `jmp rel32`, the least a relocated instruction must have.
 pub const PATCH_LEN: usize = 5;
@@ -56,6 +60,8 @@ pub fn setup(code: &[u8; MAX_SETUP + 2], nr: usize) -> Option<Setup> {
         Some(Setup { len: 7, fixed: true })
     } else if before[2..] == LOAD_ARG6 {
         Some(Setup { len: 5, fixed: false })
+    } else if before[1..] == RELOAD_FD_READ && nr == 0 {
+        Some(Setup { len: 6, fixed: true })
     } else {
         None
     }
@@ -200,6 +206,8 @@ mod tests {
         assert_eq!(setup(&site(&[0xb9, 0x27, 0, 0, 0]), 0x27), None); // mov ecx
         assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true }));
         assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false }));
+        assert_eq!(setup(&site(&RELOAD_FD_READ), 0), Some(Setup { len: 6, fixed: true }));
+        assert_eq!(setup(&site(&RELOAD_FD_READ), 1), None);
         let mut not_a_syscall = site(&[0xb8, 0x27, 0, 0, 0]);
         not_a_syscall[MAX_SETUP..].copy_from_slice(&[0xff, 0xd0]);
         assert_eq!(setup(&not_a_syscall, 0x27), None);
