@@ -59,7 +59,7 @@ pub fn on_trap(info: *mut u8, uc: *mut u8) {
 /// Any call but those in `needs_trap`, from the trap or from the fast path.
 pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
     match nr {
-        RT_SIGACTION => signals::rt_sigaction(a[0], a[1], a[2]),
+        RT_SIGACTION => signals::rt_sigaction(a[0], a[1], a[2], a[3]),
         RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2 => signals::masked_call(nr, a),
         FORK | VFORK => process::fork(),
         EXECVE => process::execve(a[0], a[1], a[2]),

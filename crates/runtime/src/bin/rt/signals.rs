@@ -1,6 +1,7 @@
-//! The signal family: SIGSYS belongs to the runtime, so the program may neither block it nor
-//! replace its handler; the end of every program handler (its rt_sigreturn) is seen here, which
-//! is how a delegated blocking call learns that a signal interrupted its caller.
+//! The signal family: SIGSYS and SIG_INTERRUPT belong to the runtime, so the program may
+//! neither block SIGSYS nor replace either handler (their actions are virtual: the program sets
+//! and reads its own, as natively); the end of every program handler (its rt_sigreturn) is
+//! seen here, which is how a delegated blocking call learns that a signal interrupted its caller.
 
 use crate::dispatch::{gregs, REG_RIP, REG_RSP};
 use crate::sud::{self, KSigaction, SA_RESTART, SA_SIGINFO};
@@ -10,8 +11,12 @@ use crate::thread;
 const SIGSYS_BIT: u64 = 1 << (SIGSYS - 1);
 const NSIG: usize = 64;
 
-/// The program's own SIGSYS action (virtual: the real one stays the runtime's).
-static mut PROGRAM_SIGSYS: KSigaction = KSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
+/// The program's own actions for the runtime's signals (SIGSYS, SIG_INTERRUPT), by that order.
+static mut VIRTUAL: [KSigaction; 2] = [KSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 }; 2];
+/// What the kernel checks in rt_sigaction before anything else.
+const SIGSET_SIZE: usize = 8;
+const SIGKILL: usize = 9;
+const SIGSTOP: usize = 19;
 /// sa_flags of the program's handlers as the program gave them, by signal number.
 static mut FLAGS: [u64; NSIG + 1] = [0; NSIG + 1];
 
@@ -33,24 +38,34 @@ pub fn restarts(signo: i32, nr: usize) -> bool {
     flags & SA_RESTART != 0 && !never_restarted(nr)
 }
 
-/// rt_sigaction: SIGSYS is virtual, SIG_INTERRUPT is reserved, other masks lose SIGSYS.
+/// rt_sigaction: SIGSYS and SIG_INTERRUPT are virtual, other masks lose SIGSYS.
 /// Handlers are installed with SA_SIGINFO whatever the program asked (a plain handler ignores
 /// the extra arguments), because only then does the kernel put the signal number in the frame
-/// that `on_sigreturn` reads; the program is shown its own flags.
-pub fn rt_sigaction(sig: usize, act: usize, old: usize) -> isize {
-    if sig == SIG_INTERRUPT {
-        return -EINVAL;
-    }
+/// that `on_sigreturn` reads; the program is shown its own flags. Go's runtime asks for every
+/// signal from 1 to 64 at start-up and stops if one fails.
+pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
+    let virtual_slot = match sig {
+        SIGSYS => Some(0),
+        SIG_INTERRUPT => Some(1),
+        _ => None,
+    };
     unsafe {
-        if sig == SIGSYS {
-            let prev = PROGRAM_SIGSYS;
+        if let Some(i) = virtual_slot {
+            // The kernel's own checks, in its order: the set size, then the signal.
+            if size != SIGSET_SIZE {
+                return -EINVAL;
+            }
+            let prev = VIRTUAL[i];
             if act != 0 {
-                PROGRAM_SIGSYS = *(act as *const KSigaction);
+                VIRTUAL[i] = *(act as *const KSigaction);
             }
             if old != 0 {
                 *(old as *mut KSigaction) = prev;
             }
             return 0;
+        }
+        if size != SIGSET_SIZE || (act != 0 && (sig == SIGKILL || sig == SIGSTOP)) {
+            return syscall6(RT_SIGACTION, sig, act, old, size, 0, 0);
         }
         let mut copy;
         let act_ptr = if act != 0 {

@@ -11,6 +11,7 @@ pub const SA_SIGINFO: u64 = 4;
 pub const SA_RESTORER: u64 = 0x0400_0000;
 pub const SA_RESTART: u64 = 0x1000_0000;
 pub const SA_NODEFER: u64 = 0x4000_0000;
+pub const SA_ONSTACK: u64 = 0x0800_0000;
 
 static mut TEXT_START: usize = 0;
 static mut TEXT_LEN: usize = 0;
@@ -82,9 +83,13 @@ extern "C" fn on_sigsys(_sig: i32, info: *mut u8, uc: *mut u8) {
 pub fn arm_process() {
     // SA_NODEFER: a program handler running inside a trap (a signal that interrupted a local
     // blocking call) must itself be able to trap; the program's mask is left as it was.
+    // SA_ONSTACK: where the program gave a thread a signal stack, the trap's frame (≈ 1 KB of
+    // kernel frame plus the handler's) goes there. Go runs code on goroutine stacks of a few KB
+    // with a 32 KB signal stack per thread; a frame on the goroutine stack ran past its end and
+    // corrupted the goroutine below it. Without a signal stack nothing changes.
     let act = KSigaction {
         handler: on_sigsys as *const () as usize,
-        flags: SA_SIGINFO | SA_RESTORER | SA_NODEFER,
+        flags: SA_SIGINFO | SA_RESTORER | SA_NODEFER | SA_ONSTACK,
         restorer: coreplane_sigreturn as *const () as usize,
         mask: 0,
     };
