@@ -178,6 +178,10 @@ fn main() {
         fail(format!("fork: {}", std::io::Error::last_os_error()));
     }
     if pid == 0 {
+        // Rust's std ignores SIGPIPE before main, and an ignored signal stays ignored across
+        // execve: without this every program would get EPIPE instead of dying of SIGPIPE.
+        // The program starts with it as a shell (or Python's subprocess) gives it: default.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
         let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         unsafe { libc::execv(rt_c.as_ptr(), ptrs.as_ptr()) };

@@ -97,6 +97,9 @@ fn run(nr: usize, a: &[usize; 6]) -> isize {
     if crate::config().delegated.contains(nr) {
         if let Some((r, start, ticks, queued)) = delegate::call(t, nr, a) {
             profile::record(t.prof, nr, r, start, ticks, Some(queued));
+            if r == -EPIPE || r == -EFBIG {
+                signals::raise_for_delegated(nr, a, r);
+            }
             return r;
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::dispatch::{gregs, REG_RIP, REG_RSP};
 use crate::sud::{self, KSigaction, SA_RESTART, SA_SIGINFO};
-use crate::sys::*;
+use crate::sys::{self, *};
 use crate::thread;
 
 const SIGSYS_BIT: u64 = 1 << (SIGSYS - 1);
@@ -138,4 +138,48 @@ pub fn on_sigreturn(uc: *mut u8) {
         core::ptr::write_volatile(&mut t.handlers_done, t.handlers_done + 1);
     }
     g[REG_RIP] = sud::coreplane_sigreturn as *const () as u64;
+}
+
+const SIGPIPE: usize = 13;
+const SIGXFSZ: usize = 25;
+const MSG_NOSIGNAL: usize = 0x4000;
+const RT_TGSIGQUEUEINFO: usize = 297;
+const GETUID: usize = 102;
+
+/// Whether call `nr` with arguments `a` makes the kernel send SIGPIPE when it fails with EPIPE
+/// (a write to a pipe without readers or a broken stream socket).
+fn sends_sigpipe(nr: usize, a: &[usize; 6]) -> bool {
+    match nr {
+        1 /*write*/ | 20 /*writev*/ | 40 /*sendfile*/ | 275 /*splice*/ | 276 /*tee*/ | 278 /*vmsplice*/ => true,
+        44 /*sendto*/ | 307 /*sendmmsg*/ => a[3] & MSG_NOSIGNAL == 0,
+        46 /*sendmsg*/ => a[2] & MSG_NOSIGNAL == 0,
+        _ => false,
+    }
+}
+
+/// Whether call `nr` makes the kernel send SIGXFSZ when it fails with EFBIG (RLIMIT_FSIZE).
+fn sends_sigxfsz(nr: usize) -> bool {
+    matches!(nr, 1 /*write*/ | 18 /*pwrite64*/ | 20 /*writev*/ | 296 /*pwritev*/ | 328 /*pwritev2*/
+        | 76 /*truncate*/ | 77 /*ftruncate*/ | 285 /*fallocate*/ | 326 /*copy_file_range*/
+        | 40 /*sendfile*/ | 275 /*splice*/)
+}
+
+/// A delegated call failed: the signal the kernel sent for it went to the delegate (which
+/// blocks it), so send it to the calling thread as the kernel would have: SIGPIPE for EPIPE,
+/// SIGXFSZ for EFBIG, with the siginfo of send_sig (SI_USER, from this process).
+pub fn raise_for_delegated(nr: usize, a: &[usize; 6], result: isize) {
+    let sig = match result {
+        r if r == -EPIPE && sends_sigpipe(nr, a) => SIGPIPE,
+        r if r == -EFBIG && sends_sigxfsz(nr) => SIGXFSZ,
+        _ => return,
+    };
+    // struct siginfo: si_signo, si_errno, si_code (SI_USER = 0), padding, si_pid, si_uid.
+    let mut info = [0u32; 32];
+    info[0] = sig as u32;
+    unsafe {
+        info[4] = sys::getpid() as u32;
+        info[5] = syscall3(GETUID, 0, 0, 0) as u32;
+        let t = thread::current();
+        syscall6(RT_TGSIGQUEUEINFO, t.pid as usize, t.tid as usize, sig, info.as_ptr() as usize, 0, 0);
+    }
 }

@@ -49,6 +49,8 @@ pub const EINTR: isize = 4;
 pub const ENOEXEC: isize = 8;
 pub const ENOMEM: isize = 12;
 pub const EINVAL: isize = 22;
+pub const EFBIG: isize = 27;
+pub const EPIPE: isize = 32;
 
 pub const SIGSYS: usize = 31;
 /// Real-time signal the runtime reserves to interrupt a delegate's blocking call.

@@ -1,0 +1,53 @@
+"""Synchronous signals under coreplane run (issue 12, item 2): a write to a closed pipe kills
+with SIGPIPE and a write past RLIMIT_FSIZE with SIGXFSZ, as natively, whether the call ran
+locally or on a delegate; a handler sees the kernel's siginfo on the calling thread."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+PROGRAMS = Path(__file__).parent / "programs"
+POLICIES = ["none", "all"]
+
+
+@pytest.fixture(scope="module")
+def sync_signals(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("prog") / "sync_signals"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "sync_signals.c")], check=True)
+    return exe
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_pipeline_reader_that_stops_early(policy):
+    # sort dies of SIGPIPE silently when head exits; with SIGPIPE lost it printed an error.
+    cmd = "seq 1 200000 | sort -rn | head -3; yes | head -c 100000 | wc -c"
+    native = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
+    proc = run_cli("run", "--delegate", policy, "--", "sh", "-c", cmd)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, native.stdout, native.stderr) == (0, "200000\n199999\n199998\n100000\n", "")
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("program,signal", [
+    ("import os; r, w = os.pipe(); os.close(r); os.write(w, b'x')", 13),
+    ("import resource, os; resource.setrlimit(resource.RLIMIT_FSIZE, (1, -1)); "
+     "fd = os.open('/dev/shm/coreplane-xfsz-%d' % os.getpid(), os.O_CREAT | os.O_WRONLY | os.O_TRUNC); "
+     "os.unlink('/dev/shm/coreplane-xfsz-%d' % os.getpid()); os.write(fd, b'xy'); os.write(fd, b'z')", 25),
+])
+def test_program_dies_of_the_signal(policy, program, signal):
+    # Python ignores SIGPIPE and SIGXFSZ itself; the default comes back first, as C programs have it.
+    code = ("import signal; signal.signal(signal.SIGPIPE, signal.SIG_DFL); "
+            "signal.signal(signal.SIGXFSZ, signal.SIG_DFL); " + program)
+    assert subprocess.run(["python3", "-c", code]).returncode == -signal
+    proc = run_cli("run", "--delegate", policy, "--", "python3", "-c", code)
+    assert proc.returncode == 128 + signal, proc.stderr
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_handler_sees_the_kernels_siginfo_on_the_calling_thread(sync_signals, policy):
+    native = subprocess.run([str(sync_signals)], capture_output=True, text=True)
+    assert "signal=PIPE code=0 from_self=1 same_thread=1" in native.stdout
+    proc = run_cli("run", "--delegate", policy, "--", str(sync_signals))
+    assert proc.returncode == 0 and proc.stdout == native.stdout, proc.stdout + proc.stderr
