@@ -10,9 +10,6 @@ from rich.console import Console
 
 from coreplane.run.launch import RunOptions, check, run as run_program, temporary_profile
 
-# The program and its arguments follow `--` and reach the command as ctx.args.
-CONTEXT = {"allow_extra_args": True}
-
 DELEGATE_HELP = "Delegation policy: none | all | mckernel | mos | NAME,NAME,... | @FILE (names per line)."
 TIME_EVERY_HELP = ("Profile: time one local call in N on average, after the first 8 of each syscall per thread "
                    "(1: every call); counts are exact, total_ns is scaled from the timed calls.")
