@@ -61,9 +61,11 @@ macro_rules! sites {
             #[inline(never)]
             fn $name() {
                 // SAFETY: getppid (110) takes no arguments. The distinct value loaded into rcx
-                // (which the syscall clobbers anyway) keeps the compiler from merging the sites.
+                // (which the syscall clobbers anyway) keeps the compiler from merging the sites;
+                // the number goes into eax right before the syscall, as libc's wrappers do, so
+                // each site can be rewritten by either fast-path method.
                 unsafe {
-                    core::arch::asm!("mov ecx, {n}", "syscall", n = const $n, inlateout("rax") 110usize => _,
+                    core::arch::asm!("mov ecx, {n}", "mov eax, 110", "syscall", n = const $n, lateout("rax") _,
                                      lateout("rcx") _, lateout("r11") _, options(nostack));
                 }
             }
