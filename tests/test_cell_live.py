@@ -17,8 +17,8 @@ from coreplane.cell import Cell, CellSpec
 from coreplane.cell.cgroups import CpusetV2, detect
 from coreplane.cell.spec import online_cpus
 from coreplane.cell.state import STATE_DIR
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.doctor.host import format_cpu_list
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or len(online_cpus()) < 2, reason="needs root and 2 CPUs")
 COMPUTE, CONTROL = [online_cpus()[-1]], [online_cpus()[0]]

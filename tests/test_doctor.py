@@ -2,8 +2,9 @@
 
 import pytest
 
+from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 from coreplane.doctor.checks import diagnose, kernel_version, mounts
-from coreplane.doctor.host import Host, format_cpu_list, parse_cpu_list
+from coreplane.doctor.host import Host
 from conftest import HOSTS, cli_json, run_cli
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from coreplane import dse
 from machine_lock import machine_lock
-from coreplane.doctor.host import parse_cpu_list
+from coreplane.core.cpulist import parse_cpu_list
 
 
 def sweep(tmp_path, name="s", **spec):

@@ -9,7 +9,7 @@ import pytest
 from conftest import cli_json, run_cli
 from machine_lock import machine_lock
 from coreplane.cell.spec import online_cpus
-from coreplane.doctor.host import format_cpu_list
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.noise.inject import check
 from coreplane.noise.measure import measure
 from coreplane.noise.units import parse_duration

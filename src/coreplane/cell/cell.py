@@ -12,8 +12,8 @@ from pathlib import Path
 from coreplane.cell import state, steering
 from coreplane.cell.cgroups import HOST, Cpuset, all_cpus, detect
 from coreplane.cell.spec import CellSpec, default_name, online_cpus, validate
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.doctor.host import format_cpu_list
 
 WATCHDOG_MODULE = "coreplane.cell.watchdog"
 

@@ -8,8 +8,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 from coreplane.cell.state import stat_fields
+from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.doctor.host import format_cpu_list, parse_cpu_list
 
 BASE = "coreplane"      # our directory below the cpuset root
 HOST = "host"           # where the machine's other movable processes wait while cells live

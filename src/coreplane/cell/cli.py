@@ -8,9 +8,9 @@ from rich.table import Table
 
 from coreplane.cell.cell import Cell
 from coreplane.cell.spec import CellSpec, parse_cores
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit
-from coreplane.doctor.host import format_cpu_list
 
 app = typer.Typer(help="Cells: exclusive compute cores, the machine's other work on control cores.",
                   no_args_is_help=True)

@@ -4,8 +4,8 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
+from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.doctor.host import format_cpu_list, parse_cpu_list
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 

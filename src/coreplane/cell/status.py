@@ -7,7 +7,7 @@ from pathlib import Path
 
 from coreplane.cell import state, steering
 from coreplane.cell.cgroups import EXEMPT_PIDS, PF_KTHREAD, PF_NO_SETAFFINITY, Cpuset, task_flags
-from coreplane.doctor.host import format_cpu_list, parse_cpu_list
+from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 
 ISOLATED, PARTIAL, NOT_ISOLATED, INFO = "isolated", "partial", "not isolated", "info"
 

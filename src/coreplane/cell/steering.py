@@ -4,7 +4,7 @@ workqueue cpumask and the 2 MiB huge page pool. Originals are captured once, by 
 import errno
 from pathlib import Path
 
-from coreplane.doctor.host import format_cpu_list, parse_cpu_list
+from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 
 PROC_IRQ = Path("/proc/irq")
 WQ_CPUMASK = Path("/sys/devices/virtual/workqueue/cpumask")

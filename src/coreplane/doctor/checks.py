@@ -6,8 +6,9 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 from coreplane.doctor import probes as live_probes
-from coreplane.doctor.host import Host, format_cpu_list, parse_cpu_list
+from coreplane.doctor.host import Host
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 

@@ -6,8 +6,9 @@ from functools import cached_property
 
 import numpy as np
 
+from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.doctor.host import Host, parse_cpu_list
+from coreplane.doctor.host import Host
 
 MAX_CORES = 4096  # the all-pairs hop matrix is C x C; beyond this a spec is a typo more often than a plan
 

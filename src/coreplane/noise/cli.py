@@ -8,9 +8,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit
-from coreplane.doctor.host import format_cpu_list
 from coreplane.noise.measure import check_cpus
 from coreplane.noise.units import human_ns, parse_duration
 

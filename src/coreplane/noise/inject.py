@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import binary
-from coreplane.doctor.host import format_cpu_list
 from coreplane.noise.measure import measure
 from coreplane.noise.units import human_ns
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from coreplane.doctor.host import format_cpu_list
+from coreplane.core.cpulist import format_cpu_list
 
 TRACEFS = Path("/sys/kernel/tracing")
 # osnoise per-period summary: TASK-PID [CPU] FLAGS TIMESTAMP: RUNTIME NOISE %AVAIL MAX HW NMI IRQ SIRQ THREAD

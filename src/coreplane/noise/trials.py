@@ -10,9 +10,9 @@ from pathlib import Path
 
 from coreplane.cell import Cell, CellSpec
 from coreplane.cell.spec import online_cpus
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import REPO_ROOT
-from coreplane.doctor.host import format_cpu_list
 from coreplane.noise.inject import Injector
 from coreplane.noise.measure import measure
 

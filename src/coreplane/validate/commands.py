@@ -7,9 +7,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import REPO_ROOT
-from coreplane.doctor.host import format_cpu_list
 from coreplane.run.launch import RunOptions, check, exec_argv
 
 WORKLOADS = REPO_ROOT / "workloads" / "bin"

@@ -6,8 +6,8 @@ import os
 import socket
 import threading
 
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.doctor.host import format_cpu_list
 from coreplane.dse.runner import RunContext, execute, kill_group, process_start_ticks
 
 

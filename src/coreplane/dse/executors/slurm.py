@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.doctor.host import format_cpu_list
 from coreplane.dse.runner import LiveGroups, RunContext, RunSettings, RunTask, execute
 from coreplane.dse.spec import SlurmOptions
 from coreplane.dse.store import Attempt, RunResult
