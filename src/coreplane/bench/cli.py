@@ -6,8 +6,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from coreplane.bench.machine import default_core_pair, describe
+from coreplane.bench.cores import default_core_pair
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 from coreplane.core.native import run_json
 from coreplane.core.output import console, emit
 

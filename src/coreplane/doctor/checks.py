@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
+from coreplane.core.machine import cpuinfo_field
 from coreplane.doctor import probes as live_probes
 from coreplane.doctor.host import Host
 
@@ -51,17 +52,10 @@ def mounts(host: Host) -> list[Mount]:
     return out
 
 
-def cpuinfo_field(host: Host, key: str) -> str | None:
-    for line in (host.read("/proc/cpuinfo") or "").splitlines():
-        k, _, v = line.partition(":")
-        if k.strip() == key:
-            return v.strip()
-    return None
-
-
 def check_cpus(host: Host, probes: dict[str, Probe]) -> Finding:
     online = parse_cpu_list(host.read("/sys/devices/system/cpu/online"))
-    ev = [f"online: {format_cpu_list(online) or '?'}", f"model: {cpuinfo_field(host, 'model name') or '?'}"]
+    model = cpuinfo_field(host.read("/proc/cpuinfo"), "model name")
+    ev = [f"online: {format_cpu_list(online) or '?'}", f"model: {model or '?'}"]
     cores: dict[tuple[str, str], list[int]] = {}
     for cpu in online:
         base = f"/sys/devices/system/cpu/cpu{cpu}/topology"
@@ -211,7 +205,7 @@ def check_kvm(host: Host, probes: dict[str, Probe]) -> Finding:
 
 
 def check_virtual(host: Host, probes: dict[str, Probe]) -> Finding:
-    flags = (cpuinfo_field(host, "flags") or "").split()
+    flags = (cpuinfo_field(host.read("/proc/cpuinfo"), "flags") or "").split()
     vendor = host.read("/sys/class/dmi/id/sys_vendor")
     product = host.read("/sys/class/dmi/id/product_name")
     ev = [f"cpu flag 'hypervisor': {'yes' if 'hypervisor' in flags else 'no'}"]

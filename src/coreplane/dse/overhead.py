@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from coreplane.bench.machine import describe
+from coreplane.core.machine import describe
 from coreplane.core.output import console, emit
 from coreplane.dse.spec import from_dict
 from coreplane.dse.store import Store

@@ -121,7 +121,7 @@ def run_sweep(spec: Spec | dict | str | Path, out: str | Path, *, resume: bool =
         if existing and not resume:
             raise CoreplaneError(f"{out}: already holds a sweep ({existing} runs); continue it with --resume "
                                  f"or choose another --out")
-        from coreplane.bench.machine import describe
+        from coreplane.core.machine import describe
         store.set_meta(name=spec.name, source=spec.source, spec=spec.text, tags=spec.tags,
                        parameters=list(spec.parameters), metric=spec.statistics.metric,
                        confidence=spec.statistics.confidence, cv_threshold=spec.statistics.cv_threshold,

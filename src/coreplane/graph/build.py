@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from coreplane.bench.machine import describe
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 from coreplane.graph import io
 from coreplane.graph.layers import frames, instructions, threads
 from coreplane.graph.layers.cores import cores_layer

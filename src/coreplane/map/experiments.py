@@ -17,8 +17,8 @@ import numpy as np
 import typer
 from rich.console import Console
 
-from coreplane.bench.machine import describe
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 from coreplane.core.native import REPO_ROOT
 from coreplane.graph import io
 from coreplane.graph.build import build

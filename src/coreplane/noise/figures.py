@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from coreplane.bench.machine import describe  # noqa: E402
+from coreplane.core.machine import describe  # noqa: E402
 
 
 def _metric(table, metric: str):

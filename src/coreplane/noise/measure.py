@@ -4,10 +4,10 @@ from them, the interrupts that fired meanwhile, and the kernel tracers where pre
 import os
 import time
 
-from coreplane.bench.machine import describe
 from coreplane.cell.spec import online_cpus, parse_cores
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 from coreplane.core.native import run_json
 from coreplane.noise.analysis import counter_deltas, ftq_spectrum, proc_counters, summarise_cpu
 from coreplane.noise.tracefs import kernel_tracers

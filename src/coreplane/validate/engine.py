@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coreplane.bench.machine import describe
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 from coreplane.model import profile as profiles
 from coreplane.validate import calibrate, commands, plan, predict, rounds
 from coreplane.validate.calibrate import Calibration

@@ -1,0 +1,29 @@
+"""A one-line description of the machine a result was measured on."""
+
+import os
+import platform
+from pathlib import Path
+
+
+def cpuinfo_field(cpuinfo: str | None, key: str) -> str | None:
+    """The value of the first `key : value` line in the text of /proc/cpuinfo ("model name", "flags")."""
+    for line in (cpuinfo or "").splitlines():
+        k, _, v = line.partition(":")
+        if k.strip() == key:
+            return v.strip()
+    return None
+
+
+def describe() -> dict:
+    """CPU model, count, kernel and whether it is a VM: enough to say "which machine"."""
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        cpuinfo = None
+    flags = (cpuinfo_field(cpuinfo, "flags") or "").split()
+    return {
+        "cpu": cpuinfo_field(cpuinfo, "model name") or platform.processor(),
+        "cpus": os.cpu_count(),
+        "kernel": platform.release(),
+        "virtual": "hypervisor" in flags,
+    }
