@@ -7,11 +7,11 @@ import pytest
 
 from conftest import cli_json, run_cli
 from coreplane.core.errors import CoreplaneError
+from coreplane.graph.topology import parse_spec
 from coreplane.map import mapfile, methods
 from coreplane.map.comm import CommGraph
 from coreplane.map.metrics import evaluate
 from coreplane.map.patterns import PATTERNS, pattern
-from coreplane.map.topology import parse_spec
 
 
 @pytest.mark.parametrize("spec", ["mesh:4x4", "torus:4x4", "tree:2,2,4"])

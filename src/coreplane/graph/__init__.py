@@ -1,1 +1,1 @@
-"""NetworkedOS multi-layer graphs of real programs: building the layers, saving them, partitioning by quality T."""
+"""NetworkedOS multi-layer graphs of real programs: the layers (cores from a topology), saving them, partitioning by quality T."""

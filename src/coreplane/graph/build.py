@@ -13,7 +13,7 @@ from coreplane.graph import io
 from coreplane.graph.layers import frames, instructions, threads
 from coreplane.graph.layers.cores import cores_layer
 from coreplane.graph.model import MultiLayerGraph, merge
-from coreplane.map.topology import parse_spec
+from coreplane.graph.topology import parse_spec
 
 
 def trace_syscalls(argv: list[str], workdir: Path, interval: float) -> tuple[Path, frames.FrameSampler, dict]:

@@ -1,1 +1,1 @@
-"""Thread-to-core mapping: topologies (layer 3), the paper's greedy O(P) mapping, baselines and NoC metrics."""
+"""Thread-to-core mapping onto a topology (graph/topology.py): the paper's greedy O(P) mapping, baselines and NoC metrics."""

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.graph.topology import Topology
 from coreplane.map.comm import CommGraph
-from coreplane.map.topology import Topology
 
 SCOTCH_GMAP = "scotch_gmap"  # Debian package `scotch`
 SCOTCH_MAX_EDGE_WEIGHT = 10_000  # Scotch wants integer weights; sums must stay within int32

@@ -7,11 +7,11 @@ from rich.table import Table
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit
+from coreplane.graph.topology import parse_spec
 from coreplane.map import mapfile, methods
 from coreplane.map.comm import from_graph
 from coreplane.map.greedy import default_capacity
 from coreplane.map.patterns import PATTERNS, pattern
-from coreplane.map.topology import parse_spec
 
 
 def load_problem(source: str, topo, message_bytes: float):

@@ -23,11 +23,11 @@ from coreplane.core.native import REPO_ROOT
 from coreplane.graph import io
 from coreplane.graph.build import build
 from coreplane.graph.partition import greedy_partition, layer_arrays
+from coreplane.graph.topology import parse_spec
 from coreplane.map import mapfile, methods
 from coreplane.map.comm import from_graph
 from coreplane.map.greedy import default_capacity, greedy_map
 from coreplane.map.patterns import PATTERNS, pattern
-from coreplane.map.topology import parse_spec
 
 app = typer.Typer(help="NetworkedOS experiments (make bench / make figures).", no_args_is_help=True)
 err = Console(stderr=True)

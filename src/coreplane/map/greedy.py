@@ -4,8 +4,8 @@ from collections import deque
 
 import numpy as np
 
+from coreplane.graph.topology import Topology
 from coreplane.map.comm import CommGraph
-from coreplane.map.topology import Topology
 
 # Cost of moving one byte one hop, in the unit of the processes' loads (ns): a 64-byte
 # cache-line hand-off between two cores costs ~100 ns on this machine (`coreplane bench floor`).

@@ -5,11 +5,11 @@ import time
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.graph.topology import Topology
 from coreplane.map import baselines
 from coreplane.map.comm import CommGraph
 from coreplane.map.greedy import greedy_map, refine
 from coreplane.map.metrics import check_placement, evaluate
-from coreplane.map.topology import Topology
 
 
 def hop_bytes(comm: CommGraph, topo: Topology, placement: np.ndarray) -> float:

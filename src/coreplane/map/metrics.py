@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.graph.topology import Topology
 from coreplane.map.comm import CommGraph
-from coreplane.map.topology import Topology
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Layer 3 as graph tables: the network nodes (cores, then switches) and links of a Topology."""
 
 from coreplane.graph.model import edge_frame, node_frame
-from coreplane.map.topology import Topology
+from coreplane.graph.topology import Topology
 
 
 def cores_layer(topo: Topology):

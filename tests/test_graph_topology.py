@@ -4,7 +4,7 @@ import pytest
 
 from conftest import run_cli
 from coreplane.core.errors import CoreplaneError
-from coreplane.map.topology import host_topology, parse_spec
+from coreplane.graph.topology import host_topology, parse_spec
 
 
 @pytest.mark.parametrize("spec", ["mesh:8x", "mesh:0x4", "mesh:3x3x3", "torus:4", "tree:", "tree:2,,4",
