@@ -4,7 +4,7 @@ import pytest
 
 from conftest import run_cli
 from coreplane.core.errors import CoreplaneError
-from coreplane.dse.spec import load
+from coreplane.dse.specfile import load
 
 GOOD_TOML = """\
 name = "levels"

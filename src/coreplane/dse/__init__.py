@@ -13,7 +13,7 @@ import importlib
 
 # Resolved on first use, so `coreplane --help` does not pay for pandas and scipy.
 _EXPORTS = {
-    "load_spec": ("coreplane.dse.spec", "load"),
+    "load_spec": ("coreplane.dse.specfile", "load"),
     "spec_from_dict": ("coreplane.dse.spec", "from_dict"),
     "run_sweep": ("coreplane.dse.sweep", "run_sweep"),
     "load_runs": ("coreplane.dse.results", "load_runs"),

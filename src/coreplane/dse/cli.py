@@ -8,7 +8,7 @@ from rich.table import Table
 
 from coreplane.core.output import console, emit
 from coreplane.dse import expand
-from coreplane.dse.spec import load
+from coreplane.dse.specfile import load
 from coreplane.dse.sweep import run_sweep
 
 

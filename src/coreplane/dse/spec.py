@@ -1,4 +1,4 @@
-"""Sweep specifications: the TOML format and paper 001's INFOFILE, both read into one `Spec`."""
+"""Sweep specifications: TOML text or a dict (infofile.py makes one of paper 001's INFOFILE) checked into one `Spec`."""
 
 from __future__ import annotations
 
@@ -464,18 +464,3 @@ def parse_toml(text: str, source: str) -> Spec:
         raise CoreplaneError(f"{source}:{line}: {message}") from None
     return from_dict(doc, source, text)
 
-
-def load(path: str | Path) -> Spec:
-    """Reads a spec file: `.toml` as TOML, anything else as an INFOFILE."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CoreplaneError(f"{path}: cannot read the spec: {exc.strerror}") from None
-    if path.suffix == ".toml":
-        spec = parse_toml(text, str(path))
-    else:
-        from coreplane.dse.infofile import parse_infofile
-        spec = parse_infofile(text, str(path))
-    spec.text = text
-    return spec

@@ -19,7 +19,8 @@ from coreplane.dse import expand
 from coreplane.dse.expand import Point
 from coreplane.dse.runner import (LiveGroups, RunContext, RunSettings, RunTask, TimeoutPolicy,
                                   process_start_ticks, size_class)
-from coreplane.dse.spec import Spec, from_dict, load
+from coreplane.dse.spec import Spec, from_dict
+from coreplane.dse.specfile import load
 from coreplane.dse.stats import cv_too_high
 from coreplane.dse.store import STORE_NAME, RunResult, Store
 
