@@ -41,8 +41,19 @@ def test_program_dies_of_the_signal(policy, program, signal):
     code = ("import signal; signal.signal(signal.SIGPIPE, signal.SIG_DFL); "
             "signal.signal(signal.SIGXFSZ, signal.SIG_DFL); " + program)
     assert subprocess.run(["python3", "-c", code]).returncode == -signal
-    proc = run_cli("run", "--delegate", policy, "--", "python3", "-c", code)
-    assert proc.returncode == 128 + signal, proc.stderr
+    for summary in ([], ["--json"]):  # handed to the launcher, or through the full command
+        proc = run_cli("run", *summary, "--delegate", policy, "--", "python3", "-c", code)
+        assert proc.returncode == -signal, proc.stderr
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_programs_start_with_the_default_disposition_of_sigxfsz(policy):
+    # Python, which starts the launcher, ignores SIGXFSZ; head must still die of it.
+    cmd = "ulimit -f 1; head -c 5000 /dev/zero > /dev/shm/coreplane-xfsz-$$; echo $?; rm /dev/shm/coreplane-xfsz-$$"
+    native = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
+    proc = run_cli("run", "--delegate", policy, "--", "sh", "-c", cmd)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, native.stdout, native.stderr)
+    assert native.stdout == "153\n"  # 128 + SIGXFSZ; sh says "File size limit exceeded" on stderr
 
 
 @pytest.mark.parametrize("policy", POLICIES)

@@ -2,16 +2,19 @@
 (so `coreplane run` does not pay for pandas, matplotlib or scipy), and every error as one line."""
 
 import importlib
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from click.shell_completion import CompletionItem, get_completion_class
 
 from coreplane.core.errors import CoreplaneError
 
 USAGE_STATUS = 2
+COMPLETE_VARIABLE = "_COREPLANE_COMPLETE"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,11 @@ class Commands(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, entry.help) for name, entry in COMMANDS.items()])
 
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Command names with their help from the table (completing must not import every area)."""
+        return [CompletionItem(name, help=entry.help.split(". ")[0]) for name, entry in COMMANDS.items()
+                if name.startswith(incomplete)] + click.Command.shell_complete(self, ctx, incomplete)
+
 
 def version() -> str:
     """The package version and, in a git checkout, the commit it runs from."""
@@ -108,12 +116,64 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
         ctx.exit()
 
 
+# Where each shell loads completions from on its own (bash through the bash-completion package).
+COMPLETION_FILES = {
+    "bash": "{data}/bash-completion/completions/coreplane",
+    "zsh": "{data}/zsh/site-functions/_coreplane",
+    "fish": "{config}/fish/completions/coreplane.fish",
+}
+
+
+def completion_script(shell: str) -> str:
+    """The completion script for `shell` (click's: the shell asks `coreplane` itself)."""
+    if shell not in COMPLETION_FILES:
+        raise click.BadParameter(f"{shell}: not one of {', '.join(COMPLETION_FILES)}")
+    return get_completion_class(shell)(cli, {}, "coreplane", COMPLETE_VARIABLE).source()
+
+
+def _shell(value: str) -> str:
+    return Path(os.environ.get("SHELL", "bash")).name if value == "auto" else value
+
+
+def _show_completion(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(completion_script(_shell(value)))
+        ctx.exit()
+
+
+def _install_completion(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    shell = _shell(value)
+    script = completion_script(shell)
+    home = Path.home()
+    path = Path(COMPLETION_FILES[shell].format(
+        data=os.environ.get("XDG_DATA_HOME") or home / ".local" / "share",
+        config=os.environ.get("XDG_CONFIG_HOME") or home / ".config"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script)
+    hint = {"bash": "loaded by bash-completion in new shells (without it: `source` the file from ~/.bashrc)",
+            "zsh": f"add `fpath=({path.parent} $fpath)` before compinit in ~/.zshrc",
+            "fish": "loaded by fish in new shells"}[shell]
+    click.echo(f"{shell} completion written to {path}: {hint}")
+    ctx.exit()
+
+
+SHELL_HELP = "SHELL: bash, zsh or fish (default: $SHELL)."
 cli = Commands(
     name="coreplane",
     help="Cells, syscall delegation, OS noise and speedup models for parallel programs on stock Linux.",
     no_args_is_help=True,
-    params=[click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-                         help="Print the version and the commit, then exit.")],
+    params=[
+        click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+                     help="Print the version and the commit, then exit."),
+        click.Option(["--install-completion"], metavar="[SHELL]", is_flag=False, flag_value="auto",
+                     expose_value=False, is_eager=True, callback=_install_completion,
+                     help=f"Install tab completion for your shell, then exit. {SHELL_HELP}"),
+        click.Option(["--show-completion"], metavar="[SHELL]", is_flag=False, flag_value="auto",
+                     expose_value=False, is_eager=True, callback=_show_completion,
+                     help=f"Print the completion script, then exit. {SHELL_HELP}"),
+    ],
 )
 
 
@@ -121,44 +181,34 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _kinds(exc: BaseException) -> set[str]:
-    """Class names along the exception's hierarchy. The commands are typer's, and typer raises
-    the exceptions of its own copy of click (typer._click), which have the shapes and names of
-    click's but are other classes: both are recognised by name."""
-    return {cls.__name__ for cls in type(exc).__mro__}
-
-
-def _status(exc: BaseException) -> int | None:
-    """Prints the one-line message of a click-shaped exception; its exit status (None: not one)."""
-    kinds = _kinds(exc)
-    if "Exit" in kinds:  # typer.Exit, click's Exit: a status, no message
+def _status(exc: Exception) -> int | None:
+    """Prints the one-line message of one of click's exceptions; its exit status (None: not one)."""
+    if isinstance(exc, click.exceptions.Exit):  # typer.Exit too: a status, no message
         return exc.exit_code
-    if "NoArgsIsHelpError" in kinds:  # a group named without a command: its help is shown
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # a group named without a command: its help
         return USAGE_STATUS
-    if "UsageError" in kinds:
-        ctx = getattr(exc, "ctx", None)
-        where = ctx.command_path.removeprefix("coreplane").strip() if ctx is not None else ""
+    if isinstance(exc, click.UsageError):
+        where = exc.ctx.command_path.removeprefix("coreplane").strip() if exc.ctx is not None else ""
         prefix = f"{where}: " if where else ""
         print(f"coreplane: error: {prefix}{_one_line(exc.format_message())}", file=sys.stderr)
         return USAGE_STATUS
-    if "ClickException" in kinds:
+    if isinstance(exc, click.ClickException):
         print(f"coreplane: error: {_one_line(exc.format_message())}", file=sys.stderr)
         return exc.exit_code
-    if "Abort" in kinds:
+    if isinstance(exc, click.Abort):
         print("coreplane: error: aborted", file=sys.stderr)
         return 1
     return None
 
 
-def main() -> None:
-    """Console-script entry: runs the command; every error is one line on stderr, usage errors
-    with status 2, the others with the error's own status."""
-    args = sys.argv[1:]
-    if not args:
+def main(args: list[str]) -> None:
+    """Runs `coreplane ARGS...` (coreplane/entry.py calls it); every error is one line on stderr,
+    usage errors with status 2, the others with the error's own status."""
+    if not args and COMPLETE_VARIABLE not in os.environ:
         click.echo(cli.get_help(click.Context(cli, info_name="coreplane")))
         sys.exit(USAGE_STATUS)
     try:
-        status = cli.main(args=args, prog_name="coreplane", standalone_mode=False)
+        status = cli.main(args=args, prog_name="coreplane", complete_var=COMPLETE_VARIABLE, standalone_mode=False)
     except CoreplaneError as exc:
         print(f"coreplane: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

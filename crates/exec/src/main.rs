@@ -36,8 +36,8 @@ struct Args {
     #[arg(long)]
     control_cores: Option<String>,
     /// Delegate threads started at the first delegated call (the pool grows when all block).
-    #[arg(long, default_value_t = 1)]
-    delegates: u32,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    delegate_threads: u32,
     /// Thread placement by clone-tree key, `KEY:CPULIST|KEY:CPULIST...` (from `coreplane run --map`).
     #[arg(long)]
     placement: Option<String>,
@@ -65,9 +65,31 @@ struct Args {
 
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
+/// Set by `coreplane run` when it hands the run over to this launcher: errors then read as the
+/// CLI's own (`coreplane: error: ...`). Taken out of the environment before the program starts.
+const PREFIX_VARIABLE: &str = "COREPLANE_ERROR_PREFIX";
+static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Prints one line, `PREFIX message`, on stderr.
+fn error_line(msg: impl std::fmt::Display) {
+    eprintln!("{}{msg}", PREFIX.get().map_or("coreplane-exec: ", String::as_str));
+}
+
 fn fail(msg: impl std::fmt::Display) -> ! {
-    eprintln!("coreplane-exec: {msg}");
+    error_line(msg);
     std::process::exit(2);
+}
+
+/// The options, or a one-line usage error naming the option (status 2); help and version as clap prints them.
+fn parse_args() -> Args {
+    Args::try_parse().unwrap_or_else(|e| {
+        if !e.use_stderr() {
+            e.exit();
+        }
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        fail(first.strip_prefix("error: ").unwrap_or(first))
+    })
 }
 
 fn runtime_path() -> PathBuf {
@@ -106,7 +128,11 @@ fn mirror(status: libc::c_int) -> ! {
 }
 
 fn main() {
-    let args = Args::parse();
+    if let Some(prefix) = std::env::var_os(PREFIX_VARIABLE) {
+        let _ = PREFIX.set(prefix.to_string_lossy().into_owned());
+        std::env::remove_var(PREFIX_VARIABLE);
+    }
+    let args = parse_args();
     if args.list_syscalls {
         let table: Vec<_> = syscalls::SYSCALLS.iter().map(|(nr, n)| serde_json::json!({"nr": nr, "name": n})).collect();
         println!("{}", serde_json::to_string(&table).unwrap());
@@ -123,7 +149,7 @@ fn main() {
     let program = program::find(&args.command[0])
         .and_then(|p| program::check(&p).map(|()| p))
         .unwrap_or_else(|u| {
-            eprintln!("coreplane-exec: {}: {}", args.command[0].to_string_lossy(), u.why);
+            error_line(format!("{}: {}", args.command[0].to_string_lossy(), u.why));
             std::process::exit(u.status)
         });
     let rt = runtime_path();
@@ -147,7 +173,7 @@ fn main() {
         std::str::from_utf8(&hex).unwrap(),
         args.forward_cost,
         tsc::khz(),
-        args.delegates.max(1),
+        args.delegate_threads,
         args.time_every
     );
     if let Some(c) = &layout.compute {
@@ -178,14 +204,18 @@ fn main() {
         fail(format!("fork: {}", std::io::Error::last_os_error()));
     }
     if pid == 0 {
-        // Rust's std ignores SIGPIPE before main, and an ignored signal stays ignored across
-        // execve: without this every program would get EPIPE instead of dying of SIGPIPE.
-        // The program starts with it as a shell (or Python's subprocess) gives it: default.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        // Rust's std ignores SIGPIPE before main, Python (whose `coreplane run` execs this
+        // launcher) ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across
+        // execve: without this programs would get EPIPE or EFBIG instead of dying of the signal.
+        // The program starts with both as a shell (or Python's subprocess) gives them: default.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+        }
         let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         unsafe { libc::execv(rt_c.as_ptr(), ptrs.as_ptr()) };
-        eprintln!("coreplane-exec: {}: {}", rt.display(), std::io::Error::last_os_error());
+        error_line(format!("{}: {}", rt.display(), std::io::Error::last_os_error()));
         unsafe { libc::_exit(127) };
     }
     CHILD.store(pid, Ordering::Relaxed);
@@ -218,7 +248,7 @@ fn main() {
             forward_cost_ns: args.forward_cost,
             compute: layout.compute_list(),
             control: layout.control_list(),
-            delegates: args.delegates.max(1),
+            delegates: args.delegate_threads,
             time_every: args.time_every,
             wall_ns: wall.as_nanos() as u64,
             user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
@@ -226,7 +256,7 @@ fn main() {
             status,
         };
         if let Err(e) = merge::write_profile(dir, &run, out) {
-            eprintln!("coreplane-exec: profile: {e}");
+            error_line(format!("profile: {e}"));
         }
         let _ = std::fs::remove_dir_all(dir);
     }

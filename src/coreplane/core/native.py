@@ -1,30 +1,22 @@
 """Locating and calling coreplane's Rust binaries (target/release/ in a checkout)."""
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
+from coreplane.core import binaries
 from coreplane.core.errors import CoreplaneError
 
-# src/coreplane/core/native.py -> repository root
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(binaries.REPO_ROOT)
 
 
 def binary(name: str) -> Path:
-    """Path of Rust binary `name`: $COREPLANE_BIN_DIR, then the checkout's target/release, then PATH."""
-    candidates = []
-    if os.environ.get("COREPLANE_BIN_DIR"):
-        candidates.append(Path(os.environ["COREPLANE_BIN_DIR"]) / name)
-    candidates.append(REPO_ROOT / "target" / "release" / name)
-    for path in candidates:
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-    found = shutil.which(name)
+    """Path of Rust binary `name` (core/binaries.py says where it is looked for)."""
+    found = binaries.locate(name)
     if found:
         return Path(found)
-    raise CoreplaneError(f"{name}: native binary not found (looked in {candidates[-1].parent}); run `make` first")
+    raise CoreplaneError(f"{name}: native binary not found (looked in {REPO_ROOT / 'target' / 'release'} "
+                         "and $PATH); run `make` first")
 
 
 def run_json(name: str, *args: str) -> dict:

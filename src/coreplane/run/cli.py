@@ -1,4 +1,5 @@
-"""The `coreplane run` and `coreplane profile` commands."""
+"""The `coreplane run` and `coreplane profile` commands (a plain `run` never gets here:
+run/direct.py hands it to coreplane-exec first)."""
 
 import json
 import sys
@@ -6,89 +7,104 @@ from pathlib import Path
 
 import typer
 
-from rich.console import Console
-
+from coreplane.core import options as o
 from coreplane.run.launch import RunOptions, check, run as run_program, temporary_profile
 
-DELEGATE_HELP = "Delegation policy: none | all | mckernel | mos | NAME,NAME,... | @FILE (names per line)."
 TIME_EVERY_HELP = ("Profile: time one local call in N on average, after the first 8 of each syscall per thread "
                    "(1: every call); counts are exact, total_ns is scaled from the timed calls.")
+SLED_HELP = ("Fast path through a sled at address 0 even without protection keys, where page 0 then reads as "
+             "sled bytes instead of faulting (default there: relocated sites, page 0 unmapped).")
 
 
-def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegates,
-             profile, cell, time_every: int, mapping: Path | None = None) -> RunOptions:
+def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads,
+             profile, cell, time_every: int, null_page_sled: bool, mapping: Path | None = None) -> RunOptions:
     placement = None
     if mapping:
         from coreplane.map.mapfile import cpu_lists
         placement = cpu_lists(mapping)
     return RunOptions(command=list(ctx.args), delegate=delegate, local=[n for n in (local or "").split(",") if n],
                       forward_cost_ns=forward_cost, compute_cores=compute_cores, control_cores=control_cores,
-                      delegates=delegates, profile=profile, cell=cell, placement=placement, time_every=time_every)
+                      delegate_threads=delegate_threads, profile=profile, cell=cell, placement=placement,
+                      time_every=time_every, null_page_sled=null_page_sled)
+
+
+def _emit(doc: dict, json_flag: bool, json_out: Path | None) -> None:
+    """The run's JSON document: last on stderr (--json; stdout is the program's) and/or in a file."""
+    text = json.dumps(doc, default=str)
+    if json_out:
+        json_out.write_text(text + "\n")
+    if json_flag:
+        print(text, file=sys.stderr)
 
 
 def run(
     ctx: typer.Context,
-    delegate: str = typer.Option("none", "--delegate", help=DELEGATE_HELP),
-    local: str = typer.Option(None, "--local", help="Calls kept local whatever the policy (NAME,...)."),
-    forward_cost: int = typer.Option(0, "--forward-cost", help="Delay per direction of a delegated call on the "
-                                     "control core, ns (round trip: 2x, as 2·f_c in paper 002)."),
-    compute_cores: str = typer.Option(None, "--compute-cores", help="Cores for the program, e.g. 1-3."),
-    control_cores: str = typer.Option(None, "--control-cores", help="Cores for the delegates, e.g. 0."),
-    delegates: int = typer.Option(1, "--delegates", help="Delegate threads to start with (the pool grows "
-                                  "when all are blocked)."),
-    profile: Path = typer.Option(None, "--profile", help="Write the profile JSON (coreplane-profile/1) here."),
-    time_every: int = typer.Option(16, "--time-every", help=TIME_EVERY_HELP),
+    delegate: str = o.delegate(),
+    local: str = typer.Option(None, "--local", metavar="NAME,...", help="Calls kept local whatever the policy."),
+    forward_cost: int = o.forward_cost(),
+    compute_cores: str = o.compute_cores(help="Compute cores for the program, e.g. 1-3."),
+    control_cores: str = o.control_cores(help="Control cores for the delegates, e.g. 0."),
+    delegate_threads: int = o.delegate_threads(),
+    profile: Path = typer.Option(None, "--profile", metavar="FILE", help="Write the profile JSON "
+                                 "(coreplane-profile/1) here."),
+    time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
+    null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
     cell: bool = typer.Option(None, "--cell/--no-cell", help="Give the compute cores to the program exclusively "
                               "(default: yes when compute cores are given and running as root)."),
-    mapping: Path = typer.Option(None, "--map", help="Pin each thread and process where a mapping file "
-                                 "(coreplane map --out, format coreplane-map/1) places its clone-tree key."),
-    json_out: bool = typer.Option(False, "--json", help="A JSON summary of the run on stderr (stdout is "
-                                  "the program's)."),
+    mapping: Path = typer.Option(None, "--map", metavar="FILE", help="Pin each thread and process where a mapping "
+                                 "file (coreplane map --out, format coreplane-map/1) places its clone-tree key."),
+    json_flag: bool = typer.Option(False, "--json", help="The run's JSON summary as the last line of stderr, "
+                                   "after the program's end (stdout is the program's)."),
+    json_out: Path = o.json_out(),
 ) -> None:
     """Run PROGRAM with every syscall intercepted: `coreplane run [OPTIONS] -- PROGRAM [ARGS...]`.
-    Exits with the program's status (128+N if it died of signal N)."""
-    opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegates, profile, cell,
-                    time_every, mapping)
+    Ends as the program did: its exit status, or death by the same signal (a shell shows 128+N)."""
+    opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads, profile,
+                    cell, time_every, null_page_sled, mapping)
     resolved = check(opts)
     result = run_program(opts)
-    if json_out:
-        print(json.dumps({**result.as_dict(), "config": resolved}), file=sys.stderr)
-    raise typer.Exit(result.shell_status)
+    _emit({**result.as_dict(), "config": resolved}, json_flag, json_out)
+    result.end_as_program()
 
 
 def profile(
     ctx: typer.Context,
-    delegate: str = typer.Option("none", "--delegate", help=DELEGATE_HELP),
-    local: str = typer.Option(None, "--local", help="Calls kept local whatever the policy (NAME,...)."),
-    forward_cost: int = typer.Option(0, "--forward-cost", help="Delay per direction of a delegated call, ns."),
-    compute_cores: str = typer.Option(None, "--compute-cores", help="Cores for the program."),
-    control_cores: str = typer.Option(None, "--control-cores", help="Cores for the delegates."),
-    output: Path = typer.Option(None, "-o", "--output", help="Keep the profile JSON here."),
-    time_every: int = typer.Option(16, "--time-every", help=TIME_EVERY_HELP),
-    plot: Path = typer.Option(None, "--plot", help="Draw the syscall CDF and counts (paper 002 Fig. 6/12)."),
-    json_out: bool = typer.Option(False, "--json", help="The summary as JSON on stdout, after the program's output."),
+    delegate: str = o.delegate(),
+    local: str = typer.Option(None, "--local", metavar="NAME,...", help="Calls kept local whatever the policy."),
+    forward_cost: int = o.forward_cost(),
+    compute_cores: str = o.compute_cores(help="Compute cores for the program."),
+    control_cores: str = o.control_cores(help="Control cores for the delegates."),
+    out: Path = typer.Option(None, "--out", "-o", metavar="FILE", help="Keep the profile JSON here."),
+    time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
+    null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
+    plot: Path = typer.Option(None, "--plot", metavar="FILE", help="Draw the syscall CDF and counts "
+                              "(paper 002 Fig. 6/12)."),
+    json_flag: bool = typer.Option(False, "--json", help="The summary as JSON, the last line of stderr "
+                                   "instead of the table (stdout is the program's)."),
+    json_out: Path = o.json_out(),
 ) -> None:
     """Profile PROGRAM (no delegation by default): a `strace -c`-style table with the system share p.
     `coreplane profile [OPTIONS] -- PROGRAM [ARGS...]`."""
+    from rich.console import Console
+
     from coreplane.model.profile import load
     from coreplane.model.summary import plot_syscall_profile, render, summary
 
-    keep = output is not None
-    path = output or temporary_profile()
-    opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every)
+    path = out or temporary_profile()
+    opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,
+                    null_page_sled)
     check(opts)
     result = run_program(opts)
     try:
         prof = load(path)
     finally:
-        if not keep:
+        if out is None:
             path.unlink(missing_ok=True)
     doc = {**summary(prof), "run": result.as_dict(), "overhead": prof.overhead}
     if plot:
         plot_syscall_profile([prof], plot)
         doc["plot"] = str(plot)
-    if json_out:
-        print(json.dumps(doc, default=str))
-    else:
+    _emit(doc, json_flag, json_out)
+    if not json_flag:
         render(doc, Console(stderr=True))  # like strace -c: stdout stays the program's
-    raise typer.Exit(result.shell_status)
+    result.end_as_program()

@@ -2,14 +2,18 @@
 
 import json
 import os
+import resource
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
+from coreplane.core import vocabulary as v
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import binary
 
@@ -24,11 +28,12 @@ class RunOptions:
     forward_cost_ns: int = 0
     compute_cores: str | None = None
     control_cores: str | None = None
-    delegates: int = 1
+    delegate_threads: int = 1
     profile: Path | None = None
     time_every: int = 16  # a profile times one local call in N on average (1: every call)
     cell: bool | None = None  # None: a cell when compute cores are given and we are root
     placement: dict[str, list[int]] | None = None  # clone-tree key -> CPUs (coreplane run --map)
+    null_page_sled: bool = False  # the fast path through a sled at address 0 (coreplane-exec --null-page-sled)
 
 
 @dataclass
@@ -48,18 +53,31 @@ class RunResult:
         """The status a shell would show: the exit status, or 128 + the signal."""
         return self.exit_status if self.signal is None else 128 + self.signal
 
+    def end_as_program(self) -> NoReturn:
+        """Ends this process as the program ended: dies of its signal (without a core file), as
+        coreplane-exec does, or exits with its status."""
+        if self.signal is not None:
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if self.signal != signal.SIGKILL:  # whose action cannot be changed
+                signal.signal(self.signal, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [self.signal])
+            os.kill(os.getpid(), self.signal)
+        sys.exit(self.shell_status)  # the signal's default action was to go on (SIGCHLD, SIGCONT, ...)
+
 
 def exec_argv(opts: RunOptions) -> list[str]:
     """The coreplane-exec command line for `opts`."""
-    argv = [str(binary("coreplane-exec")), "--delegate", opts.delegate,
-            "--forward-cost", str(opts.forward_cost_ns), "--delegates", str(opts.delegates),
+    argv = [str(binary("coreplane-exec")), v.DELEGATE, opts.delegate,
+            v.FORWARD_COST, str(opts.forward_cost_ns), v.DELEGATE_THREADS, str(opts.delegate_threads),
             "--time-every", str(opts.time_every)]
     if opts.local:
         argv += ["--local", ",".join(opts.local)]
     if opts.compute_cores:
-        argv += ["--compute-cores", opts.compute_cores]
+        argv += [v.COMPUTE_CORES, opts.compute_cores]
     if opts.control_cores:
-        argv += ["--control-cores", opts.control_cores]
+        argv += [v.CONTROL_CORES, opts.control_cores]
+    if opts.null_page_sled:
+        argv.append("--null-page-sled")
     if opts.profile:
         argv += ["--profile", str(opts.profile)]
     if opts.placement:
@@ -69,15 +87,10 @@ def exec_argv(opts: RunOptions) -> list[str]:
 
 def check(opts: RunOptions) -> dict:
     """Rejects bad options before anything is created (a cell must not be made for a run that
-    cannot start); returns the configuration as coreplane-exec resolved it."""
+    cannot start), with coreplane-exec's one-line message; returns the configuration as
+    coreplane-exec resolved it."""
     if not opts.command:
-        raise CoreplaneError("no program given: coreplane run [OPTIONS] -- PROGRAM [ARGS...]")
-    if opts.forward_cost_ns < 0:
-        raise CoreplaneError(f"--forward-cost {opts.forward_cost_ns}: must be >= 0 ns")
-    if opts.time_every < 1:
-        raise CoreplaneError(f"--time-every {opts.time_every}: must be >= 1 (1 times every call)")
-    if opts.delegates < 1:
-        raise CoreplaneError(f"--delegates {opts.delegates}: at least one delegate")
+        raise CoreplaneError("no program given: coreplane run [OPTIONS] -- PROGRAM [ARGS...]", 2)
     argv = exec_argv(opts)
     split = argv.index("--")
     probe = subprocess.run(argv[:split] + ["--check"] + argv[split:], capture_output=True, text=True)
@@ -104,9 +117,8 @@ def _cell(opts: RunOptions, stack: ExitStack):
 
 
 def run(opts: RunOptions) -> RunResult:
-    """Runs the program to its end; the cell (if any) is destroyed afterwards, and by its
-    watchdog if this process is killed."""
-    check(opts)
+    """Runs the program (options already check()ed) to its end; the cell (if any) is destroyed
+    afterwards, and by its watchdog if this process is killed."""
     with ExitStack() as stack:
         cell = _cell(opts, stack)
         start = time.monotonic()
