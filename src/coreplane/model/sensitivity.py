@@ -7,9 +7,9 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import FuncFormatter
 
-from coreplane.model.estimate import ForwardCost
+from coreplane.core.figures import plt, save, style
 from coreplane.core.output import human_ns
-from coreplane.model.figures import plt, save, style
+from coreplane.model.estimate import ForwardCost
 from coreplane.model.naive import naive_speedup
 from coreplane.model.policies import BY_SHARE, Policy
 from coreplane.model.profile import Profile

@@ -6,7 +6,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from coreplane.model.figures import plt, save, style
+from coreplane.core.figures import plt, save, style
 from coreplane.model.profile import Profile
 
 

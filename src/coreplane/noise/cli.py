@@ -10,9 +10,9 @@ from rich.table import Table
 
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.output import console, emit
+from coreplane.core.output import console, emit, human_ns
 from coreplane.noise.measure import check_cpus
-from coreplane.noise.units import human_ns, parse_duration
+from coreplane.noise.units import parse_duration
 
 app = typer.Typer(help="OS noise: measure it (gap detector, FWQ, FTQ, osnoise/timerlat) and inject it.",
                   no_args_is_help=True)

@@ -11,8 +11,8 @@ import numpy as np
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import binary
+from coreplane.core.output import human_ns
 from coreplane.noise.measure import measure
-from coreplane.noise.units import human_ns
 
 # A measured spin or period further than this from the request fails the check.
 CHECK_TOLERANCE = 0.15

@@ -18,10 +18,3 @@ def parse_duration(text: str, option: str, default_unit: str) -> int:
         raise CoreplaneError(f"{option} {text!r}: must be above zero")
     return ns
 
-
-def human_ns(ns: float) -> str:
-    """A duration in the largest unit that keeps it >= 1 (12.3 us, 4.00 ms)."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"

@@ -3,7 +3,7 @@ the break-even round trip, and one plain sentence per program."""
 
 from __future__ import annotations
 
-from coreplane.model.figures import human_ns
+from coreplane.core.output import human_ns
 from coreplane.model.naive import naive
 from coreplane.model.profile import Profile
 from coreplane.model.queueing import closed

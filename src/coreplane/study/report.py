@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from coreplane.model.figures import human_ns
+from coreplane.core.output import human_ns
 from coreplane.report.html import STYLE, table
 from coreplane.validate.cli import MODEL_NAMES
 from coreplane.validate.predict import ESTIMATED, FITTED, HEADLINE

@@ -9,8 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from coreplane.core.output import console, emit
-from coreplane.model.figures import human_ns
+from coreplane.core.output import console, emit, human_ns
 from coreplane.validate import engine, suite as suites
 from coreplane.validate.predict import ESTIMATED, FITTED, HEADLINE
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from coreplane.model.figures import plt, save, style
+from coreplane.core.figures import plt, save, style
 from coreplane.validate.calibrate import STATISTICS
 
 MODEL_STYLE = {"naive": ("naive (eq. 3)", "C1", ":"), "refined": ("refined (eq. 11)", "C2", "--"),

@@ -1,8 +1,7 @@
-"""Matplotlib set-up shared by the model's figures (headless backend, axis styling, saving) and time labels."""
+"""Matplotlib set-up shared by the figures of profiles, models and validations: headless backend, axis styling, saving."""
 
 from pathlib import Path
 
-from coreplane.core.output import human_ns  # noqa: F401  (validate imports it from here)
 import matplotlib
 
 matplotlib.use("Agg")
@@ -29,5 +28,3 @@ def save(fig, path: str | Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
