@@ -9,6 +9,7 @@
 //! served in turn; an idle delegate sleeps on a futex after polling for a while. When every
 //! delegate is busy (blocked in a call) and a request waits, the pool grows.
 
+use crate::sigframe::{gregs, REG_RAX, REG_RIP};
 use crate::sud::{self, KSigaction, SA_RESTART, SA_RESTORER, SA_SIGINFO};
 use crate::sys::{self, *};
 use crate::thread::Thread;
@@ -156,9 +157,9 @@ fn forward_cost_ticks() -> u64 {
 /// The SIG_INTERRUPT handler: a delegate blocked in a call whose caller gave up (a signal
 /// without SA_RESTART reached the caller) returns EINTR; otherwise the call restarts.
 extern "C" fn on_interrupt(_sig: i32, _info: *mut u8, uc: *mut u8) {
-    let g = crate::dispatch::gregs(uc);
+    let g = gregs(uc);
     let site = coreplane_delegate_site as *const () as u64;
-    if g[crate::dispatch::REG_RIP] != site {
+    if g[REG_RIP] != site {
         return;
     }
     let me = sys::gettid();
@@ -166,8 +167,8 @@ extern "C" fn on_interrupt(_sig: i32, _info: *mut u8, uc: *mut u8) {
         if d.tid.load(Relaxed) == me {
             let cur = d.current.load(Acquire);
             if cur != NONE && slot(cur).response.cancel.load(Acquire) != 0 {
-                g[crate::dispatch::REG_RAX] = (-EINTR) as u64;
-                g[crate::dispatch::REG_RIP] = site + 2;
+                g[REG_RAX] = (-EINTR) as u64;
+                g[REG_RIP] = site + 2;
             }
         }
     }

@@ -2,31 +2,9 @@
 //! answered by the runtime (process and signal families), delegated to a control core, or
 //! run locally, and its result is written back into the program's rax.
 
+use crate::sigframe::{gregs, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_SYSCALL_OFF};
 use crate::sys::{self, *};
 use crate::{delegate, process, profile, signals, thread};
-
-pub const NGREG: usize = 23;
-pub const REG_R8: usize = 0;
-pub const REG_R9: usize = 1;
-pub const REG_R10: usize = 2;
-pub const REG_RDI: usize = 8;
-pub const REG_RSI: usize = 9;
-pub const REG_RDX: usize = 12;
-pub const REG_RAX: usize = 13;
-pub const REG_RSP: usize = 15;
-pub const REG_RIP: usize = 16;
-/// Offset of uc_mcontext.gregs in the kernel's ucontext.
-const GREGS_OFF: usize = 40;
-/// Offset of si_syscall in a SIGSYS siginfo.
-const SI_SYSCALL_OFF: usize = 24;
-
-/// The general registers saved in a signal frame.
-pub fn gregs(uc: *mut u8) -> &'static mut [u64; NGREG] {
-    unsafe { &mut *(uc.add(GREGS_OFF) as *mut [u64; NGREG]) }
-}
-
-/// Offset of si_call_addr (the address after the trapping syscall) in a SIGSYS siginfo.
-const SI_CALL_ADDR_OFF: usize = 16;
 
 /// Calls that need the trap's ucontext: they are never served by the fast path.
 pub fn needs_trap(nr: usize) -> bool {

@@ -2,7 +2,7 @@
 //! running program code), execve (re-enters the runtime so interception survives exec), exit,
 //! and the calls whose answers would otherwise show the runtime instead of the program.
 
-use crate::dispatch::{gregs, NGREG};
+use crate::sigframe::{gregs, NGREG};
 use crate::sys::{self, *};
 use crate::placement::{self, Key};
 use crate::{profile, sud, thread};

@@ -3,7 +3,7 @@
 //! and reads its own, as natively); the end of every program handler (its rt_sigreturn) is
 //! seen here, which is how a delegated blocking call learns that a signal interrupted its caller.
 
-use crate::dispatch::{gregs, REG_RIP, REG_RSP};
+use crate::sigframe::{gregs, KERNEL_UCONTEXT_SIZE, REG_RIP, REG_RSP};
 use crate::sud::{self, KSigaction, SA_RESTART, SA_SIGINFO};
 use crate::sys::{self, *};
 use crate::thread;
@@ -19,9 +19,6 @@ const SIGKILL: usize = 9;
 const SIGSTOP: usize = 19;
 /// sa_flags of the program's handlers as the program gave them, by signal number.
 static mut FLAGS: [u64; NSIG + 1] = [0; NSIG + 1];
-
-/// Size of the kernel's `struct ucontext` in an x86-64 rt_sigframe; the siginfo follows it.
-const KERNEL_UCONTEXT_SIZE: usize = 304;
 
 /// Calls that a signal with SA_RESTART does not restart (the kernel returns EINTR for them,
 /// or their remaining time): see signal(7), "Interruption of system calls".

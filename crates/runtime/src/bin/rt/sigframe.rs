@@ -1,0 +1,27 @@
+//! The kernel's x86-64 signal frame, as the runtime's handlers receive it: where the saved
+//! general registers lie in the ucontext and the SIGSYS fields in the siginfo. A leaf, so
+//! that every module that reads or rewrites a frame shares one description of it.
+
+pub const NGREG: usize = 23;
+pub const REG_R8: usize = 0;
+pub const REG_R9: usize = 1;
+pub const REG_R10: usize = 2;
+pub const REG_RDI: usize = 8;
+pub const REG_RSI: usize = 9;
+pub const REG_RDX: usize = 12;
+pub const REG_RAX: usize = 13;
+pub const REG_RSP: usize = 15;
+pub const REG_RIP: usize = 16;
+/// Offset of uc_mcontext.gregs in the kernel's ucontext.
+const GREGS_OFF: usize = 40;
+/// Size of the kernel's `struct ucontext` in an x86-64 rt_sigframe; the siginfo follows it.
+pub const KERNEL_UCONTEXT_SIZE: usize = 304;
+/// Offset of si_call_addr (the address after the trapping syscall) in a SIGSYS siginfo.
+pub const SI_CALL_ADDR_OFF: usize = 16;
+/// Offset of si_syscall in a SIGSYS siginfo.
+pub const SI_SYSCALL_OFF: usize = 24;
+
+/// The general registers saved in a signal frame.
+pub fn gregs(uc: *mut u8) -> &'static mut [u64; NGREG] {
+    unsafe { &mut *(uc.add(GREGS_OFF) as *mut [u64; NGREG]) }
+}
