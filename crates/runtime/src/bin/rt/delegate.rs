@@ -10,7 +10,7 @@
 //! delegate is busy (blocked in a call) and a request waits, the pool grows.
 
 use crate::sigframe::{gregs, REG_RAX, REG_RIP};
-use crate::sud::{self, KSigaction, SA_RESTART, SA_RESTORER, SA_SIGINFO};
+use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_RESTART, SA_RESTORER, SA_SIGINFO};
 use crate::sys::{self, *};
 use crate::thread::Thread;
 use core::arch::global_asm;
@@ -178,10 +178,10 @@ pub fn install_interrupt_handler() {
     let act = KSigaction {
         handler: on_interrupt as *const () as usize,
         flags: SA_SIGINFO | SA_RESTORER | SA_RESTART,
-        restorer: sud::coreplane_sigreturn as *const () as usize,
+        restorer: coreplane_sigreturn as *const () as usize,
         mask: 0,
     };
-    sud::sigaction(SIG_INTERRUPT, Some(&act), None);
+    sigaction(SIG_INTERRUPT, Some(&act), None);
 }
 
 /// Claims the request in slot `index` if one is waiting there.

@@ -13,6 +13,7 @@ mod mem;
 mod placement;
 mod process;
 mod profile;
+mod sigaction;
 mod sigframe;
 mod signals;
 mod sud;

@@ -4,7 +4,7 @@
 //! seen here, which is how a delegated blocking call learns that a signal interrupted its caller.
 
 use crate::sigframe::{gregs, KERNEL_UCONTEXT_SIZE, REG_RIP, REG_RSP};
-use crate::sud::{self, KSigaction, SA_RESTART, SA_SIGINFO};
+use crate::sigaction::{coreplane_sigreturn, KSigaction, SA_RESTART, SA_SIGINFO};
 use crate::sys::{self, *};
 use crate::thread;
 
@@ -134,7 +134,7 @@ pub fn on_sigreturn(uc: *mut u8) {
         core::ptr::write_volatile(&mut t.last_signo, signo);
         core::ptr::write_volatile(&mut t.handlers_done, t.handlers_done + 1);
     }
-    g[REG_RIP] = sud::coreplane_sigreturn as *const () as u64;
+    g[REG_RIP] = coreplane_sigreturn as *const () as u64;
 }
 
 const SIGPIPE: usize = 13;

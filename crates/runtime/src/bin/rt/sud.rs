@@ -3,42 +3,16 @@
 //! SUD is per thread and is not inherited by clone or fork, so every new thread and process
 //! arms it itself before running program code.
 
+use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
 use crate::sys::{self, *};
-use core::arch::global_asm;
 
 const PR_SYS_DISPATCH_ON: usize = 1;
-pub const SA_SIGINFO: u64 = 4;
-pub const SA_RESTORER: u64 = 0x0400_0000;
-pub const SA_RESTART: u64 = 0x1000_0000;
-pub const SA_NODEFER: u64 = 0x4000_0000;
-pub const SA_ONSTACK: u64 = 0x0800_0000;
 
 static mut TEXT_START: usize = 0;
 static mut TEXT_LEN: usize = 0;
 
-global_asm!(
-    // The restorer of the runtime's handlers, and the gadget through which a program
-    // handler's rt_sigreturn is replayed from inside the allowed region.
-    ".globl coreplane_sigreturn",
-    "coreplane_sigreturn:",
-    "mov eax, 15",
-    "syscall",
-    "ud2",
-);
-
 extern "C" {
-    pub fn coreplane_sigreturn();
     static __ehdr_start: u8;
-}
-
-/// Kernel `struct sigaction` for rt_sigaction.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct KSigaction {
-    pub handler: usize,
-    pub flags: u64,
-    pub restorer: usize,
-    pub mask: u64,
 }
 
 /// Finds the runtime's executable segment from its own program headers.
@@ -67,12 +41,6 @@ pub fn arm_thread() {
     if rc != 0 {
         sys::die(&[b"cannot arm Syscall User Dispatch (kernel >= 5.11 with CONFIG_SYSCALL_USER_DISPATCH needed)"]);
     }
-}
-
-pub fn sigaction(sig: usize, act: Option<&KSigaction>, old: Option<&mut KSigaction>) -> isize {
-    let a = act.map_or(0, |a| a as *const _ as usize);
-    let o = old.map_or(0, |o| o as *mut _ as usize);
-    unsafe { syscall6(RT_SIGACTION, sig, a, o, 8, 0, 0) }
 }
 
 extern "C" fn on_sigsys(_sig: i32, info: *mut u8, uc: *mut u8) {

@@ -1,0 +1,42 @@
+//! The kernel's sigaction interface, for the handlers the runtime installs itself: the
+//! `struct sigaction` layout, its flags, and the restorer gadget in the runtime's text.
+
+use crate::sys::*;
+use core::arch::global_asm;
+
+pub const SA_SIGINFO: u64 = 4;
+pub const SA_RESTORER: u64 = 0x0400_0000;
+pub const SA_RESTART: u64 = 0x1000_0000;
+pub const SA_NODEFER: u64 = 0x4000_0000;
+pub const SA_ONSTACK: u64 = 0x0800_0000;
+
+global_asm!(
+    // The restorer of the runtime's handlers, and the gadget through which a program
+    // handler's rt_sigreturn is replayed from inside the allowed region.
+    ".globl coreplane_sigreturn",
+    "coreplane_sigreturn:",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
+);
+
+extern "C" {
+    pub fn coreplane_sigreturn();
+}
+
+/// Kernel `struct sigaction` for rt_sigaction.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct KSigaction {
+    pub handler: usize,
+    pub flags: u64,
+    pub restorer: usize,
+    pub mask: u64,
+}
+
+/// rt_sigaction(2) for the runtime's own handlers.
+pub fn sigaction(sig: usize, act: Option<&KSigaction>, old: Option<&mut KSigaction>) -> isize {
+    let a = act.map_or(0, |a| a as *const _ as usize);
+    let o = old.map_or(0, |o| o as *mut _ as usize);
+    unsafe { syscall6(RT_SIGACTION, sig, a, o, 8, 0, 0) }
+}
