@@ -220,7 +220,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let fd = open_read(exec_path);
     let (eh, nph) = read_headers(exec_path, fd, &mut phs);
     let prog = map_image(exec_path, fd, &eh, &phs[..nph]);
-    crate::process::remember_exe(fd);
+    crate::exe::remember_exe(fd);
     let mut interp_base = 0;
     let mut entry = prog.entry;
     if let Some(ip) = phs[..nph].iter().find(|p| p.kind == PT_INTERP) {

@@ -7,6 +7,7 @@
 
 mod delegate;
 mod dispatch;
+mod exe;
 mod fastpath;
 mod loader;
 mod mem;

@@ -2,17 +2,16 @@
 //! running program code), execve (re-enters the runtime so interception survives exec), exit,
 //! and the calls whose answers would otherwise show the runtime instead of the program.
 
+use crate::exe::exe;
+use crate::placement::{self, Key};
 use crate::sigframe::{gregs, NGREG};
 use crate::sys::{self, *};
-use crate::placement::{self, Key};
 use crate::{profile, sud, thread};
 use core::arch::global_asm;
 
 const PROC_SELF_EXE: &[u8] = b"/proc/self/exe";
 /// Exit-code marker in a profile: this image was replaced by execve.
 pub const EXEC_MARKER: u64 = 1 << 32;
-
-static mut EXE: [u8; 4096] = [0; 4096];
 
 /// What a new thread or process needs to resume the program after clone.
 #[repr(C)]
@@ -69,28 +68,6 @@ extern "C" {
     fn coreplane_clone(flags: u64, child_sp: usize, ptid: usize, ctid: usize, tls: usize) -> isize;
     fn coreplane_clone3(args: *const u64, size: usize) -> isize;
     fn coreplane_resume(regs: *const u64, stack: u64) -> !;
-}
-
-/// Remembers the loaded program's canonical path (what the kernel's /proc/self/exe would
-/// say) from its open descriptor, for /proc/self/exe and the profile (see `exe`).
-pub fn remember_exe(fd: usize) {
-    let mut link = [0u8; 40];
-    let mut b = [0u8; 20];
-    sys::concat(&[b"/proc/self/fd/", sys::fmt_u64(fd as u64, &mut b)], &mut link);
-    unsafe {
-        let exe = &mut *core::ptr::addr_of_mut!(EXE);
-        let len = syscall3(READLINK, link.as_ptr() as usize, exe.as_mut_ptr() as usize, exe.len() - 1);
-        let len = if len < 0 { 0 } else { len as usize };
-        exe[len] = 0;
-    }
-}
-
-/// The loaded program's canonical path.
-pub fn exe() -> &'static [u8] {
-    unsafe {
-        let exe = &*core::ptr::addr_of!(EXE);
-        &exe[..sys::cstr_len(exe.as_ptr())]
-    }
 }
 
 /// First code of every thread or process created with a new stack.

@@ -42,7 +42,7 @@ pub fn open_process() {
         field(L::H_START_NS).store(start, Ordering::Relaxed);
         field(L::H_START_TSC).store(start_tsc, Ordering::Relaxed);
         field(L::H_TSC_KHZ).store(crate::config().tsc_khz, Ordering::Relaxed);
-        let exe = crate::process::exe();
+        let exe = crate::exe::exe();
         let len = exe.len().min(L::H_EXE_MAX - 1);
         core::ptr::copy_nonoverlapping(exe.as_ptr(), BASE.add(L::H_EXE), len);
     }
