@@ -5,11 +5,11 @@ import json
 import pytest
 
 from conftest import REPO, cli_json, run_cli
-from coreplane.model import profile as profiles
 from coreplane.model.naive import naive
 from coreplane.model.policies import Policy
 from coreplane.model.queueing import queueing
 from coreplane.model.refined import refined
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 

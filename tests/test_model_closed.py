@@ -3,10 +3,11 @@
 import pytest
 
 from conftest import REPO
-from coreplane.model import profile as profiles
 from coreplane.model.policies import Policy
 from coreplane.model.queueing import _timeline_shares, closed, cpu_scale, mva, phases, queueing
 from coreplane.model.refined import refined
+from coreplane.profile import io as profiles
+from coreplane.profile.records import CallStats, Profile
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 TINY = profiles.load(FIXTURES / "tiny.json")
@@ -117,7 +118,7 @@ def test_busy_cores_and_saturation_is_not_a_state():
     assert closed(TINY_MT, 2.0, 1000.0, Policy("all")).speedup > 0
 
 
-def _compute_shares(prof: profiles.Profile) -> tuple[list[list[tuple[int, float]]], set[int]]:
+def _compute_shares(prof: Profile) -> tuple[list[list[tuple[int, float]]], set[int]]:
     """phases() as (thread, compute share) per phase."""
     cuts, parents = phases(prof)
     return [[(s.thread, pytest.approx(s.compute)) for s in phase] for phase in cuts], parents
@@ -137,20 +138,20 @@ def test_call_timeline_places_calls_in_phases():
     # Five calls of 0.2 ms from 1 ms to the end of the last, started at 2.8 ms, over spans cut
     # at 0, 2 and 4 ms: spread evenly over 1-3 ms, half in each span.
     cuts = [0, 2_000_000, 4_000_000]
-    call = profiles.CallStats("read", 5, 1_000_000.0, first_ns=1_000_000, last_ns=2_800_000)
+    call = CallStats("read", 5, 1_000_000.0, first_ns=1_000_000, last_ns=2_800_000)
     assert _timeline_shares(call, cuts, 0, 4_000_000) == pytest.approx([0.5, 0.5])
-    one = profiles.CallStats("openat", 1, 0.0, first_ns=4_000_000, last_ns=4_000_000)
+    one = CallStats("openat", 1, 0.0, first_ns=4_000_000, last_ns=4_000_000)
     assert _timeline_shares(one, cuts, 0, 4_000_000) == [0.0, 1.0]
     # A wait of 2 ms from 1.5 ms lies a quarter in the first span; one that outlives the thread
     # is cut at its end (1.5-4 ms: a fifth).
-    wait = profiles.CallStats("futex", 1, 2_000_000.0, first_ns=1_500_000, last_ns=1_500_000)
+    wait = CallStats("futex", 1, 2_000_000.0, first_ns=1_500_000, last_ns=1_500_000)
     assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx([0.25, 0.75])
     wait.total_ns = 3_000_000.0
     assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx([0.2, 0.8])
-    assert _timeline_shares(profiles.CallStats("read", 5, 5000.0), [0, 1], 0, 1) is None
+    assert _timeline_shares(CallStats("read", 5, 5000.0), [0, 1], 0, 1) is None
 
 
-def _start_up_call(first_ns: int | None) -> profiles.Profile:
+def _start_up_call(first_ns: int | None) -> Profile:
     # As xz -T2: main (0-10 ms) makes one openat alone before it starts a worker (1-10 ms) that
     # computes while main waits in futex.
     def thread(tid, start, calls):
@@ -173,7 +174,7 @@ def test_a_start_up_call_holds_up_the_run():
     assert spread.time_ns < 10_000_000 + 1_000_000
 
 
-def _driver_and_children(driver_reads: int) -> profiles.Profile:
+def _driver_and_children(driver_reads: int) -> Profile:
     # As cc runs cc1 then as: a driver (pid 1) alive 0-4 ms that works 0-1 ms (its own reads,
     # 10 µs each) and waits in wait4 while child 2 (1-2.5 ms) and child 3 (2.5-4 ms) run, each
     # making 100 reads of 1 µs.

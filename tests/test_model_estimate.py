@@ -7,10 +7,10 @@ import pytest
 
 from conftest import REPO
 from coreplane.core.errors import CoreplaneError
-from coreplane.model import profile as profiles
 from coreplane.model.estimate import aggregate_gamma, forward_cost, leave_one_out, load_forward_samples, solve_gamma
 from coreplane.model.policies import Policy
 from coreplane.model.refined import refined
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 TINY = profiles.load(FIXTURES / "tiny.json")

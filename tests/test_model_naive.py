@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from coreplane.model import profile as profiles
 from coreplane.model.naive import naive, naive_speedup
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 

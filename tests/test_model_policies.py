@@ -6,8 +6,9 @@ import pytest
 
 from conftest import REPO
 from coreplane.core.errors import CoreplaneError
-from coreplane.model import policies, profile as profiles
+from coreplane.model import policies
 from coreplane.model.policies import Policy
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 TINY = profiles.load(FIXTURES / "tiny.json")

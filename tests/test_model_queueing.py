@@ -3,10 +3,10 @@
 import pytest
 
 from conftest import REPO
-from coreplane.model import profile as profiles
 from coreplane.model.policies import Policy
 from coreplane.model.queueing import erlang_c, mean_wait_ns, queueing
 from coreplane.model.refined import refined
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 TINY = profiles.load(FIXTURES / "tiny.json")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from coreplane.model import profile as profiles
 from coreplane.model.naive import naive
 from coreplane.model.policies import Policy
 from coreplane.model.refined import interposed_local_ns, refined
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 TINY = profiles.load(FIXTURES / "tiny.json")

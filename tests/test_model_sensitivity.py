@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from coreplane.model import profile as profiles, sensitivity
+from coreplane.model import sensitivity
 from coreplane.model.estimate import forward_cost
 from coreplane.model.policies import Policy
 from coreplane.model.refined import refined
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 BZIP2 = profiles.load(FIXTURES / "bzip2.json")

@@ -8,9 +8,10 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from coreplane.model import profile as profiles, synthetic
+from coreplane.model import synthetic
 from coreplane.model.estimate import solve_gamma
 from coreplane.model.policies import Policy
+from coreplane.profile import io as profiles
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 

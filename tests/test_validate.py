@@ -8,9 +8,9 @@ import pytest
 
 from conftest import REPO, run_cli
 from coreplane.core.errors import CoreplaneError
-from coreplane.model import profile as profiles
 from coreplane.model.estimate import ForwardCost
 from coreplane.model.policies import Policy
+from coreplane.profile import io as profiles
 from coreplane.study.project import break_even_round_trip, project, sentence
 from coreplane.validate import suite as suites
 from coreplane.validate.calibrate import Calibration, RoundCalibration

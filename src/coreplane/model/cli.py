@@ -9,10 +9,12 @@ from rich.table import Table
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit, human_ns
-from coreplane.model import policies, profile as profiles
+from coreplane.model import policies
 from coreplane.model.naive import naive
 from coreplane.model.queueing import queueing
 from coreplane.model.refined import refined
+from coreplane.profile import io as profiles
+from coreplane.profile.records import WAIT_CALLS
 
 
 def _render(doc: dict) -> None:
@@ -75,7 +77,7 @@ def project(
                         "its g(s) include forwarding and queueing; project from a profile taken with --delegate none")
     if prof.multithreaded:
         warnings.append("multithreaded profile: the models apply to the threads' summed busy time; time in "
-                        f"{', '.join(sorted(profiles.WAIT_CALLS))} (waiting for other threads) is left out")
+                        f"{', '.join(sorted(WAIT_CALLS))} (waiting for other threads) is left out")
     plots = []
     if plot:
         from coreplane.model.sensitivity import draw_all

@@ -9,8 +9,8 @@ import numpy as np
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.model.policies import Policy
-from coreplane.model.profile import Profile
 from coreplane.model.refined import delegated_set, splits
+from coreplane.profile.records import Profile
 
 MIN_TRIALS = 1000  # paper 002 §5.3: "the minimum measured value over 1000 trials"
 

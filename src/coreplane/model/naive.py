@@ -4,7 +4,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from coreplane.model.profile import Profile
+from coreplane.profile.records import Profile
 
 
 def naive_speedup(p, gamma):

@@ -5,8 +5,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from coreplane.model.policies import Policy
-from coreplane.model.profile import WAIT_CALLS, CallStats, Profile, Segment
 from coreplane.model.refined import Split, delegated_set, local_scale, split, splits
+from coreplane.profile.records import WAIT_CALLS, CallStats, Profile, Segment
 
 NS_PER_S = 1e9
 

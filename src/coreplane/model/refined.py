@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from coreplane.model.policies import Policy
-from coreplane.model.profile import Profile, Segment
+from coreplane.profile.records import Profile, Segment
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from coreplane.core.output import human_ns
 from coreplane.model.estimate import ForwardCost
 from coreplane.model.naive import naive_speedup
 from coreplane.model.policies import BY_SHARE, Policy
-from coreplane.model.profile import Profile
 from coreplane.model.refined import delegated_set, speedup, splits
+from coreplane.profile.records import Profile
 
 GAMMAS = np.linspace(1.0, 10.0, 46)
 FC_NS = np.logspace(0, 10, 61)          # 1 ns … 10 s, as the paper's log f_c axes

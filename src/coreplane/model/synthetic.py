@@ -7,7 +7,7 @@ from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import REPO_ROOT
-from coreplane.model.profile import Profile
+from coreplane.profile.records import Profile
 
 BINARY = REPO_ROOT / "workloads" / "bin" / "gain_synth"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from coreplane.core.output import human_ns
 from coreplane.model.naive import naive
-from coreplane.model.profile import Profile
 from coreplane.model.queueing import closed
 from coreplane.model.refined import delegated_set, refined, splits
+from coreplane.profile.records import Profile
 from coreplane.validate.calibrate import Calibration
 from coreplane.validate.plan import policy_of
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
-from coreplane.model import profile as profiles
+from coreplane.profile import io as profiles
+from coreplane.profile.records import Profile
 from coreplane.validate import calibrate, commands, plan, predict, rounds
 from coreplane.validate.calibrate import Calibration
 from coreplane.validate.commands import Machine
@@ -52,7 +53,7 @@ class Prepared:
     options: Options
     machine: Machine
     calibration: Calibration
-    profiles: dict[str, profiles.Profile]
+    profiles: dict[str, Profile]
     argv: dict[str, dict[float, list[str]]]          # program -> emulated γ -> command
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -115,7 +116,7 @@ def out_dir(out: Path, program: Program) -> Path | None:
 
 
 def _profile(suite: Suite, programs: list[Program], argv: dict, machine: Machine, out: Path,
-             options: Options) -> dict[str, profiles.Profile]:
+             options: Options) -> dict[str, Profile]:
     """One profile per program (after one warm-up run), through the experiment engine; kept as
     OUT/profiles/NAME.json."""
     cases = [plan.profile_case(p, argv[p.name][1.0], machine, out_dir(out, p)) for p in programs]
@@ -127,20 +128,9 @@ def _profile(suite: Suite, programs: list[Program], argv: dict, machine: Machine
         if not files.get(p.name):
             raise CoreplaneError(f"{p.name}: the profile run failed; see `coreplane report {out / 'profile'}`")
         keep = out / "profiles" / f"{p.name}.json"
-        keep.write_text(json.dumps(_thread_ends(rounds.read_json(files[p.name][0])), indent=1) + "\n")
+        keep.write_text(json.dumps(profiles.fill_thread_ends(rounds.read_json(files[p.name][0])), indent=1) + "\n")
         result[p.name] = profiles.load(keep)
     return result
-
-
-def _thread_ends(doc: dict) -> dict:
-    """Threads still running when their process called exit_group have no end of their own in the
-    runtime's profile (end_ns null): they ended with the process."""
-    ends = {p.get("pid"): p.get("end_ns") for p in doc.get("processes") or []}
-    for t in doc.get("threads") or []:
-        if t.get("end_ns") is None:
-            t["end_ns"] = ends.get(t.get("pid")) or doc.get("wall_ns")
-            t["end_from"] = "process"
-    return doc
 
 
 def measure(prep: Prepared) -> dict:

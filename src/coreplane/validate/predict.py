@@ -11,9 +11,9 @@ import numpy as np
 from coreplane.core.errors import CoreplaneError
 from coreplane.model.estimate import solve_gamma
 from coreplane.model.naive import naive
-from coreplane.model.profile import Profile
 from coreplane.model.queueing import closed, cpu_scale, queueing
 from coreplane.model.refined import delegated_set, refined, splits
+from coreplane.profile.records import Profile
 from coreplane.validate.calibrate import STATISTICS, Calibration, RoundCalibration
 from coreplane.validate.commands import Machine
 from coreplane.validate.plan import Config, policy_of

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from coreplane.core.figures import plt, save, style
-from coreplane.model.profile import Profile
+from coreplane.profile.records import Profile
 
 
 def summary(profile: Profile) -> dict:

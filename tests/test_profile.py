@@ -6,8 +6,8 @@ import json
 import pytest
 
 from conftest import REPO, run_cli
-from coreplane.model import profile as profiles
-from coreplane.model.profile import ProfileError
+from coreplane.profile import io as profiles
+from coreplane.profile.io import ProfileError
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 ALL = sorted(FIXTURES.glob("*.json"))

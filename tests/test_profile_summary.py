@@ -6,8 +6,8 @@ import pytest
 from rich.console import Console
 
 from conftest import REPO
-from coreplane.model import profile as profiles
-from coreplane.model.summary import plot_syscall_profile, render, summary
+from coreplane.profile import io as profiles
+from coreplane.profile.summary import plot_syscall_profile, render, summary
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 
