@@ -5,6 +5,7 @@
 #![no_std]
 #![no_main]
 
+mod calibration;
 mod delegate;
 mod dispatch;
 mod exe;

@@ -158,50 +158,18 @@ pub fn end_process_undo() {
     }
 }
 
-/// Measures what interposition adds to one getppid: through a trap (a stub outside the
-/// runtime's text that is never rewritten) and through the fast path (a copy of the stub
-/// rewritten as a program's site is), against getppid made directly; 64 each.
-pub fn calibrate() {
-    const CALLS: u64 = 64;
-    // mov eax, 110 (getppid); syscall; ret, twice: the copy at 8 is rewritten.
-    const STUB: [u8; 16] = [0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3, 0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3];
+/// Whether this process writes a profile.
+pub fn is_open() -> bool {
+    unsafe { !BASE.is_null() }
+}
+
+/// Stores what interposition adds to one call, in TSC ticks: through a trap, and through the
+/// fast path where it is on; the profile must be open.
+pub fn store_overheads(trap_ticks: u64, fast_ticks: Option<u64>) {
     unsafe {
-        if BASE.is_null() {
-            return;
-        }
-        let page = syscall6(MMAP, 0, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, usize::MAX, 0);
-        if (-4095..0).contains(&page) {
-            return; // W^X policy: leave the figures unknown
-        }
-        core::ptr::copy_nonoverlapping(STUB.as_ptr(), page as *mut u8, STUB.len());
-        let fast_ok = crate::fastpath::rewrite_for_calibration(page as usize + 13, GETPPID);
-        let time = |f: extern "C" fn()| {
-            let t0 = sys::rdtsc();
-            for _ in 0..CALLS {
-                f();
-            }
-            sys::rdtsc() - t0
-        };
-        // The runtime's own calls are not the program's: no profile block while timing them.
-        let thread = crate::thread::current();
-        let prof = thread.prof;
-        thread.prof = core::ptr::null_mut();
-        let trap = time(core::mem::transmute::<usize, extern "C" fn()>(page as usize));
-        let fast = if fast_ok {
-            time(core::mem::transmute::<usize, extern "C" fn()>(page as usize + 8))
-        } else {
-            0
-        };
-        let t0 = sys::rdtsc();
-        for _ in 0..CALLS {
-            syscall3(GETPPID, 0, 0, 0);
-        }
-        let native = sys::rdtsc() - t0;
-        thread.prof = prof;
-        syscall3(MUNMAP, page as usize, PAGE, 0);
-        field(L::H_TRAP_NS).store(ns(trap.saturating_sub(native) / CALLS).max(1), Ordering::Relaxed);
-        if fast > 0 {
-            field(L::H_FAST_NS).store(ns(fast.saturating_sub(native) / CALLS).max(1), Ordering::Relaxed);
+        field(L::H_TRAP_NS).store(ns(trap_ticks).max(1), Ordering::Relaxed);
+        if let Some(fast) = fast_ticks {
+            field(L::H_FAST_NS).store(ns(fast).max(1), Ordering::Relaxed);
         }
     }
 }

@@ -79,5 +79,5 @@ pub fn arm_process() {
     crate::placement::adopt(t, &key, children);
     arm_thread();
     crate::fastpath::install();
-    crate::profile::calibrate();
+    crate::calibration::run();
 }
