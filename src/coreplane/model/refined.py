@@ -65,12 +65,14 @@ def splits(profile: Profile, delegated: frozenset[str], local_ns: Mapping[str, f
     return [split(seg, delegated, scale) for seg in profile.segments()]
 
 
-def interposed_local_ns(profile: Profile) -> dict[str, float]:
-    """g'(s) of coreplane's own emulation: a call kept local still pays the runtime's calibrated
-    interposition cost (`overhead.interposed_call_ns`, not included in total_ns) on top of g(s).
+def interposed_local_ns(profile: Profile, per_call_ns: float | None = None) -> dict[str, float]:
+    """g'(s) of coreplane's own emulation: a call kept local still pays the runtime's interposition
+    cost on top of g(s), `per_call_ns` (as a micro-benchmark measured it) or else the profile's own
+    calibration (`overhead.interposed_call_ns`, not included in total_ns).
     Pass it as `local_ns` to predict a `coreplane run` rather than a real multi-kernel."""
-    per_call = float((profile.overhead or {}).get("interposed_call_ns") or 0.0)
-    return {c.name: c.total_ns + per_call * c.count for c in profile.syscalls}
+    if per_call_ns is None:
+        per_call_ns = float((profile.overhead or {}).get("interposed_call_ns") or 0.0)
+    return {c.name: c.total_ns + per_call_ns * c.count for c in profile.syscalls}
 
 
 def speedup(parts: list[Split], gamma, fc_ns):

@@ -1,6 +1,6 @@
-"""Sensitivity of the projected speedup to γ, f_c and the delegated share: paper 002 Fig. 2, 4, 5, 7, 8, 9 and 13."""
+"""Sensitivity of the projected speedup to γ, f_c and the delegated share: paper 002 Fig. 2, 4, 5, 7, 8 and 9."""
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +9,6 @@ from matplotlib.ticker import FuncFormatter
 
 from coreplane.core.figures import plt, save, style
 from coreplane.core.output import human_ns
-from coreplane.model.estimate import ForwardCost
 from coreplane.model.naive import naive_speedup
 from coreplane.model.policies import BY_SHARE, Policy
 from coreplane.model.refined import delegated_set, speedup, splits
@@ -120,20 +119,6 @@ def fig8_gamma_share(profiles: Sequence[Profile], path: Path, fc_ns: float) -> P
     for ax, prof in zip(axes, profiles):
         _map(ax, GAMMAS, SHARES * 100, sweep_share(prof, "min-frequency", GAMMAS, fc_ns),
              "gain γ", "calls delegated [%]", prof.label)
-    return save(fig, path)
-
-
-def fig13_fc_statistics(profile: Profile, path: Path, cost: ForwardCost, policy: Policy,
-                        measured: Mapping[float, float] | None = None) -> Path:
-    """Fig. 13: S_r against γ with f_c from the min, mean and max of the trials, beside measured speedups."""
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for stat in ("min", "mean", "max"):
-        fc = cost.fc_ns(stat)
-        ax.plot(GAMMAS, sweep(profile, policy, GAMMAS, fc), label=f"refined, f_c = {stat} ({human_ns(fc)})")
-    if measured:
-        g, s = zip(*sorted(measured.items()))
-        ax.plot(g, s, "ko", label="measured")
-    style(ax, "gain γ", "speedup", f"{profile.label}: f_c summary statistic ({cost.trials} trials), {policy.describe()}")
     return save(fig, path)
 
 

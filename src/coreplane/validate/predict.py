@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.model.estimate import solve_gamma
+from coreplane.model.estimate import aggregate_gamma, leave_one_out, solve_gamma
 from coreplane.model.naive import naive
 from coreplane.model.queueing import closed, cpu_scale, queueing
-from coreplane.model.refined import delegated_set, refined, splits
+from coreplane.model.refined import delegated_set, interposed_local_ns, refined, splits
 from coreplane.profile.records import Profile
 from coreplane.validate.calibrate import STATISTICS, Calibration, RoundCalibration
 from coreplane.validate.commands import Machine
@@ -50,11 +50,6 @@ class Subject:
     def in_round(self, r: int) -> "Subject":
         """The subject as round r saw it: its native time there."""
         return Subject.of(self.name, self.profile, self.native_by_round[r], self.synthetic)
-
-
-def _local_ns(profile: Profile, cal: Calibration) -> dict[str, float]:
-    """g'(s) of calls kept local under the runtime: g(s) plus the measured interposition cost."""
-    return {c.name: c.total_ns + cal.local_ns * c.count for c in profile.syscalls}
 
 
 def cold_calls(profile: Profile, policy, gamma: float, window_ns: float | None) -> tuple[float, int]:
@@ -116,7 +111,7 @@ def speedups(subject: Subject, config: Config, cal: Calibration, machine: Machin
     """Projected speedup of one configuration by each model at gain `gamma`; None = saturated."""
     prof, pol = subject.profile, policy_of(config.policy)
     fc, startup = parameters(subject, config, cal, gamma, statistic)
-    local = _local_ns(prof, cal)
+    local = interposed_local_ns(prof, cal.local_ns)
     q = queueing(prof, gamma, fc, pol, delegates=1, local_ns=local)
     return {
         "naive": naive(prof, gamma).speedup,
@@ -139,7 +134,7 @@ def fitted_gamma(subject: Subject, config: Config, cal: Calibration, measured: f
         return None
     try:
         g = solve_gamma(subject.profile, subject.native_ns / runtime_ns, fc, policy_of(config.policy),
-                        local_ns=_local_ns(subject.profile, cal))
+                        local_ns=interposed_local_ns(subject.profile, cal.local_ns))
     except CoreplaneError:
         return None
     return g / estimate
@@ -217,9 +212,8 @@ def _aggregate(rows: list[dict]) -> dict:
     for r in rows:
         by_program.setdefault(r["program"], []).append(r["gamma_fit"])
     per_program = {p: float(np.median(v)) for p, v in by_program.items()}
-    median = float(np.median(list(per_program.values()))) if per_program else None
-    loo = {p: float(np.median([g for q, g in per_program.items() if q != p]))
-           for p in per_program if len(per_program) > 1}
+    median = aggregate_gamma(per_program) if per_program else None
+    loo = leave_one_out(per_program) if len(per_program) > 1 else {}
     return {"per_program": per_program, "median": median, "loo": loo,
             "per_case": {r["case"]: r["gamma_fit"] for r in rows}}
 
