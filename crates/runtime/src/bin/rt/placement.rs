@@ -4,7 +4,6 @@
 //! The name survives execve in the COREPLANE_TASK environment entry, which the program never sees.
 
 use crate::sys::{self, *};
-use crate::thread::Thread;
 
 pub const ENV_NAME: &[u8] = b"COREPLANE_TASK";
 pub const KEY_MAX: usize = 48;
@@ -31,8 +30,15 @@ const fn root_bytes() -> [u8; KEY_MAX] {
     b
 }
 
+/// A task's place in the clone tree: its name, and the tasks it has created so far.
+#[repr(C)]
+pub struct Place {
+    pub key: Key,
+    pub children: u32,
+}
+
 /// The key of the next task `parent` creates (its children are counted from 0).
-pub fn child_key(parent: &mut Thread) -> Key {
+pub fn child_key(parent: &mut Place) -> Key {
     let mut key = parent.key;
     let mut digits = [0u8; 20];
     let n = sys::fmt_u64(parent.children as u64, &mut digits);
@@ -45,10 +51,11 @@ pub fn child_key(parent: &mut Thread) -> Key {
     key
 }
 
-/// Makes `key` the calling thread's name and applies its placement, if the mapping has one.
-pub fn adopt(t: &mut Thread, key: &Key, children: u32) {
-    t.key = *key;
-    t.children = children;
+/// Makes `key` the calling thread's name (`place` is that thread's) and applies its
+/// placement, if the mapping has one.
+pub fn adopt(place: &mut Place, key: &Key, children: u32) {
+    place.key = *key;
+    place.children = children;
     if let Some(mask) = crate::config().placement_of(key.as_bytes()) {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&mask.0), mask.0.as_ptr() as usize) };
     }
@@ -67,7 +74,7 @@ pub fn from_env(value: &[u8]) -> (Key, u32) {
 }
 
 /// Writes "COREPLANE_TASK=KEY,CHILDREN" (NUL-terminated) for an execve into `buf`.
-pub fn env_entry(t: &Thread, buf: &mut [u8; 96]) {
+pub fn env_entry(place: &Place, buf: &mut [u8; 96]) {
     let mut digits = [0u8; 20];
-    sys::concat(&[ENV_NAME, b"=", t.key.as_bytes(), b",", sys::fmt_u64(t.children as u64, &mut digits)], buf);
+    sys::concat(&[ENV_NAME, b"=", place.key.as_bytes(), b",", sys::fmt_u64(place.children as u64, &mut digits)], buf);
 }

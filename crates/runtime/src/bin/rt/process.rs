@@ -81,7 +81,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
         // delegate pool too, but not the file table: it makes its calls itself until it execs.
         t.local_only = start.flags & CLONE_THREAD == 0;
-        placement::adopt(t, &start.key, 0);
+        placement::adopt(&mut t.place, &start.key, 0);
     }
     sud::arm_thread();
     unsafe { coreplane_resume(start.regs.as_ptr(), start.stack) }
@@ -91,7 +91,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
 fn after_fork(key: &Key) {
     profile::reopen_after_fork();
     let t = thread::adopt_after_fork();
-    placement::adopt(t, key, 0);
+    placement::adopt(&mut t.place, key, 0);
 }
 
 /// Places a ChildStart below `stack_top` and returns the child's initial stack pointer.
@@ -103,14 +103,14 @@ fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64) -> usize {
         (*start).regs.copy_from_slice(&g[..NGREG]);
         (*start).stack = stack_top;
         (*start).flags = flags;
-        (*start).key = placement::child_key(thread::current());
+        (*start).key = placement::child_key(&mut thread::current().place);
     }
     sp
 }
 
 /// A fork-like call (no new stack): the child returns here, inside the trap, then re-arms.
 fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
-    let key = placement::child_key(thread::current());
+    let key = placement::child_key(&mut thread::current().place);
     let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     if r == 0 {
         after_fork(&key);
@@ -208,7 +208,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     let (na, ne) = (count(argv), count(envp));
     let words = (2 + na + 1) + (ne + 3);
     let mut task = [0u8; 96];
-    placement::env_entry(thread::current(), &mut task);
+    placement::env_entry(&thread::current().place, &mut task);
     let Some(buf) = sys::map_anon((words * 8 + PAGE - 1) & !(PAGE - 1)) else { return -ENOMEM };
     let buf = buf as *mut *const u8;
     unsafe {

@@ -76,7 +76,7 @@ pub fn arm_process() {
         p if p.is_null() => (crate::placement::Key::ROOT, 0),
         p => crate::placement::from_env(&unsafe { sys::cstr(p) }[crate::placement::ENV_NAME.len() + 1..]),
     };
-    crate::placement::adopt(t, &key, children);
+    crate::placement::adopt(&mut t.place, &key, children);
     arm_thread();
     crate::fastpath::install();
     crate::calibration::run();

@@ -28,9 +28,8 @@ pub struct Thread {
     pub program_gs: usize,
     /// Never delegate: this thread is a process that shares its parent's memory.
     pub local_only: bool,
-    /// Place in the clone tree, and the tasks created so far (see `placement`).
-    pub key: crate::placement::Key,
-    pub children: u32,
+    /// Place in the clone tree (see `placement`).
+    pub place: crate::placement::Place,
 }
 
 /// The calling thread's state.
