@@ -1,8 +1,7 @@
-//! The trap path: every syscall the program makes arrives here as SIGSYS. The call is
-//! answered by the runtime (process and signal families), delegated to a control core, or
-//! run locally, and its result is written back into the program's rax.
+//! Where a syscall goes once the runtime has it, from the trap path or the fast path: answered
+//! by the runtime (process and signal families), delegated to a control core, or run locally;
+//! the calls it passes on are recorded in the profile.
 
-use crate::sigframe::{gregs, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_SYSCALL_OFF};
 use crate::sys::{self, *};
 use crate::{delegate, process, profile, signals, thread};
 
@@ -15,23 +14,6 @@ pub fn needs_trap(nr: usize) -> bool {
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL)
-}
-
-/// Handles one trapped syscall, and rewrites its site for the fast path next time.
-pub fn on_trap(info: *mut u8, uc: *mut u8) {
-    let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
-    let g = gregs(uc);
-    let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
-    let result = match nr {
-        RT_SIGRETURN => return signals::on_sigreturn(uc),
-        CLONE => process::clone(uc, &a),
-        CLONE3 => process::clone3(uc, &a),
-        _ => {
-            crate::fastpath::maybe_rewrite(unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) }, nr);
-            handle(nr, &a)
-        }
-    };
-    gregs(uc)[REG_RAX] = result as u64;
 }
 
 /// Any call but those in `needs_trap`, from the trap or from the fast path.

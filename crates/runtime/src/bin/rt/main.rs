@@ -21,6 +21,7 @@ mod signals;
 mod sud;
 mod sys;
 mod thread;
+mod trap;
 
 use core::arch::global_asm;
 use coreplane_runtime::config::{self, Config};

@@ -1,9 +1,8 @@
 //! Syscall User Dispatch: the runtime's text is the only region whose syscalls reach the
-//! kernel directly; any other syscall raises SIGSYS, handled by `dispatch::on_trap`.
+//! kernel directly; any other syscall raises SIGSYS, handled by `trap`.
 //! SUD is per thread and is not inherited by clone or fork, so every new thread and process
 //! arms it itself before running program code.
 
-use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
 use crate::sys::{self, *};
 
 const PR_SYS_DISPATCH_ON: usize = 1;
@@ -43,25 +42,9 @@ pub fn arm_thread() {
     }
 }
 
-extern "C" fn on_sigsys(_sig: i32, info: *mut u8, uc: *mut u8) {
-    crate::dispatch::on_trap(info, uc);
-}
-
 /// Process start: handlers, the main thread's state, the profile file, then SUD.
 pub fn arm_process() {
-    // SA_NODEFER: a program handler running inside a trap (a signal that interrupted a local
-    // blocking call) must itself be able to trap; the program's mask is left as it was.
-    // SA_ONSTACK: where the program gave a thread a signal stack, the trap's frame (≈ 1 KB of
-    // kernel frame plus the handler's) goes there. Go runs code on goroutine stacks of a few KB
-    // with a 32 KB signal stack per thread; a frame on the goroutine stack ran past its end and
-    // corrupted the goroutine below it. Without a signal stack nothing changes.
-    let act = KSigaction {
-        handler: on_sigsys as *const () as usize,
-        flags: SA_SIGINFO | SA_RESTORER | SA_NODEFER | SA_ONSTACK,
-        restorer: coreplane_sigreturn as *const () as usize,
-        mask: 0,
-    };
-    sigaction(SIGSYS, Some(&act), None);
+    crate::trap::install_handler();
     crate::delegate::install_interrupt_handler();
     let unblock: u64 = 1 << (SIGSYS - 1);
     unsafe { syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &unblock as *const u64 as usize, 0, 8, 0, 0) };

@@ -1,0 +1,43 @@
+//! The trap path: a syscall the program makes from code that is not rewritten arrives here as
+//! SIGSYS (Syscall User Dispatch). The calls that need the signal frame (clone, clone3,
+//! rt_sigreturn) are served from it; any other goes to `dispatch::handle`, its site is
+//! rewritten for the fast path next time, and its result is written into the program's rax.
+
+use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
+use crate::sigframe::{gregs, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_SYSCALL_OFF};
+use crate::sys::*;
+use crate::{dispatch, fastpath, process, signals};
+
+/// Installs the SIGSYS handler for the whole process (before SUD is armed on any thread).
+pub fn install_handler() {
+    // SA_NODEFER: a program handler running inside a trap (a signal that interrupted a local
+    // blocking call) must itself be able to trap; the program's mask is left as it was.
+    // SA_ONSTACK: where the program gave a thread a signal stack, the trap's frame (≈ 1 KB of
+    // kernel frame plus the handler's) goes there. Go runs code on goroutine stacks of a few KB
+    // with a 32 KB signal stack per thread; a frame on the goroutine stack ran past its end and
+    // corrupted the goroutine below it. Without a signal stack nothing changes.
+    let act = KSigaction {
+        handler: on_sigsys as *const () as usize,
+        flags: SA_SIGINFO | SA_RESTORER | SA_NODEFER | SA_ONSTACK,
+        restorer: coreplane_sigreturn as *const () as usize,
+        mask: 0,
+    };
+    sigaction(SIGSYS, Some(&act), None);
+}
+
+/// Handles one trapped syscall, and rewrites its site for the fast path next time.
+extern "C" fn on_sigsys(_sig: i32, info: *mut u8, uc: *mut u8) {
+    let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
+    let g = gregs(uc);
+    let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
+    let result = match nr {
+        RT_SIGRETURN => return signals::on_sigreturn(uc),
+        CLONE => process::clone(uc, &a),
+        CLONE3 => process::clone3(uc, &a),
+        _ => {
+            fastpath::maybe_rewrite(unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) }, nr);
+            dispatch::handle(nr, &a)
+        }
+    };
+    gregs(uc)[REG_RAX] = result as u64;
+}
