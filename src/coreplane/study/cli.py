@@ -8,7 +8,8 @@ import typer
 
 from coreplane.core.output import console, emit
 from coreplane.study import pipeline
-from coreplane.validate import cli as validate_cli, engine
+from coreplane.validate import engine
+from coreplane.validate.render import pct, render_mape
 
 
 def _render(doc: dict) -> None:
@@ -16,11 +17,11 @@ def _render(doc: dict) -> None:
     for text in doc["sentences"].values():
         console.print(f"• {text}", highlight=False)
     console.rule("validation")
-    validate_cli.render_mape(doc["validation"])
+    render_mape(doc["validation"])
     goal = doc["validation"]["goal"]
     verdict = "[green]met[/]" if goal["met"] else "[red]not met[/]"
     console.print(f"goal (MAPE ≤ {goal['target_pct']:g} %, estimated parameters, ≥ 10 programs, ≥ 3 multithreaded): "
-                  f"{verdict} — {goal['model']} {validate_cli._pct(goal['mape_pct'])} over {goal['programs']} programs "
+                  f"{verdict} — {goal['model']} {pct(goal['mape_pct'])} over {goal['programs']} programs "
                   f"({goal['multithreaded_programs']} multithreaded)", highlight=False)
     console.print(f"report: {doc['report']} ({doc['elapsed_s']:.0f} s)", highlight=False)
 
@@ -36,7 +37,7 @@ def study(
     """Profile, project and validate the bundled workloads and real Debian programs, and write an HTML report:
     what delegating which calls would cost or gain each program, and how well the models predicted it."""
     options = engine.Options(quick=quick, repetitions=repetitions, max_run_s=1.0 if quick else 3.0,
-                             nice=validate_cli.default_nice() if nice is None else (nice or None),
+                             nice=engine.default_nice() if nice is None else (nice or None),
                              progress=not json_out, resume=resume)
-    doc = pipeline.run(out or validate_cli.default_out("studies", "study"), options)
+    doc = pipeline.run(out or engine.default_out("studies", "study"), options)
     emit(doc, json_out, _render)

@@ -10,18 +10,14 @@ import pandas as pd
 
 from coreplane.core.output import human_ns
 from coreplane.report.html import STYLE, table
-from coreplane.validate.cli import MODEL_NAMES
-from coreplane.validate.predict import ESTIMATED, FITTED, HEADLINE
+from coreplane.validate.predict import ESTIMATED, FITTED, HEADLINE, MODEL_NAMES
+from coreplane.validate.render import pct
 
 
 def _img(path: str | Path, caption: str) -> str:
     data = base64.b64encode(Path(path).read_bytes()).decode()
     return (f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}' style='max-width:100%'>"
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def _pct(value) -> str:
-    return "—" if value is None else f"{value:.2f} %"
 
 
 def _calibration(cal: dict) -> str:
@@ -74,14 +70,14 @@ def _projections(doc: dict) -> str:
 
 def _validation(v: dict) -> str:
     goal = v["goal"]
-    mape = pd.DataFrame([{"model": MODEL_NAMES[m], "MAPE": _pct(v["mape"][m]["mape_pct"]),
-                          "accuracy": _pct(v["mape"][m]["accuracy_pct"]), "worst": _pct(v["mape"][m]["max_pct"]),
-                          "sequential": _pct(v["mape_sequential"][m]), "multithreaded": _pct(v["mape_multithreaded"][m]),
+    mape = pd.DataFrame([{"model": MODEL_NAMES[m], "MAPE": pct(v["mape"][m]["mape_pct"]),
+                          "accuracy": pct(v["mape"][m]["accuracy_pct"]), "worst": pct(v["mape"][m]["max_pct"]),
+                          "sequential": pct(v["mape_sequential"][m]), "multithreaded": pct(v["mape_multithreaded"][m]),
                           "saturated": v["mape"][m]["missing"]} for m in (*ESTIMATED, *FITTED)])
     fits = v["gamma_fit"]
     programs = pd.DataFrame([{"program": p, "configurations": sum(r["program"] == p for r in v["rows"]),
                               "γ fit (median)": fits["per_program"].get(p), "γ of the others": fits["loo"].get(p),
-                              **{MODEL_NAMES[m]: _pct(e[m]) for m in ("naive", "refined", "closed", "closed:loo")}}
+                              **{MODEL_NAMES[m]: pct(e[m]) for m in ("naive", "refined", "closed", "closed:loo")}}
                              for p, e in v["per_program"].items()])
     cols = ["case", "n", "run_cv", "measured", "naive", "refined", "queueing", "closed", "refined:loo", "closed:loo"]
     rows = pd.DataFrame(v["rows"])[cols] if v["rows"] else pd.DataFrame(columns=cols)
@@ -94,7 +90,7 @@ def _validation(v: dict) -> str:
             f"({v['fc_statistic']}), γ from the gain_synth calibration (1 for real programs); the fitted rows solve γ on "
             f"measured speedups (paper 002 Table 4), in-sample (median of all programs) and leave-one-out. "
             f"Goal (MAPE ≤ {goal['target_pct']:g} % for the {MODEL_NAMES[HEADLINE]}): <b>{verdict}</b>, "
-            f"{_pct(goal['mape_pct'])}.</p>")
+            f"{pct(goal['mape_pct'])}.</p>")
     extra = ""
     if v["skipped"]:
         extra += "<h3>Skipped (projected too long)</h3>" + table(pd.DataFrame(v["skipped"]))

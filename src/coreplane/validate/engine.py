@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,17 @@ class Options:
             raise CoreplaneError(f"--fc-statistic {self.statistic}: use {', '.join(calibrate.STATISTICS)}")
         if self.max_run_s <= 0:
             raise CoreplaneError(f"--max-run {self.max_run_s}: must be positive")
+
+
+def default_out(kind: str, name: str) -> Path:
+    """A fresh directory per invocation: kind/NAME-YYYYmmdd-HHMMSS."""
+    return Path(kind) / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def default_nice() -> int | None:
+    """Root raises the runs' autogroup priority to −20 (other sessions' work cannot preempt them
+    much); others leave it."""
+    return -20 if os.geteuid() == 0 else None
 
 
 @dataclass

@@ -25,6 +25,10 @@ ESTIMATED = ("naive", "refined", "queueing", "closed")
 # all programs, the program itself included (in-sample); "loo" leaves the predicted program out.
 FITTED = ("naive:median", "refined:median", "refined:loo", "closed:loo")
 HEADLINE = "closed"   # the model the goal benchmark is about: eq. 11 for one thread, MVA for more
+MODEL_NAMES = {"naive": "naive (eq. 3)", "refined": "refined (eq. 4–11)", "queueing": "open M/M/1 (eq. 12–13)",
+               "closed": "closed MVA", "naive:median": "naive, γ = median fit (in-sample)",
+               "refined:median": "refined, γ = median fit (in-sample)",
+               "refined:loo": "refined, γ = median of the other programs", "closed:loo": "closed, γ = median of the others"}
 
 
 @dataclass
