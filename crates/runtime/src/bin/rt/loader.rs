@@ -207,7 +207,6 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     while *auxv.add(2 * n_aux) != AT_NULL {
         n_aux += 1;
     }
-    crate::sud::find_runtime_text();
 
     // Program argv with room for interpreter insertions.
     let prog_argc = argc - 2;
@@ -276,6 +275,6 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     push(0);
     let old_end = auxv.add(2 * (n_aux + 1)) as usize;
     let new_sp = (old_end - w * 8) & !15;
-    crate::sud::arm_process();
+    crate::init::start();
     coreplane_enter(new_sp, vec, w, entry)
 }

@@ -10,6 +10,7 @@ mod delegate;
 mod dispatch;
 mod exe;
 mod fastpath;
+mod init;
 mod loader;
 mod mem;
 mod placement;

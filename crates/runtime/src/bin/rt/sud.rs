@@ -41,26 +41,3 @@ pub fn arm_thread() {
         sys::die(&[b"cannot arm Syscall User Dispatch (kernel >= 5.11 with CONFIG_SYSCALL_USER_DISPATCH needed)"]);
     }
 }
-
-/// Process start: handlers, the main thread's state, the profile file, then SUD.
-pub fn arm_process() {
-    crate::trap::install_handler();
-    crate::delegate::install_interrupt_handler();
-    let unblock: u64 = 1 << (SIGSYS - 1);
-    unsafe { syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &unblock as *const u64 as usize, 0, 8, 0, 0) };
-    let compute = &crate::config().compute;
-    if !compute.is_empty() {
-        // Program threads inherit this; delegates re-pin themselves on the control cores.
-        unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
-    }
-    crate::profile::open_process();
-    let t = crate::thread::start_thread();
-    let (key, children) = match unsafe { crate::TASK_ENV } {
-        p if p.is_null() => (crate::placement::Key::ROOT, 0),
-        p => crate::placement::from_env(&unsafe { sys::cstr(p) }[crate::placement::ENV_NAME.len() + 1..]),
-    };
-    crate::placement::adopt(&mut t.place, &key, children);
-    arm_thread();
-    crate::fastpath::install();
-    crate::calibration::run();
-}
