@@ -10,6 +10,8 @@ from coreplane.cell.cgroups import EXEMPT_PIDS, PF_KTHREAD, PF_NO_SETAFFINITY, C
 from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 
 ISOLATED, PARTIAL, NOT_ISOLATED, INFO = "isolated", "partial", "not isolated", "info"
+# The flags isolcpus= may put before its CPU list (isolcpus=nohz,domain,2-3).
+HOUSEKEEPING_FLAGS = frozenset({"nohz", "domain", "managed_irq"})
 
 
 def per_cpu_counters(path: str = "/proc/interrupts") -> dict[str, tuple[list[int], str]]:
@@ -88,10 +90,16 @@ def _kernel_config(option: str) -> str | None:
     return "n"
 
 
-def _cmdline_cpus(param: str) -> list[int]:
-    for word in Path("/proc/cmdline").read_text().split():
-        if word.startswith(param + "="):
-            return parse_cpu_list(word.split("=", 1)[1].split(",", 0)[0].replace("managed_irq,", "").replace("domain,", ""))
+def cmdline_cpus(cmdline: str, param: str) -> list[int]:
+    """The CPUs a kernel command-line parameter lists (nohz_full=2-3, rcu_nocbs=1,3), without the
+    housekeeping flags before them (isolcpus=nohz,domain,2-3 lists 2 and 3); [] when it lists none."""
+    for word in cmdline.split():
+        key, _, value = word.partition("=")
+        if key == param and value:
+            items = value.split(",")
+            while items and items[0] in HOUSEKEEPING_FLAGS:
+                items.pop(0)
+            return parse_cpu_list(",".join(items))
     return []
 
 
@@ -185,7 +193,8 @@ def report(record: dict, cpuset: Cpuset, sample_s: float = 0.2) -> dict:
         checks.append(_check("load balancing", PARTIAL if lb == "1" else ISOLATED,
                              "the compute cores stay in the scheduler's load-balancing domain (cgroup v1, "
                              "sched_load_balance=1 at the root): idle balancing still looks at them"))
-    nocb = _cmdline_cpus("rcu_nocbs") or _cmdline_cpus("nohz_full")
+    cmdline = Path("/proc/cmdline").read_text()
+    nocb = cmdline_cpus(cmdline, "rcu_nocbs") or cmdline_cpus(cmdline, "nohz_full")
     checks.append(_check("RCU callbacks", ISOLATED if set(compute) <= set(nocb) else NOT_ISOLATED,
                          "offloaded (rcu_nocbs)" if set(compute) <= set(nocb)
                          else "RCU callbacks run on the compute cores (no rcu_nocbs= on the command line)"))
