@@ -1,1 +1,1 @@
-"""Pieces every area shares: output for people and scripts, errors, native binaries."""
+"""Pieces every area shares: output for people and scripts (text and figures), errors, native binaries, CPU lists, the machine's description."""
