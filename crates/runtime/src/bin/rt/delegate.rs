@@ -146,11 +146,11 @@ fn spin_until(deadline: u64) {
 }
 
 fn profiling() -> bool {
-    !crate::config().profile_dir.is_empty()
+    !crate::env::config().profile_dir.is_empty()
 }
 
 fn forward_cost_ticks() -> u64 {
-    let cfg = crate::config();
+    let cfg = crate::env::config();
     cfg.forward_cost_ns * cfg.tsc_khz / 1_000_000
 }
 
@@ -230,7 +230,7 @@ extern "C" fn delegate_main(index: usize) {
     // Delegates take no program signals, only the runtime's interrupt.
     let mask: u64 = !(1u64 << (SIG_INTERRUPT - 1));
     unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &mask as *const u64 as usize, 0, 8, 0, 0) };
-    let control = &crate::config().control;
+    let control = &crate::env::config().control;
     if !control.is_empty() {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&control.0), control.0.as_ptr() as usize) };
     }
@@ -324,7 +324,7 @@ fn ensure_pool(pid: i32) {
         POOL.slots.store(0, Relaxed);
         POOL.delegates.store(0, Relaxed);
         SLEEP.sleepers.store(0, Relaxed);
-        for _ in 0..crate::config().delegates.max(1) {
+        for _ in 0..crate::env::config().delegates.max(1) {
             spawn_delegate();
         }
         POOL.pid.store(pid, Release);

@@ -54,7 +54,7 @@ fn arch_gs(op: usize, arg: usize) -> isize {
 /// Runs an ordinary call where the delegation policy says, recording it in the profile.
 fn run(nr: usize, a: &[usize; 6]) -> isize {
     let t = thread::current();
-    if crate::config().delegated.contains(nr) {
+    if crate::env::config().delegated.contains(nr) {
         if let Some((r, start, ticks, queued)) = delegate::call(t, nr, a) {
             profile::record(t.prof, nr, r, start, ticks, Some(queued));
             if r == -EPIPE || r == -EFBIG {

@@ -311,7 +311,7 @@ fn always_timed(nr: usize) -> bool {
 /// Fills the call tables and sets up the rewrite: the sled where page 0 can be made
 /// unreadable (or when asked for), else the relocating rewrite.
 pub fn install() {
-    let cfg = crate::config();
+    let cfg = crate::env::config();
     let mut local = SysSet::EMPTY;
     let mut bounce = SysSet::EMPTY;
     for nr in 0..coreplane_runtime::sysset::MAX_SYSCALLS {

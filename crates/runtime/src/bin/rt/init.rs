@@ -5,7 +5,7 @@
 //! instruction. Threads and forked children set up their own part in `process`.
 
 use crate::sys::{self, *};
-use crate::{calibration, delegate, fastpath, placement, profile, sud, thread, trap};
+use crate::{calibration, delegate, env, fastpath, placement, profile, sud, thread, trap};
 
 /// Arms the process: once this returns, every syscall of program code reaches the runtime.
 pub fn start() {
@@ -16,16 +16,16 @@ pub fn start() {
     // kill the process with the default action.
     let unblock: u64 = 1 << (SIGSYS - 1);
     unsafe { syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &unblock as *const u64 as usize, 0, 8, 0, 0) };
-    let compute = &crate::config().compute;
+    let compute = &env::config().compute;
     if !compute.is_empty() {
         // Program threads inherit this; delegates re-pin themselves on the control cores.
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
     }
     profile::open_process();
     let t = thread::start_thread();
-    let (key, children) = match unsafe { crate::TASK_ENV } {
+    let (key, children) = match unsafe { env::TASK_ENV } {
         p if p.is_null() => (placement::Key::ROOT, 0),
-        p => placement::from_env(&unsafe { sys::cstr(p) }[placement::ENV_NAME.len() + 1..]),
+        p => placement::from_env(&unsafe { sys::cstr(p) }[env::TASK_NAME.len() + 1..]),
     };
     placement::adopt(&mut t.place, &key, children);
     sud::arm_thread();

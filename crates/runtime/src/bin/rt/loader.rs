@@ -252,7 +252,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     push(0);
     for i in 0..n_env {
         let e = *envp.add(i);
-        if e != crate::CONFIG_ENV && e != crate::TASK_ENV {
+        if e != crate::env::CONFIG_ENV && e != crate::env::TASK_ENV {
             push(e as usize);
         }
     }

@@ -8,6 +8,7 @@
 mod calibration;
 mod delegate;
 mod dispatch;
+mod env;
 mod exe;
 mod fastpath;
 mod init;
@@ -25,7 +26,6 @@ mod thread;
 mod trap;
 
 use core::arch::global_asm;
-use coreplane_runtime::config::{self, Config};
 
 global_asm!(
     ".globl _start",
@@ -38,23 +38,6 @@ global_asm!(
     "call rt_start",
     "ud2",
 );
-
-/// The configuration, parsed once at start (it borrows the environment string, which stays
-/// on the original stack for the life of the process).
-pub static mut CONFIG: Option<Config<'static>> = None;
-/// The raw `COREPLANE_RT=...` environment entry, re-added to the environment on execve.
-pub static mut CONFIG_ENV: *const u8 = core::ptr::null();
-/// The `COREPLANE_TASK=...` entry an execve'd task came with (null for the program's start).
-pub static mut TASK_ENV: *const u8 = core::ptr::null();
-
-/// True if the environment entry `entry` is `name=...`.
-pub fn is_env(entry: &[u8], name: &[u8]) -> bool {
-    entry.len() > name.len() && entry.starts_with(name) && entry[name.len()] == b'='
-}
-
-pub fn config() -> &'static Config<'static> {
-    unsafe { (*core::ptr::addr_of!(CONFIG)).as_ref().unwrap_unchecked() }
-}
 
 /// Applies the R_X86_64_RELATIVE relocations of this static PIE. Runs before anything that
 /// reads an absolute address from data, so it touches only its arguments.
@@ -89,20 +72,7 @@ unsafe extern "C" fn rt_start(sp: *mut usize, dynamic: *const u64, base: u64) ->
     if argc < 3 {
         sys::die(&[b"usage: coreplane-rt PROGRAM ARGV0 [ARGS...] (started by coreplane-exec)"]);
     }
-    let mut e = envp;
-    while !(*e).is_null() {
-        let entry = sys::cstr(*e);
-        if is_env(entry, config::ENV_NAME) {
-            CONFIG_ENV = *e;
-            CONFIG = config::parse(&entry[config::ENV_NAME.len() + 1..]);
-        } else if is_env(entry, placement::ENV_NAME) {
-            TASK_ENV = *e;
-        }
-        e = e.add(1);
-    }
-    if (*core::ptr::addr_of!(CONFIG)).is_none() {
-        sys::die(&[b"COREPLANE_RT is missing or malformed (start programs with coreplane run)"]);
-    }
+    env::read(envp);
     loader::load_and_run(sp)
 }
 

@@ -5,7 +5,6 @@
 
 use crate::sys::{self, *};
 
-pub const ENV_NAME: &[u8] = b"COREPLANE_TASK";
 pub const KEY_MAX: usize = 48;
 
 /// A clone-tree key.
@@ -56,7 +55,7 @@ pub fn child_key(parent: &mut Place) -> Key {
 pub fn adopt(place: &mut Place, key: &Key, children: u32) {
     place.key = *key;
     place.children = children;
-    if let Some(mask) = crate::config().placement_of(key.as_bytes()) {
+    if let Some(mask) = crate::env::config().placement_of(key.as_bytes()) {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&mask.0), mask.0.as_ptr() as usize) };
     }
 }
@@ -76,5 +75,5 @@ pub fn from_env(value: &[u8]) -> (Key, u32) {
 /// Writes "COREPLANE_TASK=KEY,CHILDREN" (NUL-terminated) for an execve into `buf`.
 pub fn env_entry(place: &Place, buf: &mut [u8; 96]) {
     let mut digits = [0u8; 20];
-    sys::concat(&[ENV_NAME, b"=", place.key.as_bytes(), b",", sys::fmt_u64(place.children as u64, &mut digits)], buf);
+    sys::concat(&[crate::env::TASK_NAME, b"=", place.key.as_bytes(), b",", sys::fmt_u64(place.children as u64, &mut digits)], buf);
 }

@@ -2,6 +2,7 @@
 //! running program code), execve (re-enters the runtime so interception survives exec), exit,
 //! and the calls whose answers would otherwise show the runtime instead of the program.
 
+use crate::env;
 use crate::exe::exe;
 use crate::placement::{self, Key};
 use crate::sigframe::{gregs, NGREG};
@@ -226,11 +227,11 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         let env_start = push(core::ptr::null());
         for i in 0..ne {
             let e = sys::cstr(*envp.add(i));
-            if !crate::is_env(e, coreplane_runtime::config::ENV_NAME) && !crate::is_env(e, placement::ENV_NAME) {
+            if !env::is_env(e, coreplane_runtime::config::ENV_NAME) && !env::is_env(e, env::TASK_NAME) {
                 push(*envp.add(i));
             }
         }
-        push(crate::CONFIG_ENV);
+        push(env::CONFIG_ENV);
         push(task.as_ptr());
         push(core::ptr::null());
         profile::end_process(EXEC_MARKER);

@@ -14,7 +14,7 @@ unsafe fn field(off: usize) -> &'static AtomicU64 {
 
 /// Creates and maps this process's profile file (no-op without a profile directory).
 pub fn open_process() {
-    let dir = crate::config().profile_dir;
+    let dir = crate::env::config().profile_dir;
     if dir.is_empty() {
         return;
     }
@@ -41,7 +41,7 @@ pub fn open_process() {
         field(L::H_PPID).store(syscall3(GETPPID, 0, 0, 0) as u64, Ordering::Relaxed);
         field(L::H_START_NS).store(start, Ordering::Relaxed);
         field(L::H_START_TSC).store(start_tsc, Ordering::Relaxed);
-        field(L::H_TSC_KHZ).store(crate::config().tsc_khz, Ordering::Relaxed);
+        field(L::H_TSC_KHZ).store(crate::env::config().tsc_khz, Ordering::Relaxed);
         let exe = crate::exe::exe();
         let len = exe.len().min(L::H_EXE_MAX - 1);
         core::ptr::copy_nonoverlapping(exe.as_ptr(), BASE.add(L::H_EXE), len);
@@ -82,7 +82,7 @@ pub fn reopen_after_fork() {
 
 #[inline(always)]
 fn ns(ticks: u64) -> u64 {
-    ticks * 1_000_000 / crate::config().tsc_khz
+    ticks * 1_000_000 / crate::env::config().tsc_khz
 }
 
 /// Counts one call of `nr` that returned `result` after `ticks` TSC ticks from TSC `start`;

@@ -1,0 +1,47 @@
+//! The runtime's environment entries: COREPLANE_RT (the configuration) and COREPLANE_TASK.
+//! The configuration is parsed once at start; the task entry carries the task's place in the
+//! clone tree across an execve. Both are hidden from the program and passed on at its execve.
+//! A leaf, because every layer reads the configuration.
+
+use crate::sys;
+use coreplane_runtime::config::{self, Config};
+
+/// Name of the entry that carries a task's place across execve (see `placement`).
+pub const TASK_NAME: &[u8] = b"COREPLANE_TASK";
+
+/// The configuration, parsed once at start (it borrows the environment string, which stays
+/// on the original stack for the life of the process).
+static mut CONFIG: Option<Config<'static>> = None;
+/// The raw `COREPLANE_RT=...` environment entry, re-added to the environment on execve.
+pub static mut CONFIG_ENV: *const u8 = core::ptr::null();
+/// The `COREPLANE_TASK=...` entry an execve'd task came with (null for the program's start).
+pub static mut TASK_ENV: *const u8 = core::ptr::null();
+
+/// True if the environment entry `entry` is `name=...`.
+pub fn is_env(entry: &[u8], name: &[u8]) -> bool {
+    entry.len() > name.len() && entry.starts_with(name) && entry[name.len()] == b'='
+}
+
+/// The configuration; `read` has succeeded before anything asks.
+pub fn config() -> &'static Config<'static> {
+    unsafe { (*core::ptr::addr_of!(CONFIG)).as_ref().unwrap_unchecked() }
+}
+
+/// Finds the runtime's entries in the NULL-terminated environment `envp` and parses the
+/// configuration; exits when it is missing or malformed.
+pub unsafe fn read(envp: *const *const u8) {
+    let mut e = envp;
+    while !(*e).is_null() {
+        let entry = sys::cstr(*e);
+        if is_env(entry, config::ENV_NAME) {
+            CONFIG_ENV = *e;
+            CONFIG = config::parse(&entry[config::ENV_NAME.len() + 1..]);
+        } else if is_env(entry, TASK_NAME) {
+            TASK_ENV = *e;
+        }
+        e = e.add(1);
+    }
+    if (*core::ptr::addr_of!(CONFIG)).is_none() {
+        sys::die(&[b"COREPLANE_RT is missing or malformed (start programs with coreplane run)"]);
+    }
+}
