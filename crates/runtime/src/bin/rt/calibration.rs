@@ -1,6 +1,6 @@
-//! Calibration at process start: what interposition adds to one call through a trap and
-//! through the fast path, measured once and written in the profile's overhead fields, so that
-//! the models can tell the runtime's own cost from the program's.
+//! Calibration: what interposition adds to one call, through a trap and through the fast path.
+//! Measured once at process start and written in the profile's overhead fields, so that the
+//! models can tell the runtime's own cost from the program's.
 
 use crate::sys::{self, *};
 use crate::{fastpath, profile, thread};

@@ -1,5 +1,5 @@
-//! Delegation: delegate threads pinned on the control cores execute syscalls for application
-//! threads, in the same address space and file table, so pointer arguments stay valid.
+//! Delegation: threads on the control cores make syscalls on behalf of the program's threads.
+//! They share the address space and file table, so pointer arguments stay valid.
 //! Each application thread owns a request slot per nesting depth (a signal handler that runs
 //! while a delegated call waits may delegate calls of its own). A slot is two cache lines, as in
 //! the ping-pong that is the floor of this path: the request line is written by the application
@@ -174,6 +174,7 @@ extern "C" fn on_interrupt(_sig: i32, _info: *mut u8, uc: *mut u8) {
     }
 }
 
+/// Installs the SIG_INTERRUPT handler (`on_interrupt`) for the whole process, at start-up.
 pub fn install_interrupt_handler() {
     let act = KSigaction {
         handler: on_interrupt as *const () as usize,
@@ -224,6 +225,8 @@ fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
     }
 }
 
+/// A delegate thread, `DELEGATES[index]`: it takes no program signals, moves to the control
+/// cores, then serves requests for the life of the process.
 extern "C" fn delegate_main(index: usize) {
     let me = &DELEGATES[index];
     me.tid.store(sys::gettid(), Release);

@@ -1,6 +1,6 @@
-//! Where a syscall goes once the runtime has it, from the trap path or the fast path: answered
-//! by the runtime (process and signal families), delegated to a control core, or run locally;
-//! the calls it passes on are recorded in the profile.
+//! Dispatch: where a syscall goes once the runtime has it, from the trap or the fast path.
+//! It is answered by the runtime (process and signal families), delegated to a control core, or
+//! run locally; the calls passed on are recorded in the profile.
 
 use crate::sys::{self, *};
 use crate::{delegate, process, profile, signals, thread};

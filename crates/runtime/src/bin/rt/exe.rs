@@ -1,5 +1,5 @@
-//! The loaded program's canonical path, what the kernel's /proc/self/exe would name: the
-//! runtime answers readlink of /proc/self/exe with it and writes it in the profile.
+//! The loaded program's canonical path, what the kernel's /proc/self/exe would name.
+//! The runtime answers readlink of /proc/self/exe with it and writes it in the profile.
 
 use crate::sys::{self, *};
 

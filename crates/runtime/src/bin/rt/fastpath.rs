@@ -1,6 +1,6 @@
-//! The fast path: a syscall site that traps once is rewritten so that its next calls reach the
-//! runtime's entry (`coreplane_fast_entry`) without a trap; plain local calls are then made and
-//! counted in a few instructions of assembly, others go to `dispatch::handle`. Two rewrites:
+//! The fast path: a syscall site that trapped once is rewritten to reach the runtime directly.
+//! Its next calls enter `coreplane_fast_entry` without a trap; plain local calls are then made
+//! and counted in a few instructions of assembly, others go to `dispatch::handle`. Two rewrites:
 //! - relocating (the default without protection keys): `mov eax, nr` before the `syscall`
 //!   becomes `jmp rel32` to a per-site stub in a trampoline page near the code (see
 //!   coreplane_runtime::reloc); page 0 stays unmapped, so NULL reads, writes and calls fault;
@@ -46,7 +46,7 @@ const SIGRETURN_GADGET_AT: usize = 0x710;
 /// Which rewrite this process uses.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Mode {
+enum Mode {
     /// No rewrite: every call traps.
     Trap = 0,
     Sled = 1,
@@ -282,7 +282,8 @@ extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isi
     crate::dispatch::handle(nr, unsafe { &*args })
 }
 
-pub fn mode() -> Mode {
+/// This process's rewrite, once `install` has chosen it.
+fn mode() -> Mode {
     match MODE.load(Relaxed) {
         1 => Mode::Sled,
         2 => Mode::Relocate,
@@ -290,13 +291,14 @@ pub fn mode() -> Mode {
     }
 }
 
-pub fn enabled() -> bool {
+/// Whether sites are rewritten at all.
+fn enabled() -> bool {
     mode() != Mode::Trap
 }
 
 /// Whether the CPU and kernel offer protection keys (CPUID.7.0:ECX.OSPKE), the only way an
 /// execute-only page is unreadable on x86.
-pub fn protection_keys() -> bool {
+fn protection_keys() -> bool {
     use core::arch::x86_64::{__cpuid, __cpuid_count};
     __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ecx & (1 << 4) != 0
 }

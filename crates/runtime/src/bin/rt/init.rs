@@ -1,8 +1,8 @@
-//! Process start-up, in one place and in order: the runtime's signal handlers, the compute
-//! cores, the profile file, the main thread's state and place, Syscall User Dispatch, then
-//! the fast path and its calibration. Runs once per image (the program's start and every
-//! execve, which re-enters the runtime), after the program is loaded and before its first
-//! instruction. Threads and forked children set up their own part in `process`.
+//! Process start-up: every step, in order, between loading the program and entering it.
+//! The runtime's signal handlers, the compute cores, the profile file, the main thread's state
+//! and place, Syscall User Dispatch, then the fast path and its calibration. Runs once per image
+//! (the program's start, and every execve, which re-enters the runtime); new threads and forked
+//! children set up their own part in `process`.
 
 use crate::sys::{self, *};
 use crate::{calibration, delegate, env, fastpath, placement, profile, sud, thread, trap};

@@ -1,5 +1,6 @@
-//! The ELF loader: maps the program and its interpreter (following `#!` lines like the
-//! kernel), rebuilds argv/envp/auxv for the program and enters it with the runtime armed.
+//! The ELF loader: maps the program and its ELF interpreter, then enters the program.
+//! It follows `#!` lines like the kernel, rebuilds argv/envp/auxv for the program and enters it
+//! with the runtime armed (`init`).
 
 use crate::sys::{self, *};
 use core::arch::global_asm;

@@ -1,7 +1,8 @@
-//! coreplane-rt: the in-process runtime. Started as `coreplane-rt PROGRAM ARGV0 ARGS...` with
-//! its configuration in COREPLANE_RT, it relocates itself, loads PROGRAM (and its ELF
-//! interpreter) into its own address space, arms Syscall User Dispatch so that every syscall
-//! the program makes traps into the runtime, and jumps to the program's entry point.
+//! coreplane-rt, the in-process runtime: its entry point `_start` and its module tree.
+//! Started as `coreplane-rt PROGRAM ARGV0 ARGS...` with its configuration in COREPLANE_RT, it
+//! relocates itself, loads PROGRAM (and its ELF interpreter) into its own address space, arms
+//! Syscall User Dispatch so that every syscall the program makes traps into the runtime, and
+//! jumps to the program's entry point.
 #![no_std]
 #![no_main]
 
@@ -63,6 +64,8 @@ unsafe fn relocate(dynamic: *const u64, base: u64) {
     }
 }
 
+/// Called by `_start` with the kernel's initial stack: relocates the runtime, reads its
+/// environment entries, then loads and enters the program.
 #[no_mangle]
 unsafe extern "C" fn rt_start(sp: *mut usize, dynamic: *const u64, base: u64) -> ! {
     relocate(dynamic, base);
@@ -76,6 +79,7 @@ unsafe extern "C" fn rt_start(sp: *mut usize, dynamic: *const u64, base: u64) ->
     loader::load_and_run(sp)
 }
 
+/// A panic is a runtime bug: the process exits as a failed exec would.
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {
     sys::die(&[b"internal error (panic)"])

@@ -1,6 +1,6 @@
-//! Thread placement (`coreplane run --map`): every task is named by its place in the clone
-//! tree ("0" the program, "0.N" the N-th thread or process it created, ...), the naming of
-//! `coreplane graph`, and pinned to the CPUs the mapping gives that name when it appears.
+//! Thread placement (`coreplane run --map`): each task is pinned to the CPUs its name maps to.
+//! Every task is named by its place in the clone tree ("0" the program, "0.N" the N-th thread
+//! or process it created, ...), the naming of `coreplane graph`, and pinned when it appears.
 //! The name survives execve in the COREPLANE_TASK environment entry, which the program never sees.
 
 use crate::sys::{self, *};
@@ -18,6 +18,7 @@ pub struct Key {
 impl Key {
     pub const ROOT: Key = Key { bytes: root_bytes(), len: 1 };
 
+    /// The name as text ("0.2.1").
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }

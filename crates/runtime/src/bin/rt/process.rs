@@ -1,6 +1,7 @@
-//! The process family: clone/clone3/fork/vfork (every new thread and process arms SUD before
-//! running program code), execve (re-enters the runtime so interception survives exec), exit,
-//! and the calls whose answers would otherwise show the runtime instead of the program.
+//! The process family: clone, fork, execve, exit, and the calls that would reveal the runtime.
+//! clone/clone3/fork/vfork: every new thread and process arms SUD before running program code;
+//! execve re-enters the runtime, so interception survives exec; calls whose answers would
+//! otherwise show the runtime instead of the program (readlink of /proc/self/exe) are answered.
 
 use crate::env;
 use crate::exe::exe;

@@ -1,6 +1,7 @@
-//! The profile: one file per process, mapped MAP_SHARED so that every count written is in
-//! the page cache at once and survives the process being killed. Threads write only their
-//! own block; the per-syscall histograms are shared and updated atomically.
+//! The profile: one file per process with every thread's syscall counts and times.
+//! It is mapped MAP_SHARED so that every count written is in the page cache at once and
+//! survives the process being killed. Threads write only their own block; the per-syscall
+//! histograms are shared and updated atomically.
 
 use crate::sys::{self, *};
 use core::sync::atomic::{AtomicU64, Ordering};

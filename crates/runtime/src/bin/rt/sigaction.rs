@@ -1,5 +1,6 @@
-//! The kernel's sigaction interface, for the handlers the runtime installs itself: the
-//! `struct sigaction` layout, its flags, and the restorer gadget in the runtime's text.
+//! The kernel's sigaction interface, for the handlers the runtime installs itself.
+//! The `struct sigaction` layout, its flags, and the restorer gadget in the runtime's text
+//! (from which a program handler's rt_sigreturn is also replayed).
 
 use crate::sys::*;
 use core::arch::global_asm;
@@ -21,6 +22,7 @@ global_asm!(
 );
 
 extern "C" {
+    /// The gadget above: rt_sigreturn made from inside the runtime's text.
     pub fn coreplane_sigreturn();
 }
 

@@ -1,6 +1,5 @@
-//! The kernel's x86-64 signal frame, as the runtime's handlers receive it: where the saved
-//! general registers lie in the ucontext and the SIGSYS fields in the siginfo. A leaf, so
-//! that every module that reads or rewrites a frame shares one description of it.
+//! The layout of the kernel's x86-64 signal frame: saved registers and SIGSYS siginfo fields.
+//! A leaf, so that every module that reads or rewrites a frame shares one description of it.
 
 pub const NGREG: usize = 23;
 pub const REG_R8: usize = 0;

@@ -1,7 +1,8 @@
-//! The signal family: SIGSYS and SIG_INTERRUPT belong to the runtime, so the program may
-//! neither block SIGSYS nor replace either handler (their actions are virtual: the program sets
-//! and reads its own, as natively); the end of every program handler (its rt_sigreturn) is
-//! seen here, which is how a delegated blocking call learns that a signal interrupted its caller.
+//! The signal family: the runtime's own signals stay hidden, and program handlers are watched.
+//! SIGSYS and SIG_INTERRUPT belong to the runtime, so the program may neither block SIGSYS nor
+//! replace either handler (their actions are virtual: the program sets and reads its own, as
+//! natively); the end of every program handler (its rt_sigreturn) is seen here, which is how a
+//! delegated blocking call learns that a signal interrupted its caller.
 
 use crate::sigframe::{gregs, KERNEL_UCONTEXT_SIZE, REG_RIP, REG_RSP};
 use crate::sigaction::{coreplane_sigreturn, KSigaction, SA_RESTART, SA_SIGINFO};

@@ -1,7 +1,6 @@
-//! Syscall User Dispatch: the runtime's text is the only region whose syscalls reach the
-//! kernel directly; any other syscall raises SIGSYS, handled by `trap`.
-//! SUD is per thread and is not inherited by clone or fork, so every new thread and process
-//! arms it itself before running program code.
+//! Syscall User Dispatch: only the runtime's text may make syscalls; any other raises SIGSYS.
+//! SIGSYS is handled by `trap`. SUD is per thread and is not inherited by clone or fork, so
+//! every new thread and process arms it itself before running program code.
 
 use crate::sys::{self, *};
 

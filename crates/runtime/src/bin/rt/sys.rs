@@ -85,6 +85,7 @@ pub const ARCH_GET_GS: usize = 0x1004;
 pub const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
 pub const PAGE: usize = 4096;
 
+/// The `syscall` instruction with six arguments; the result, or -errno.
 #[inline(always)]
 pub unsafe fn syscall6(nr: usize, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> isize {
     let ret: isize;
@@ -93,16 +94,19 @@ pub unsafe fn syscall6(nr: usize, a1: usize, a2: usize, a3: usize, a4: usize, a5
     ret
 }
 
+/// `syscall6` with three arguments.
 #[inline(always)]
 pub unsafe fn syscall3(nr: usize, a1: usize, a2: usize, a3: usize) -> isize {
     syscall6(nr, a1, a2, a3, 0, 0, 0)
 }
 
+/// Ends the process with `code`.
 pub fn exit_group(code: usize) -> ! {
     unsafe { syscall3(EXIT_GROUP, code, 0, 0) };
     loop {}
 }
 
+/// Writes all of `buf` to `fd`, giving up at the first error.
 pub fn write_all(fd: usize, mut buf: &[u8]) {
     while !buf.is_empty() {
         let n = unsafe { syscall3(WRITE, fd, buf.as_ptr() as usize, buf.len()) };
@@ -119,10 +123,12 @@ pub fn map_anon(len: usize) -> Option<*mut u8> {
     (p >= 0 || p < -4095).then_some(p as *mut u8)
 }
 
+/// The calling thread's id.
 pub fn gettid() -> i32 {
     unsafe { syscall3(GETTID, 0, 0, 0) as i32 }
 }
 
+/// The calling process's id.
 pub fn getpid() -> i32 {
     unsafe { syscall3(GETPID, 0, 0, 0) as i32 }
 }
@@ -134,17 +140,20 @@ pub fn monotonic_ns() -> u64 {
     ts[0] as u64 * 1_000_000_000 + ts[1] as u64
 }
 
+/// The time-stamp counter (the runtime's clock for call times).
 #[inline(always)]
 pub fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
+/// Sleeps while `*word == expected`, for at most `timeout_ns` (0: no limit).
 pub fn futex_wait(word: *const u32, expected: u32, timeout_ns: u64) -> isize {
     let ts = [(timeout_ns / 1_000_000_000) as i64, (timeout_ns % 1_000_000_000) as i64];
     let tsp = if timeout_ns == 0 { 0 } else { ts.as_ptr() as usize };
     unsafe { syscall6(FUTEX, word as usize, FUTEX_WAIT_PRIVATE, expected as usize, tsp, 0, 0) }
 }
 
+/// Wakes up to `n` threads sleeping on `word`.
 pub fn futex_wake(word: *const u32, n: usize) {
     unsafe { syscall3(FUTEX, word as usize, FUTEX_WAKE_PRIVATE, n) };
 }
@@ -158,6 +167,7 @@ pub unsafe fn cstr_len(p: *const u8) -> usize {
     n
 }
 
+/// A NUL-terminated string as a slice, without the NUL.
 pub unsafe fn cstr<'a>(p: *const u8) -> &'a [u8] {
     core::slice::from_raw_parts(p, cstr_len(p))
 }

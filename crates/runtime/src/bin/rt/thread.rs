@@ -1,5 +1,6 @@
-//! Per-thread runtime state, found through the GS base (which glibc leaves unused on x86-64),
-//! so the trap path needs no syscall and no thread-local storage of its own.
+//! Per-thread runtime state, found through the GS base.
+//! glibc leaves the GS base unused on x86-64, so the trap path finds the state with no syscall
+//! and no thread-local storage of its own.
 
 use crate::sys::{self, *};
 use core::arch::asm;

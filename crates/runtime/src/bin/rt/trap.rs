@@ -1,7 +1,7 @@
-//! The trap path: a syscall the program makes from code that is not rewritten arrives here as
-//! SIGSYS (Syscall User Dispatch). The calls that need the signal frame (clone, clone3,
-//! rt_sigreturn) are served from it; any other goes to `dispatch::handle`, its site is
-//! rewritten for the fast path next time, and its result is written into the program's rax.
+//! The trap path: the SIGSYS handler, entered by every syscall of code not yet rewritten.
+//! The calls that need the signal frame (clone, clone3, rt_sigreturn) are served from it; any
+//! other goes to `dispatch::handle`, its site is rewritten for the fast path next time, and its
+//! result is written into the program's rax.
 
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
 use crate::sigframe::{gregs, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_SYSCALL_OFF};
