@@ -150,7 +150,7 @@ def test_list_reaps_a_cell_whose_owner_died_without_watchdog():
 
 
 def test_cli_create_status_destroy():
-    created = cli_json("cell", "create", "--compute", str(COMPUTE[0]), "--control", str(CONTROL[0]), "--name", "t-cli")
+    created = cli_json("cell", "create", "--compute-cores", str(COMPUTE[0]), "--control-cores", str(CONTROL[0]), "--name", "t-cli")
     try:
         assert created["owner"] is None and created["phase"] == "ready"
         status = cli_json("cell", "status", "t-cli", "--sample", "0.1")
@@ -164,9 +164,9 @@ def test_cli_create_status_destroy():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["cell", "create", "--compute", str(MISSING), "--control", "0"],
-     f"--compute {MISSING}: core {MISSING} does not exist (online: {ONLINE})"),
-    (["cell", "create", "--compute", "1", "--control", "0-1"], "--compute and --control overlap on core 1"),
+    (["cell", "create", "--compute-cores", str(MISSING), "--control-cores", "0"],
+     f"--compute-cores {MISSING}: core {MISSING} does not exist (online: {ONLINE})"),
+    (["cell", "create", "--compute-cores", "1", "--control-cores", "0-1"], "--compute-cores and --control-cores overlap on core 1"),
     (["cell", "status", "nope"], "no cell named 'nope' (coreplane cell list)"),
 ])
 def test_cli_bad_input_is_one_line(args, message):

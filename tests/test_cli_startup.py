@@ -64,7 +64,7 @@ def test_command_table_agrees_with_the_commands():
 
 
 @pytest.mark.parametrize("args,where,message", [
-    (["cell", "create", "mycell"], "cell create", "Missing option '--compute'"),
+    (["cell", "create", "mycell"], "cell create", "Missing option '--compute-cores'"),
     (["run", "--bogus", "--", "true"], "run", "No such option '--bogus'"),
     (["run", "--forward-cost", "abc", "--", "true"], "", "invalid value 'abc' for '--forward-cost"),
     (["run", "--json", "--forward-cost", "abc", "--", "true"], "run", "Invalid value for '--forward-cost'"),

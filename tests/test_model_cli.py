@@ -20,7 +20,7 @@ def test_listed_in_root_help():
 
 def test_json_matches_the_models():
     path = FIXTURES / "bzip2.json"
-    doc = cli_json("project", str(path), "--gamma", "1.04", "--forward-cost", "3140", "--policy", "mckernel")
+    doc = cli_json("project", str(path), "--gamma", "1.04", "--forward-cost", "3140", "--delegate", "mckernel")
     prof = profiles.load(path)
     pol = Policy("mckernel")
     assert doc["parameters"] == {"gamma": 1.04, "fc_ns": 3140.0, "round_trip_ns": 6280.0, "delegates": 1}
@@ -38,7 +38,7 @@ def test_json_matches_the_models():
 def test_hand_vector_through_the_cli():
     # tiny, γ = 2, f_c = 1 µs, min-frequency 50 %: S_r = 1e6 / 720 000 (test_model_refined)
     doc = cli_json("project", str(FIXTURES / "tiny.json"), "--gamma", "2", "--forward-cost", "1000",
-                   "--policy", "min-frequency", "--share", "0.5")
+                   "--delegate", "min-frequency", "--share", "0.5")
     assert doc["refined"]["speedup"] == pytest.approx(1e6 / 720_000)
     assert doc["policy"]["delegated"] == ["mmap", "write"] and doc["policy"]["delegated_calls"] == 60
 
@@ -51,7 +51,7 @@ def test_saturation_is_reported_not_a_number():
     assert any("multithreaded profile" in w for w in doc["warnings"])
     human = run_cli(*args, check=True).stdout
     assert "saturated" in human and "load 1.023 ≥ 1" in human
-    two = cli_json(*args, "--delegates", "2")
+    two = cli_json(*args, "--delegate-threads", "2")
     assert two["queueing"]["model"] == "M/M/2" and two["queueing"]["speedup"] > 0
 
 
@@ -78,7 +78,7 @@ def test_plot_draws_the_sensitivity_figures(tmp_path):
 
 
 def test_human_output_names_every_model():
-    out = run_cli("project", str(FIXTURES / "gcc.json"), "--policy", "mos", "--gamma", "1.04",
+    out = run_cli("project", str(FIXTURES / "gcc.json"), "--delegate", "mos", "--gamma", "1.04",
                   "--forward-cost", "3230", check=True).stdout
     for text in ("naive (eq. 3)", "refined (eq. 4–11)", "queueing M/M/1", "policy mos", "system share p"):
         assert text in out
@@ -86,10 +86,10 @@ def test_human_output_names_every_model():
 
 @pytest.mark.parametrize("args,message", [
     (["--gamma", "0"], "--gamma 0.0: must be positive"),
-    (["--forward-cost", "-5"], "--forward-cost -5.0: must be zero or positive"),
-    (["--share", "1.5", "--policy", "random"], "--share 1.5: must be between 0 and 1"),
-    (["--policy", "read,wirte"], "--policy read,wirte: 'wirte' is not an x86-64 syscall name"),
-    (["--delegates", "0"], "--delegates 0: at least one delegate is needed"),
+    (["--forward-cost", "-5"], "project: Invalid value for '--forward-cost': -5.0 is not in the range x>=0."),
+    (["--share", "1.5", "--delegate", "random"], "--share 1.5: must be between 0 and 1"),
+    (["--delegate", "read,wirte"], "--delegate read,wirte: 'wirte' is not an x86-64 syscall name"),
+    (["--delegate-threads", "0"], "project: Invalid value for '--delegate-threads': 0 is not in the range x>=1."),
 ])
 def test_bad_options_are_one_line(args, message):
     proc = run_cli("project", str(FIXTURES / "tiny.json"), *args)

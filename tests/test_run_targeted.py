@@ -213,3 +213,15 @@ def test_map_with_a_cpu_that_does_not_exist(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("coreplane: error: --placement 0.1: CPU 77 does not exist or is not allowed "
                                    f"here (allowed: {','.join(map(str, sorted(os.sched_getaffinity(0))))})")
+
+
+def test_profile_keeps_stdout_the_programs_and_its_json_apart(tmp_path):
+    kept = tmp_path / "p.json"
+    doc = tmp_path / "summary.json"
+    proc = run_cli("profile", "--json", "--json-out", str(doc), "-o", str(kept), "--",
+                   "sh", "-c", "echo out; echo err >&2; exit 4")
+    assert (proc.returncode, proc.stdout) == (4, "out\n")
+    summary = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert proc.stderr.startswith("err\n") and summary == json.loads(doc.read_text())
+    assert summary["run"]["exit_status"] == 4 and summary["total"]["calls"] > 0
+    assert json.loads(kept.read_text())["format"] == "coreplane-profile/1"

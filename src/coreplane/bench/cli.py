@@ -7,6 +7,7 @@ import typer
 from rich.table import Table
 
 from coreplane.bench.cores import default_core_pair
+from coreplane.core import vocabulary as v
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
 from coreplane.core.native import run_json
@@ -80,7 +81,8 @@ def _render_paths(doc: dict) -> None:
 
 @app.command()
 def paths(
-    cores: str = typer.Option("1,0", "--cores", help="Compute core, control core: 'C,D'."),
+    compute: int = typer.Option(1, v.COMPUTE_CORES, metavar="CORE", help="The compute core (one)."),
+    control: int = typer.Option(0, v.CONTROL_CORES, metavar="CORE", help="The control core (one)."),
     calls: int = typer.Option(100_000, "--calls", help="Timed null syscalls and ping-pong round trips per run."),
     dd_repetitions: int = typer.Option(5, "--dd-repetitions", help="Alternating dd runs per tool (0: skip dd)."),
     cell: bool = typer.Option(True, "--cell/--no-cell", help="Run everything inside a cell on these cores."),
@@ -89,10 +91,6 @@ def paths(
     """The runtime's syscall paths: delegated ÷ ping-pong, fast path − native, profile-only dd ÷ native
     (with strace -c and perf trace -s), and the first call at a site."""
     from coreplane.bench.paths import dd, paths as measure
-    try:
-        compute, control = (int(c) for c in cores.split(","))
-    except ValueError:
-        raise CoreplaneError(f"--cores {cores!r}: expected 'C,D'") from None
     doc = {"machine": describe(), "paths": measure(compute, control, calls, cell)}
     if dd_repetitions > 0:
         doc["dd"] = dd(dd_repetitions)

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from coreplane.cell.cell import Cell
 from coreplane.cell.spec import CellSpec, parse_cores
+from coreplane.core import options as o, vocabulary as v
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit
@@ -60,8 +61,8 @@ def _render_list(doc: dict) -> None:
 
 @app.command()
 def create(
-    compute: str = typer.Option(..., "--compute", help="Compute cores, e.g. 1 or 2-7."),
-    control: str = typer.Option(..., "--control", help="Control cores, e.g. 0."),
+    compute: str = o.compute_cores(..., help="Compute cores, e.g. 1 or 2-7."),
+    control: str = o.control_cores(..., help="Control cores (the machine's other work), e.g. 0."),
     name: str = typer.Option(None, "--name", help="Cell name (default pid<owner>)."),
     owner: int = typer.Option(None, "--owner", help="Destroy the cell when this process dies (a watchdog waits for it)."),
     pids: list[int] = typer.Option([], "--pid", help="Put this process into the cell (repeatable)."),
@@ -72,7 +73,7 @@ def create(
     json_out: bool = JSON_OPT,
 ) -> None:
     """Creates a cell; without --owner it lives until `coreplane cell destroy`."""
-    spec = CellSpec(compute=parse_cores(compute, "--compute"), control=parse_cores(control, "--control"),
+    spec = CellSpec(compute=parse_cores(compute, v.COMPUTE_CORES), control=parse_cores(control, v.CONTROL_CORES),
                     name=name, move_tasks=move_tasks, steer_irqs=steer_irqs, hugepages=hugepages, mlock=mlock)
     cell = Cell.create(spec, watchdog=owner is not None, owner=owner)
     for pid in pids:

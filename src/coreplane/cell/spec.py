@@ -4,6 +4,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
+from coreplane.core import vocabulary as v
 from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 from coreplane.core.errors import CoreplaneError
 
@@ -59,16 +60,16 @@ def online_cpus() -> list[int]:
 def validate(spec: CellSpec, online: list[int], taken: dict[str, tuple[list[int], list[int]]]) -> CellSpec:
     """Checks `spec` against the online CPUs and the live cells' (compute, control) cores;
     returns it with sorted core lists. Every failure is one line naming the field."""
-    compute = parse_cores(spec.compute, "--compute")
-    control = parse_cores(spec.control, "--control")
-    for what, cores in (("--compute", compute), ("--control", control)):
+    compute = parse_cores(spec.compute, v.COMPUTE_CORES)
+    control = parse_cores(spec.control, v.CONTROL_CORES)
+    for what, cores in ((v.COMPUTE_CORES, compute), (v.CONTROL_CORES, control)):
         missing = [c for c in cores if c not in online]
         if missing:
             raise CoreplaneError(f"{what} {format_cpu_list(cores)}: core {format_cpu_list(missing)} does not exist "
                                  f"(online: {format_cpu_list(online)})")
     both = sorted(set(compute) & set(control))
     if both:
-        raise CoreplaneError(f"--compute and --control overlap on core {format_cpu_list(both)}")
+        raise CoreplaneError(f"{v.COMPUTE_CORES} and {v.CONTROL_CORES} overlap on core {format_cpu_list(both)}")
     if spec.name is not None and not NAME_RE.fullmatch(spec.name):
         raise CoreplaneError(f"--name {spec.name!r}: use 1-40 letters, digits, '-' or '_', starting with a letter or digit")
     if spec.hugepages < 0:
@@ -79,7 +80,7 @@ def validate(spec: CellSpec, online: list[int], taken: dict[str, tuple[list[int]
             raise CoreplaneError(f"core {format_cpu_list(clash)} is a compute core of live cell {other!r}")
         clash = sorted(set(compute) & set(o_control))
         if clash:
-            raise CoreplaneError(f"--compute {format_cpu_list(compute)}: core {format_cpu_list(clash)} "
+            raise CoreplaneError(f"{v.COMPUTE_CORES} {format_cpu_list(compute)}: core {format_cpu_list(clash)} "
                                  f"is a control core of live cell {other!r}")
     return CellSpec(compute=compute, control=control, name=spec.name, move_tasks=spec.move_tasks,
                     steer_irqs=spec.steer_irqs, hugepages=spec.hugepages, mlock=spec.mlock)

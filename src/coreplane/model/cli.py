@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from coreplane.core import options as o
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit, human_ns
 from coreplane.model import policies
@@ -48,26 +49,20 @@ def _render(doc: dict) -> None:
 def project(
     profile_path: Path = typer.Argument(..., metavar="PROFILE", help="A profile JSON (coreplane-profile/1)."),
     gamma: float = typer.Option(1.0, "--gamma", help="Gain γ of the compute cores over Linux (1 = none)."),
-    forward_cost: float = typer.Option(0.0, "--forward-cost", metavar="NS",
-                                       help="Forwarding cost f_c per direction in ns, as `coreplane run "
-                                            "--forward-cost`: a delegated call pays 2·f_c (eq. 5)."),
-    policy: str = typer.Option("all", "--policy", metavar="P",
-                               help="all | none | min-frequency | max-frequency | random | mckernel | mos | "
-                                    "NAME,NAME,... | @FILE: which calls are delegated."),
+    forward_cost: float = o.forward_cost(0.0, help="Forwarding cost f_c per direction in ns, as `coreplane run "
+                                         "--forward-cost`: a delegated call pays 2·f_c (eq. 5)."),
+    policy: str = o.delegate("all", help="Delegation policy: all | none | min-frequency | max-frequency | random | "
+                             "mckernel | mos | NAME,NAME,... | @FILE."),
     share: float = typer.Option(0.9, "--share", metavar="X",
                                 help="Share of the profile's syscalls delegated by min-/max-frequency and random."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random policy."),
-    delegates: int = typer.Option(1, "--delegates", metavar="C", help="Delegate threads: M/M/1 for 1, M/M/c above."),
+    delegates: int = o.delegate_threads(help="Delegate threads c: M/M/1 for 1, M/M/c above."),
     plot: Path = typer.Option(None, "--plot", metavar="DIR", help="Draw the sensitivity figures (paper Fig. 2, 4, 5, 7, 8, 9) into DIR."),
-    json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
+    json_out: bool = o.json_flag(),
 ) -> None:
     """Projects the speedup of delegating a profiled program's syscalls: naive, refined and queueing models."""
     if gamma <= 0:
         raise CoreplaneError(f"--gamma {gamma}: must be positive")
-    if forward_cost < 0:
-        raise CoreplaneError(f"--forward-cost {forward_cost}: must be zero or positive")
-    if delegates < 1:
-        raise CoreplaneError(f"--delegates {delegates}: at least one delegate is needed")
     prof = profiles.load(profile_path)
     pol = policies.parse(policy, share=share, seed=seed)
     ref = refined(prof, gamma, forward_cost, pol)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from coreplane.core import vocabulary as v
 from coreplane.core.errors import CoreplaneError
 
 PRESETS_FILE = Path(__file__).with_name("presets.json")
@@ -94,16 +95,16 @@ def parse(text: str, share: float = 0.9, seed: int = 0) -> Policy:
         try:
             lines = path.read_text().splitlines()
         except OSError as exc:
-            raise CoreplaneError(f"--policy {text}: cannot read {path}: {exc.strerror}") from None
+            raise CoreplaneError(f"{v.DELEGATE} {text}: cannot read {path}: {exc.strerror}") from None
         names = {}
         for lineno, line in enumerate(lines, 1):
             name = line.split("#", 1)[0].strip()
             if name:
                 names[name] = f"{path}:{lineno}"
     else:
-        names = {n.strip(): f"--policy {text}" for n in text.split(",") if n.strip()}
+        names = {n.strip(): f"{v.DELEGATE} {text}" for n in text.split(",") if n.strip()}
     if not names:
-        raise CoreplaneError(f"--policy {text!r}: no syscall names given")
+        raise CoreplaneError(f"{v.DELEGATE} {text!r}: no syscall names given")
     for name, where in names.items():
         if name not in known_syscalls():
             hint = f" (policies: {', '.join((*NAMED, *presets()['presets']))})" if "," not in text else ""

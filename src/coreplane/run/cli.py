@@ -87,8 +87,8 @@ def profile(
     `coreplane profile [OPTIONS] -- PROGRAM [ARGS...]`."""
     from rich.console import Console
 
-    from coreplane.model.profile import load
-    from coreplane.model.summary import plot_syscall_profile, render, summary
+    from coreplane.profile.io import load
+    from coreplane.profile.summary import plot_syscall_profile, render, summary
 
     path = out or temporary_profile()
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,

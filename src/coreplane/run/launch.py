@@ -108,9 +108,9 @@ def _cell(opts: RunOptions, stack: ExitStack):
     from coreplane.cell import Cell, CellSpec
     from coreplane.cell.spec import parse_cores
     if not opts.compute_cores or not opts.control_cores:
-        raise CoreplaneError("--cell needs --compute-cores and --control-cores")
-    spec = CellSpec(compute=parse_cores(opts.compute_cores, "--compute-cores"),
-                    control=parse_cores(opts.control_cores, "--control-cores"))
+        raise CoreplaneError(f"--cell needs {v.COMPUTE_CORES} and {v.CONTROL_CORES}")
+    spec = CellSpec(compute=parse_cores(opts.compute_cores, v.COMPUTE_CORES),
+                    control=parse_cores(opts.control_cores, v.CONTROL_CORES))
     cell = stack.enter_context(Cell.create(spec))
     cell.add_process(os.getpid())  # coreplane-exec and the program inherit the cell
     return cell

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from coreplane.core import options as o
 from coreplane.core.output import emit
 from coreplane.validate import engine, suite as suites
 from coreplane.validate.render import render
@@ -20,8 +21,8 @@ def validate(
                                   "min | median | mean | max."),
     max_run: float = typer.Option(None, "--max-run", metavar="SECONDS", help="Skip configurations projected to run "
                                   "longer (default 3, 1 with --quick)."),
-    compute_cores: str = typer.Option(None, "--compute-cores", help="Cores for the programs (coreplane run's default)."),
-    control_cores: str = typer.Option(None, "--control-cores", help="Cores for the delegates."),
+    compute_cores: str = o.compute_cores(help="Compute cores for the programs (coreplane run's default)."),
+    control_cores: str = o.control_cores(help="Control cores for the delegates."),
     nice: int = typer.Option(None, "--nice", help="Autogroup nice of every run (default -20 as root, else unchanged)."),
     out: Path = typer.Option(None, "--out", help="Output directory (default validations/SUITE-TIME)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted validation in --out."),

@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from coreplane.core import vocabulary as v
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import REPO_ROOT
@@ -44,7 +45,7 @@ class Machine:
         cfg = check(RunOptions(command=["/bin/true"], delegate="getppid", compute_cores=compute,
                                control_cores=control))
         allowed = os.sched_getaffinity(0)
-        for key, option in (("compute_cores", "--compute-cores"), ("control_cores", "--control-cores")):
+        for key, option in (("compute_cores", v.COMPUTE_CORES), ("control_cores", v.CONTROL_CORES)):
             if not cfg.get(key) or not set(cfg[key]) <= allowed:
                 raise CoreplaneError(
                     f"{option}: {format_cpu_list(cfg.get(key) or [])} not available to this process (it may run on "
