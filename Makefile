@@ -13,7 +13,7 @@ SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
 APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server zstd findutils
 
-.PHONY: setup apt venv rust workloads demo test bench figures clean
+.PHONY: setup apt venv rust workloads demo test bench figures docs clean
 
 setup: apt venv rust workloads
 
@@ -49,6 +49,10 @@ demo: setup
 	$(CLI) report target/demo/sweep-gzip
 	rm -rf target/demo/study
 	$(CLI) study --out target/demo/study
+
+# The module tables of docs/architecture.md, from each module's first line (checked by make test).
+docs: venv
+	$(PY) tests/doc_modules.py --write
 
 test: setup
 	cargo test --release --workspace --quiet

@@ -2,10 +2,11 @@
 imported below the top, core/ imports no area, and every area imports only areas below it.
 
 Front ends are the package's top-level modules (cli.py, the console script) and each area's
-cli.py; they sit above every area."""
+cli.py; they sit above every area. The module graph of every Rust crate has no cycle either."""
 
 import ast
 import graphlib
+import re
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,30 @@ def test_areas_import_only_areas_below_them():
                    if area(m) in rank and not is_front_end(m)
                    for t in ts if area(t) in rank and rank[area(t)] > rank[area(m)])
     assert not wrong, wrong
+
+
+def rust_module_trees() -> dict[str, list[Path]]:
+    """Each Rust crate root's module files: a crate's src/ (its binaries under src/bin/ apart),
+    and every binary with a module tree of its own (src/bin/NAME/main.rs)."""
+    trees = {}
+    for src in sorted((REPO / "crates").glob("*/src")):
+        trees[str(src.relative_to(REPO))] = [p for p in src.rglob("*.rs") if "bin" not in p.relative_to(src).parts[:-1]]
+        for main in src.glob("bin/*/main.rs"):
+            trees[str(main.parent.relative_to(REPO))] = sorted(main.parent.rglob("*.rs"))
+    return trees
+
+
+@pytest.mark.parametrize("root,files", rust_module_trees().items())
+def test_no_rust_module_cycle(root, files):
+    """`crate::m`, `crate::{a, b}` and `super::m` name the module a file depends on."""
+    modules = {p.stem for p in files} - {"main", "lib"}
+    deps = {}
+    for path in files:
+        code = re.sub(r"//[^\n]*", "", path.read_text())
+        named = set(re.findall(r"(?:crate|super)::(\w+)", code))
+        named |= {m for group in re.findall(r"crate::\{([^}]*)\}", code) for m in re.findall(r"\w+", group)}
+        deps[path.stem] = (named & modules) - {path.stem}
+    try:
+        graphlib.TopologicalSorter(deps).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"{root}: module cycle: {' -> '.join(exc.args[1])}")
