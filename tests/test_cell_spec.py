@@ -20,14 +20,14 @@ def test_valid_spec_is_sorted():
 
 
 @pytest.mark.parametrize("compute, control, taken, message", [
-    ("9", "0", {}, "--compute 9: core 9 does not exist (online: 0-7)"),
-    ("1-2", "2", {}, "--compute and --control overlap on core 2"),
-    ("0-7", "0", {}, "--compute and --control overlap on core 0"),
-    ("1-7", "8", {}, "--control 8: core 8 does not exist (online: 0-7)"),
-    ("1,1", "0", {}, "--compute 1,1: a core is listed twice"),
-    ("a", "0", {}, "--compute 'a': not a CPU list such as 1 or 0-3,8"),
+    ("9", "0", {}, "--compute-cores 9: core 9 does not exist (online: 0-7)"),
+    ("1-2", "2", {}, "--compute-cores and --control-cores overlap on core 2"),
+    ("0-7", "0", {}, "--compute-cores and --control-cores overlap on core 0"),
+    ("1-7", "8", {}, "--control-cores 8: core 8 does not exist (online: 0-7)"),
+    ("1,1", "0", {}, "--compute-cores 1,1: a core is listed twice"),
+    ("a", "0", {}, "--compute-cores 'a': not a CPU list such as 1 or 0-3,8"),
     ("2", "0", {"other": ([2], [1])}, "core 2 is a compute core of live cell 'other'"),
-    ("1", "0", {"other": ([2], [1])}, "--compute 1: core 1 is a control core of live cell 'other'"),
+    ("1", "0", {"other": ([2], [1])}, "--compute-cores 1: core 1 is a control core of live cell 'other'"),
 ])
 def test_bad_specs_give_one_line(compute, control, taken, message):
     with pytest.raises(CoreplaneError) as err:

@@ -79,7 +79,7 @@ def test_parse_forms(tmp_path):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("read,wirte", "--policy read,wirte: 'wirte' is not an x86-64 syscall name"),
+    ("read,wirte", "--delegate read,wirte: 'wirte' is not an x86-64 syscall name"),
     ("minfrequency", "'minfrequency' is not an x86-64 syscall name (policies: all, none, min-frequency"),
     (",", "no syscall names given"),
 ])

@@ -7,14 +7,12 @@ import socket
 import threading
 import time
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
-
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.progress import Tracker, bars
 from coreplane.dse import expand
 from coreplane.dse.expand import Point
 from coreplane.dse.runner import (LiveGroups, RunContext, RunSettings, RunTask, TimeoutPolicy,
@@ -91,16 +89,8 @@ def _sigterm_interrupts():
         return None
 
 
-def _progress(enabled: bool) -> Progress:
-    """The bar on stderr: runs done of runs planned, failures, elapsed time and ETA (terminals only)."""
-    console = Console(stderr=True)
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                    TimeRemainingColumn(), console=console, disable=not (enabled and console.is_terminal))
-
-
 def run_sweep(spec: Spec | dict | str | Path, out: str | Path, *, resume: bool = False, executor: str = "local",
-              parallel: int = 1, cores_per_run: int | None = None, progress: bool = True) -> dict:
+              parallel: int = 1, cores_per_run: int | None = None, progress: bool | Tracker = True) -> dict:
     """Runs every missing run of `spec` (a Spec, a spec dict, or a spec file) into the sweep
     directory `out` and returns a summary.
 
@@ -133,7 +123,7 @@ def run_sweep(spec: Spec | dict | str | Path, out: str | Path, *, resume: bool =
         store.close()
 
 
-def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, progress: bool) -> dict:
+def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, progress: bool | Tracker) -> dict:
     settings = RunSettings.of(spec)
     policy = TimeoutPolicy(spec.timeout)
     by_id = {p.point_id: p for p in points}
@@ -147,8 +137,11 @@ def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, prog
     topped_up = 0
     started = time.monotonic()
 
-    with _progress(progress) as bar:
-        task = bar.add_task(spec.name, total=0, failed=0)
+    with ExitStack() as stack:
+        if isinstance(progress, Tracker):
+            tracker = progress
+        else:
+            tracker = Tracker(stack.enter_context(bars(progress)), spec.name)
 
         def on_start(t: RunTask, pid: int, cpus: str | None) -> None:
             # Recorded with the process's start time, so `recover` can tell the pid was not reused.
@@ -170,9 +163,7 @@ def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, prog
             elif result.point_id in by_id:
                 policy.learn(size_class(by_id[result.point_id].params, spec.timeout.size_class),
                              result.final.wall_s)
-            done = bar.tasks[0].completed + 1
-            bar.update(task, completed=done, total=max(done, bar.tasks[0].total or 0),
-                       failed=sum(v for k, v in counts.items() if not k.endswith("ok")))
+            tracker.done(note=f"failed {sum(v for k, v in counts.items() if not k.endswith('ok'))}")
 
         ctx = RunContext(settings, policy, live, store, on_start, on_result)
         previous = _sigterm_interrupts()
@@ -186,7 +177,7 @@ def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, prog
                     if not raised:
                         break
                     continue
-                bar.update(task, total=bar.tasks[0].total + sum(len(b.tasks) for b in batches))
+                tracker.expect(sum(len(b.tasks) for b in batches))
                 runner.run(batches, ctx)
         except KeyboardInterrupt:
             live.kill_all()

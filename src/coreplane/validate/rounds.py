@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-
 from coreplane import dse
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.progress import Tracker, bars
+from coreplane.dse.store import STORE_NAME
 from coreplane.validate.commands import MEASURE
 
 
@@ -45,18 +45,28 @@ def run(name: str, cases: list[Case], out: Path, rounds: int, warmups: int, time
     of each case precede the first round. Returns the engine's summary of the last round.
     `strict`: a failed run (after the engine's retries) stops everything, naming the case."""
     doc = spec(name, cases, out.parent, timeout_s)
-    console = Console(stderr=True)
     summary: dict = {}
-    for r in range(1, rounds + 1):
-        if progress:
-            console.print(f"[bold]{name}[/]: round {r} of {rounds} ({len(cases)} cases)", highlight=False)
-        doc["repetitions"], doc["warmups"] = r, warmups if r == 1 else 0
-        summary = dse.run_sweep(doc, out, resume=True, progress=progress)
-        if strict and summary["failed"]:
-            bad = failures(out)[0]
-            raise CoreplaneError(f"{out}: {name} case {bad['case']} failed ({bad['message']}): "
-                                 f"{_last_line(out, bad['run_id'])}")
+    with bars(progress) as progress_bars:
+        # One bar for every round, so the time left is the whole step's; runs a resumed step
+        # stored before do not run again, and the sweeps raise the total only when they retry.
+        tracker = Tracker(progress_bars, f"{name} ({rounds} rounds of {len(cases)})",
+                          total=max(0, len(cases) * (rounds + warmups) - _stored_ok(out)))
+        for r in range(1, rounds + 1):
+            doc["repetitions"], doc["warmups"] = r, warmups if r == 1 else 0
+            summary = dse.run_sweep(doc, out, resume=True, progress=tracker)
+            if strict and summary["failed"]:
+                bad = failures(out)[0]
+                raise CoreplaneError(f"{out}: {name} case {bad['case']} failed ({bad['message']}): "
+                                     f"{_last_line(out, bad['run_id'])}")
     return summary
+
+
+def _stored_ok(out: Path) -> int:
+    """Runs (warm-ups included) already stored as ok in the step's sweep, if there is one."""
+    if not (out / STORE_NAME).exists():
+        return 0
+    runs = dse.load_runs(out)
+    return int((runs["status"] == "ok").sum())
 
 
 def _last_line(out: Path, run_id: str) -> str:
