@@ -2,10 +2,7 @@
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from coreplane.core.figures import plt
 
 
 def floor_cdf(doc: dict, rows: list[tuple[str, str]], path: str) -> None:

@@ -162,7 +162,8 @@ class Where:
         return CoreplaneError(f"{where}: {dotted + ': ' if dotted else ''}{message}")
 
 
-def _check_keys(table: dict, allowed: tuple, path: tuple, where: Where) -> None:
+def check_keys(table: dict, allowed: tuple, path: tuple, where: Where) -> None:
+    """Fails on the first key of `table` not in `allowed`, naming its place and the closest allowed key."""
     for key in table:
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
@@ -217,7 +218,7 @@ def _parameter_values(raw: Any, path: tuple, where: Where) -> list:
             raise where.fail(path, "a value appears twice")
         return list(raw)
     if isinstance(raw, dict):
-        _check_keys(raw, ("start", "stop", "step", "factor"), path, where)
+        check_keys(raw, ("start", "stop", "step", "factor"), path, where)
         if "start" not in raw or "stop" not in raw:
             raise where.fail(path, "a range needs start and stop (and step or factor)")
         if "step" in raw and "factor" in raw:
@@ -242,7 +243,7 @@ def placeholders(template: str, path: tuple, where: Where) -> set[str]:
 def _metric(raw: Any, path: tuple, where: Where) -> Metric:
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a table")
-    _check_keys(raw, ("source", "name", "pattern", "stream", "file", "fields"), path, where)
+    check_keys(raw, ("source", "name", "pattern", "stream", "file", "fields"), path, where)
     source = raw.get("source")
     if source not in METRIC_SOURCES:
         raise where.fail(path + ("source",), f"expected one of {', '.join(METRIC_SOURCES)}, got {source!r}")
@@ -284,7 +285,7 @@ def _timeout(raw: Any, where: Where) -> Timeout:
         return Timeout(seconds=_positive(raw, path, where))
     if not isinstance(raw, dict):
         raise where.fail(path, "expected seconds or a table {adaptive = true, factor, floor, initial, size_class}")
-    _check_keys(raw, ("seconds", "adaptive", "factor", "floor", "initial", "size_class"), path, where)
+    check_keys(raw, ("seconds", "adaptive", "factor", "floor", "initial", "size_class"), path, where)
     adaptive = _typed(raw.get("adaptive", False), (bool,), path + ("adaptive",), where, "true or false")
     if adaptive == ("seconds" in raw):
         raise where.fail(path, "give either seconds = N or adaptive = true")
@@ -309,7 +310,7 @@ def _retries(raw: Any, where: Where) -> Retries:
         return Retries(count=_positive(raw, path, where, integer=True, zero_ok=True))
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a count or a table {count, backoff, on}")
-    _check_keys(raw, ("count", "backoff", "on"), path, where)
+    check_keys(raw, ("count", "backoff", "on"), path, where)
     on = raw.get("on", list(Retries.on))
     if not isinstance(on, list) or any(o not in FAILURE_CLASSES for o in on):
         raise where.fail(path + ("on",), f"expected a list drawn from {', '.join(FAILURE_CLASSES)}")
@@ -322,7 +323,7 @@ def _statistics(raw: Any, where: Where) -> Statistics:
     path = ("statistics",)
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a table")
-    _check_keys(raw, ("metric", "cv_threshold", "max_repetitions", "confidence"), path, where)
+    check_keys(raw, ("metric", "cv_threshold", "max_repetitions", "confidence"), path, where)
     confidence = _positive(raw.get("confidence", 0.95), path + ("confidence",), where)
     if confidence >= 1:
         raise where.fail(path + ("confidence",), f"must be below 1, got {confidence}")
@@ -338,7 +339,7 @@ def _slurm(raw: Any, where: Where) -> SlurmOptions:
     path = ("slurm",)
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a table")
-    _check_keys(raw, ("partition", "account", "time", "cpus_per_task", "max_array", "options"), path, where)
+    check_keys(raw, ("partition", "account", "time", "cpus_per_task", "max_array", "options"), path, where)
     for key in ("partition", "account", "time"):
         if key in raw:
             _typed(raw[key], (str,), path + (key,), where, "a string")
@@ -360,7 +361,7 @@ TOP_KEYS = ("name", "command", "repetitions", "warmups", "workdir", "tags", "env
 def from_dict(doc: dict, source: str = "<dict>", text: str = "", where: Where | None = None) -> Spec:
     """Validates a spec given as a dict (a parsed TOML file, or built in Python) into a `Spec`."""
     where = where or Where(source, text)
-    _check_keys(doc, TOP_KEYS, (), where)
+    check_keys(doc, TOP_KEYS, (), where)
     command = doc.get("command")
     if not isinstance(command, str) or not command.strip():
         raise where.fail(("command",), "a spec needs command = \"...\" (the command template)")
@@ -379,7 +380,7 @@ def from_dict(doc: dict, source: str = "<dict>", text: str = "", where: Where | 
     expand = doc.get("expand", {})
     if not isinstance(expand, dict):
         raise where.fail(("expand",), "expected a table {zip, exclude}")
-    _check_keys(expand, ("zip", "exclude"), ("expand",), where)
+    check_keys(expand, ("zip", "exclude"), ("expand",), where)
     zips = expand.get("zip", [])
     if not isinstance(zips, list) or not all(isinstance(g, list) and all(isinstance(n, str) for n in g) for g in zips):
         raise where.fail(("expand", "zip"), "expected a list of lists of parameter names")

@@ -2,12 +2,9 @@
 
 from pathlib import Path
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from coreplane.core.machine import describe  # noqa: E402
+from coreplane.core.figures import plt
+from coreplane.core.machine import describe
 
 
 def _metric(table, metric: str):

@@ -2,11 +2,9 @@
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from coreplane.core.figures import plt
 
 
 def _title(doc: dict, what: str) -> str:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # files only, never a window
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from coreplane.core.figures import plt
 
 MAX_SERIES = 10
 # (user metric, kernel metric, unit divisor to seconds) pairs a stacked share figure can use.

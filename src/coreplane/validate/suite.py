@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.dse.spec import Where, _check_keys
+from coreplane.dse.spec import Where, check_keys
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def load(name_or_path: str) -> Suite:
     except tomllib.TOMLDecodeError as exc:
         raise CoreplaneError(f"{path}: not TOML: {exc}") from None
     where = Where(str(path), text)
-    _check_keys(doc, ("name", "program"), (), where)
+    check_keys(doc, ("name", "program"), (), where)
     raw = doc.get("program")
     if not isinstance(raw, list) or not raw:
         raise where.fail(("program",), "expected one or more [[program]] tables")
@@ -132,7 +132,7 @@ def load(name_or_path: str) -> Suite:
 def _program(item, path: tuple, where: Where) -> Program:
     if not isinstance(item, dict):
         raise where.fail(path, "expected a table")
-    _check_keys(item, ("name", "command", "description", "synthetic", "gammas", "package"), path, where)
+    check_keys(item, ("name", "command", "description", "synthetic", "gammas", "package"), path, where)
     name = item.get("name")
     if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
         raise where.fail(path + ("name",), f"expected a name of letters, digits, - and _, got {name!r}")
@@ -159,7 +159,7 @@ def _program(item, path: tuple, where: Where) -> Program:
 def _synthetic(raw, path: tuple, where: Where) -> Synthetic:
     if not isinstance(raw, dict):
         raise where.fail(path, "expected a table")
-    _check_keys(raw, ("mix_from", "calls", "phases", "compute_ms", "threads"), path, where)
+    check_keys(raw, ("mix_from", "calls", "phases", "compute_ms", "threads"), path, where)
     for key in ("mix_from", "calls", "phases", "compute_ms"):
         if key not in raw:
             raise where.fail(path + (key,), "missing")
