@@ -37,8 +37,9 @@ def test_a_plain_run_is_handed_to_the_launcher_before_any_library():
     assert not mods & {"typer", "click", "rich", "pathlib", *HEAVY}, mods & {"typer", "click", "rich", *HEAVY}
 
 
-def test_run_with_a_summary_imports_only_the_runtime_area():
-    mods = imported_by("run", "--json", "--", "true")
+@pytest.mark.parametrize("command", [["run", "--json"], ["profile"]])
+def test_run_with_a_summary_and_profile_import_no_heavy_library(command):
+    mods = imported_by(*command, "--", "true")
     assert "coreplane" in mods and "typer" in mods
     assert not mods & set(HEAVY), mods & set(HEAVY)
 

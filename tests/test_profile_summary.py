@@ -7,7 +7,8 @@ from rich.console import Console
 
 from conftest import REPO
 from coreplane.profile import io as profiles
-from coreplane.profile.summary import plot_syscall_profile, render, summary
+from coreplane.profile.figures import plot_syscall_profile
+from coreplane.profile.summary import render, summary
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
 

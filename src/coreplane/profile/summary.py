@@ -1,12 +1,9 @@
-"""A profile at a glance: the `strace -c`-style table and the syscall profile plots (paper 002 Fig. 6 and 12)."""
+"""A profile at a glance: the `strace -c`-style table (without numpy or matplotlib, so that
+`coreplane profile` starts fast; the plots are in profile/figures.py)."""
 
-from pathlib import Path
-
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from coreplane.core.figures import plt, save, style
 from coreplane.profile.records import Profile
 
 
@@ -42,21 +39,3 @@ def render(doc: dict, console: Console) -> None:
     table.add_row("100.00", f"{t['total_ns'] / 1e9:.6f}", f"{t['mean_ns'] / 1e3:.2f}", str(t["calls"]),
                   str(t["errors"] or ""), f"{t['share_of_wall'] * 100:.3f}", "total", style="bold")
     console.print(table)
-
-
-def plot_syscall_profile(profiles: list[Profile], path: str | Path) -> Path:
-    """Left, as Fig. 6: the CDF of invocation counts, the share of distinct syscalls invoked at most
-    x times (log x). Then, as Fig. 12, one panel per profile with each syscall's count (log y)."""
-    fig, axes = plt.subplots(1, 1 + len(profiles), figsize=(5 + 5 * len(profiles), 4), squeeze=False)
-    cdf_ax = axes[0][0]
-    for prof in profiles:
-        counts = np.sort([c.count for c in prof.syscalls if c.count])
-        cdf_ax.step(counts, np.arange(1, counts.size + 1) / counts.size, where="post", label=prof.label)
-    style(cdf_ax, "invocations of a syscall", "share of distinct syscalls", "syscall invocation CDF", logx=True)
-    for ax, prof in zip(axes[0][1:], profiles):
-        calls = sorted((c for c in prof.syscalls if c.count), key=lambda c: -c.count)
-        ax.bar(range(len(calls)), [c.count for c in calls], color="tab:blue")
-        ax.set_xticks(range(len(calls)), [c.name for c in calls], rotation=90, fontsize=7)
-        ax.set_yscale("log")
-        style(ax, "", "invocations", f"{prof.label}: p = {prof.system_share():.3%}", legend=False)
-    return save(fig, path)

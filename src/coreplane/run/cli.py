@@ -88,7 +88,7 @@ def profile(
     from rich.console import Console
 
     from coreplane.profile.io import load
-    from coreplane.profile.summary import plot_syscall_profile, render, summary
+    from coreplane.profile.summary import render, summary
 
     path = out or temporary_profile()
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,
@@ -102,6 +102,7 @@ def profile(
             path.unlink(missing_ok=True)
     doc = {**summary(prof), "run": result.as_dict(), "overhead": prof.overhead}
     if plot:
+        from coreplane.profile.figures import plot_syscall_profile
         plot_syscall_profile([prof], plot)
         doc["plot"] = str(plot)
     _emit(doc, json_flag, json_out)

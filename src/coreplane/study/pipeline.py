@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from coreplane.model.sensitivity import fig2_naive, fig9_policies_fc
-from coreplane.profile.summary import plot_syscall_profile, summary
+from coreplane.profile.figures import plot_syscall_profile
+from coreplane.profile.summary import summary
 from coreplane.study import project, report
 from coreplane.validate import engine, suite as suites
 
