@@ -7,7 +7,8 @@ import pytest
 from conftest import REPO, cli_json, run_cli
 from coreplane.model.naive import naive
 from coreplane.model.policies import Policy
-from coreplane.model.queueing import queueing
+from coreplane.model.projection import HEADLINE
+from coreplane.model.queueing import closed
 from coreplane.model.refined import refined
 from coreplane.profile import io as profiles
 
@@ -23,15 +24,19 @@ def test_json_matches_the_models():
     doc = cli_json("project", str(path), "--gamma", "1.04", "--forward-cost", "3140", "--delegate", "mckernel")
     prof = profiles.load(path)
     pol = Policy("mckernel")
-    assert doc["parameters"] == {"gamma": 1.04, "fc_ns": 3140.0, "round_trip_ns": 6280.0, "delegates": 1}
+    assert doc["parameters"] == {"gamma": 1.04, "fc_ns": 3140.0, "round_trip_ns": 6280.0, "delegates": 1,
+                                 "compute_cores": doc["parameters"]["compute_cores"], "control_cores": 1}
     assert doc["naive"]["speedup"] == pytest.approx(naive(prof, 1.04).speedup)
     assert doc["refined"]["speedup"] == pytest.approx(refined(prof, 1.04, 3140.0, pol).speedup)
-    assert doc["queueing"]["speedup"] == pytest.approx(queueing(prof, 1.04, 3140.0, pol).speedup)
-    assert doc["queueing"]["model"] == "M/M/1"
+    # One thread: no open queue can form, and the answer (the closed model) is eq. 11's.
+    assert doc["queueing"]["applicable"] is False and "own delegated call" in doc["queueing"]["reason"]
+    assert doc["answer"]["model"] == "closed" == HEADLINE
+    assert doc["answer"]["speedup"] == pytest.approx(doc["closed"]["speedup"])
+    assert doc["closed"]["speedup"] == pytest.approx(doc["refined"]["speedup"])
     assert "read" in doc["policy"]["delegated"] and "mmap" not in doc["policy"]["delegated"]
     assert doc["policy"]["calls"] == 11659 and doc["p"] == pytest.approx(prof.system_share())
     # bzip2 is syscall-bound enough that a 6.28 µs round trip on 11 626 calls eats the 4 % gain.
-    assert doc["naive"]["speedup"] > 1.0 > doc["refined"]["speedup"] > doc["queueing"]["speedup"]
+    assert doc["naive"]["speedup"] > 1.0 > doc["refined"]["speedup"]
     assert doc["warnings"] == [] and doc["plots"] == []
 
 
@@ -53,6 +58,10 @@ def test_saturation_is_reported_not_a_number():
     assert "saturated" in human and "load 1.023 ≥ 1" in human
     two = cli_json(*args, "--delegate-threads", "2")
     assert two["queueing"]["model"] == "M/M/2" and two["queueing"]["speedup"] > 0
+    # The answer stays a number: the closed model never lets a queue outgrow the threads.
+    prof = profiles.load(FIXTURES / "tiny-mt.json")
+    assert doc["answer"]["speedup"] == pytest.approx(
+        closed(prof, 2.0, 1000.0, Policy("all"), compute_cores=doc["parameters"]["compute_cores"]).speedup)
 
 
 def test_profile_measured_with_delegation_is_flagged(tmp_path):
@@ -80,7 +89,7 @@ def test_plot_draws_the_sensitivity_figures(tmp_path):
 def test_human_output_names_every_model():
     out = run_cli("project", str(FIXTURES / "gcc.json"), "--delegate", "mos", "--gamma", "1.04",
                   "--forward-cost", "3230", check=True).stdout
-    for text in ("naive (eq. 3)", "refined (eq. 4–11)", "queueing M/M/1", "policy mos", "system share p"):
+    for text in ("naive (eq. 3)", "refined (eq. 4–11)", "open queue M/M/1", "closed MVA ◀ answer", "answer: speedup", "policy mos", "system share p"):
         assert text in out
 
 

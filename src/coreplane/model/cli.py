@@ -1,5 +1,6 @@
-"""The `coreplane project` command: naive, refined and queueing speedup projections for a profile."""
+"""The `coreplane project` command: every model's speedup projection for a profile, and the answer (the closed model's)."""
 
+import os
 from pathlib import Path
 
 import typer
@@ -7,13 +8,12 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from coreplane.core import options as o
+from coreplane.cell.spec import parse_cores
+from coreplane.core import options as o, vocabulary as v
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit, human_ns
 from coreplane.model import policies
-from coreplane.model.naive import naive
-from coreplane.model.queueing import queueing
-from coreplane.model.refined import refined
+from coreplane.model.projection import project as project_all
 from coreplane.profile import io as profiles
 from coreplane.profile.records import WAIT_CALLS
 
@@ -29,21 +29,38 @@ def _render(doc: dict) -> None:
     table = Table()
     for col in ("model", "speedup", "projected time", "notes"):
         table.add_column(col, justify="left" if col in ("model", "notes") else "right")
-    n, r, q = doc["naive"], doc["refined"], doc["queueing"]
+    n, r, q, c = doc["naive"], doc["refined"], doc["queueing"], doc["closed"]
     table.add_row("naive (eq. 3)", f"{n['speedup']:.4f}", human_ns(n["time_ns"]), "every call delegated, no forwarding cost")
     table.add_row("refined (eq. 4–11)", f"{r['speedup']:.4f}", human_ns(r["time_ns"]),
                   f"forwarding {human_ns(r['forward_ns'])} in total")
-    if q["saturated"]:
-        table.add_row(f"queueing {q['model']} (eq. 12–13)", "saturated", "—",
+    if not q["applicable"]:
+        table.add_row("open queue (eq. 12–13)", "—", "—", "not applicable: one thread at a time", style="dim")
+    elif q["saturated"]:
+        table.add_row(f"open queue {q['model']} (eq. 12–13)", "saturated", "—",
                       f"load {q['load']:.3f} ≥ 1: the delegates cannot keep up", style="bold red")
     else:
-        table.add_row(f"queueing {q['model']} (eq. 12–13)", f"{q['speedup']:.4f}", human_ns(q["time_ns"]),
+        table.add_row(f"open queue {q['model']} (eq. 12–13)", f"{q['speedup']:.4f}", human_ns(q["time_ns"]),
                       f"load {q['load']:.3f}, mean wait {human_ns(q['wait_ns'])} per delegated call")
+    table.add_row(f"closed MVA ◀ answer", f"{c['speedup']:.4f}", human_ns(c["time_ns"]),
+                  f"{c['threads']} thread(s) on {c['compute_cores']} compute / {c['control_cores']} control core(s), "
+                  f"mean wait {human_ns(c['wait_ns'])} per delegated call", style="bold")
     console.print(table)
+    a = doc["answer"]
+    console.print(f"answer: speedup [bold]{a['speedup']:.4f}[/] ({human_ns(a['time_ns'])}) by the {a['model']} model, "
+                  "the one `coreplane validate` scores as its headline", highlight=False)
     for warning in doc["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     for path in doc["plots"]:
         console.print(f"figure: {path}", highlight=False)
+
+
+def _core_counts(prof, compute_cores: str | None, control_cores: str | None) -> tuple[int, int]:
+    """How many compute and control cores the projected run has (the closed model's stations)."""
+    config = prof.config or {}
+    control = len(parse_cores(control_cores, v.CONTROL_CORES)) if control_cores else len(config.get("control_cores") or [0])
+    if compute_cores:
+        return len(parse_cores(compute_cores, v.COMPUTE_CORES)), control
+    return len(config.get("compute_cores") or []) or max(1, len(os.sched_getaffinity(0)) - control), control
 
 
 def project(
@@ -57,15 +74,19 @@ def project(
                                 help="Share of the profile's syscalls delegated by min-/max-frequency and random."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random policy."),
     delegates: int = o.delegate_threads(help="Delegate threads c: M/M/1 for 1, M/M/c above."),
+    compute_cores: str = o.compute_cores(help="Compute cores of the projected run, for the closed model "
+                                         "(default: the profile's, else every CPU allowed here but one)."),
+    control_cores: str = o.control_cores(help="Control cores of the projected run (default: the profile's, else one)."),
     plot: Path = typer.Option(None, "--plot", metavar="DIR", help="Draw the sensitivity figures (paper Fig. 2, 4, 5, 7, 8, 9) into DIR."),
     json_out: bool = o.json_flag(),
 ) -> None:
-    """Projects the speedup of delegating a profiled program's syscalls: naive, refined and queueing models."""
+    """Projects the speedup of delegating a profiled program's syscalls by every model; the answer is the closed model's."""
     if gamma <= 0:
         raise CoreplaneError(f"--gamma {gamma}: must be positive")
     prof = profiles.load(profile_path)
     pol = policies.parse(policy, share=share, seed=seed)
-    ref = refined(prof, gamma, forward_cost, pol)
+    compute, control = _core_counts(prof, compute_cores, control_cores)
+    models = project_all(prof, gamma, forward_cost, pol, delegates, compute, control)
     warnings = []
     if prof.measured_with_delegation():
         warnings.append(f"the profile was measured with delegation (policy {(prof.config or {}).get('policy', '?')}): "
@@ -83,13 +104,12 @@ def project(
     doc = {
         "profile": str(profile_path), "program": prof.program, "argv": prof.argv,
         "threads": max(1, len(prof.threads)), "wall_ns": prof.wall_ns, "p": prof.system_share(),
-        "parameters": {"gamma": gamma, "fc_ns": forward_cost, "round_trip_ns": 2 * forward_cost, "delegates": delegates},
-        "policy": {"name": policy, "description": pol.describe(), "delegated": ref.delegated,
-                   "distinct_calls": len(prof.syscalls), "delegated_calls": ref.delegated_calls,
+        "parameters": {"gamma": gamma, "fc_ns": forward_cost, "round_trip_ns": 2 * forward_cost, "delegates": delegates,
+                       "compute_cores": compute, "control_cores": control},
+        "policy": {"name": policy, "description": pol.describe(), "delegated": models["refined"]["delegated"],
+                   "distinct_calls": len(prof.syscalls), "delegated_calls": models["refined"]["delegated_calls"],
                    "calls": sum(c.count for c in prof.syscalls)},
-        "naive": naive(prof, gamma).to_dict(),
-        "refined": ref.to_dict(),
-        "queueing": queueing(prof, gamma, forward_cost, pol, delegates).to_dict(),
+        **models,
         "warnings": warnings,
         "plots": plots,
     }

@@ -11,6 +11,7 @@ import numpy as np
 from coreplane.core.errors import CoreplaneError
 from coreplane.model.estimate import aggregate_gamma, leave_one_out, solve_gamma
 from coreplane.model.naive import naive
+from coreplane.model.projection import HEADLINE
 from coreplane.model.queueing import closed, cpu_scale, queueing
 from coreplane.model.refined import delegated_set, interposed_local_ns, refined, splits
 from coreplane.profile.records import Profile
@@ -24,7 +25,6 @@ ESTIMATED = ("naive", "refined", "queueing", "closed")
 # With γ fitted on measured speedups (paper 002 Table 4): "median" is the paper's aggregate over
 # all programs, the program itself included (in-sample); "loo" leaves the predicted program out.
 FITTED = ("naive:median", "refined:median", "refined:loo", "closed:loo")
-HEADLINE = "closed"   # the model the goal benchmark is about: eq. 11 for one thread, MVA for more
 MODEL_NAMES = {"naive": "naive (eq. 3)", "refined": "refined (eq. 4–11)", "queueing": "open M/M/1 (eq. 12–13)",
                "closed": "closed MVA", "naive:median": "naive, γ = median fit (in-sample)",
                "refined:median": "refined, γ = median fit (in-sample)",
