@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 HOSTS = REPO / "tests" / "fixtures" / "hosts"
 CLI = [str(Path(sys.executable).with_name("coreplane"))]
+# Per-user files (the calibration `coreplane project` reads by default) come from a directory of
+# the test run's own, never from the home directory of whoever runs the tests.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="coreplane-test-cache-")
 
 
 def run_cli(*args: str, check: bool = False, timeout: float = 300, **kw) -> subprocess.CompletedProcess:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CLI, run_cli
+from coreplane.core.machine import identity
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -224,4 +225,5 @@ def test_profile_keeps_stdout_the_programs_and_its_json_apart(tmp_path):
     summary = json.loads(proc.stderr.strip().splitlines()[-1])
     assert proc.stderr.startswith("err\n") and summary == json.loads(doc.read_text())
     assert summary["run"]["exit_status"] == 4 and summary["total"]["calls"] > 0
-    assert json.loads(kept.read_text())["format"] == "coreplane-profile/1"
+    profile = json.loads(kept.read_text())
+    assert profile["format"] == "coreplane-profile/1" and profile["machine"] == identity()

@@ -13,11 +13,11 @@ from coreplane.model.policies import Policy
 from coreplane.profile import io as profiles
 from coreplane.study.project import break_even_round_trip, project, sentence
 from coreplane.validate import suite as suites
-from coreplane.validate.calibrate import Calibration, RoundCalibration
+from coreplane.model.calibration import Calibration, cold_calls, startup_ns
+from coreplane.validate.calibrate import RoundCalibration
 from coreplane.validate.commands import Machine, native, under_runtime
 from coreplane.validate.plan import Config, policy_of
-from coreplane.validate.predict import (Subject, _median, cold_calls, parameters, round_speedups, speedups,
-                                        startup_ns)
+from coreplane.validate.predict import Subject, _median, parameters, round_speedups, speedups
 from machine_lock import machine_lock
 
 TINY = profiles.load(REPO / "tests" / "fixtures" / "profiles" / "tiny.json")

@@ -39,10 +39,15 @@ COMMANDS = {
                      "Profile PROGRAM (no delegation by default): a `strace -c`-style table with the system share p.",
                      takes_program=True),
     "project": Entry("coreplane.model.cli:project",
-                     "Projects the speedup of delegating a profiled program's syscalls: naive, refined and queueing models."),
+                     "Projects the speedup of delegating a profiled program's syscalls by every model; the answer is "
+                     "the closed model's."),
+    "calibrate": Entry("coreplane.validate.cli:calibrate",
+                       "Measure once per machine what the models need: the round trip of a delegated call per "
+                       "forward cost, the interposed local call, how long a caller spins, cold calls, start-up; "
+                       "`coreplane project` then uses it."),
     "validate": Entry("coreplane.validate.cli:validate",
                       "Run a suite natively and under `coreplane run` configurations, and compare the models' "
-                      "predictions with the measurements (MAPE per model, paper 002 Fig."),
+                      "predictions with the measurements (MAPE per model; paper 002 Figs 11, 13 and 15 as figures)."),
     "study": Entry("coreplane.study.cli:study",
                    "Profile, project and validate the bundled workloads and real Debian programs, and write an HTML "
                    "report: what delegating which calls would cost or gain each program, and how well the models "

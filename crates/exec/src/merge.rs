@@ -290,6 +290,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         },
         "wall_ns": run.wall_ns, "user_ns": run.user_ns, "sys_ns": run.sys_ns,
         "exit": exit,
+        "machine": machine(),
         "overhead": {
             "interposed_call_ns": trap_ns.get(trap_ns.len() / 2),
             "fast_path_call_ns": fast_ns.get(fast_ns.len() / 2),
@@ -341,4 +342,20 @@ mod tests {
         assert_eq!(percentile(&h, 0.99), Some(L::bucket_floor(L::bucket_of(10_000))));
         assert_eq!(percentile(&[0; 4], 0.5), None);
     }
+}
+
+/// The machine the profile was taken on, so that a model calibrated on another can say so:
+/// systemd's machine id (/etc/machine-id, stable across boots) and the host name.
+fn machine() -> serde_json::Value {
+    let id = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
+    let mut name = [0u8; 256];
+    let host = if unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } == 0 {
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    } else {
+        String::new()
+    };
+    json!({"id": id, "hostname": host})
 }

@@ -27,3 +27,17 @@ def describe() -> dict:
         "kernel": platform.release(),
         "virtual": "hypervisor" in flags,
     }
+
+
+def identity() -> dict:
+    """Which machine this is, as a profile records it (coreplane-exec writes the same two fields):
+    systemd's machine id, stable across boots, and the host name."""
+    machine_id = None
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            machine_id = Path(path).read_text().strip() or None
+        except OSError:
+            continue
+        if machine_id:
+            break
+    return {"id": machine_id, "hostname": platform.node()}

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from coreplane.core import documents
 from coreplane.core.errors import CoreplaneError
 
 FORMAT = "coreplane-map/1"
@@ -19,14 +20,7 @@ def cpu_lists(path: str | Path) -> dict[str, list[int]]:
     """Task key (clone-tree position: "0" the program, "0.1" its second child, ...) -> the OS CPUs
     it may run on. What a launcher applies with sched_setaffinity when the task appears."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise CoreplaneError(f"{path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CoreplaneError(f"{path}: line {exc.lineno}: {exc.msg}") from None
-    if doc.get("format") != FORMAT:
-        raise CoreplaneError(f"{path}: field 'format' is {doc.get('format')!r}, expected {FORMAT!r}")
+    doc = documents.read(path, FORMAT)
     out: dict[str, list[int]] = {}
     for i, entry in enumerate(doc.get("placement") or []):
         task, cpus = entry.get("task"), entry.get("cpus")

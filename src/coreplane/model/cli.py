@@ -12,7 +12,9 @@ from coreplane.cell.spec import parse_cores
 from coreplane.core import options as o, vocabulary as v
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit, human_ns
-from coreplane.model import policies
+from coreplane.model import calibration as calibrations, policies
+from coreplane.model.calibration import delegated_run
+from coreplane.model.refined import interposed_local_ns
 from coreplane.model.projection import project as project_all
 from coreplane.profile import io as profiles
 from coreplane.profile.records import WAIT_CALLS
@@ -26,6 +28,14 @@ def _render(doc: dict) -> None:
     console.print(f"gain γ = {par['gamma']:g}, forward cost f_c = {human_ns(par['fc_ns'])} per direction (round trip "
                   f"{human_ns(par['round_trip_ns'])}), policy {pol['description']}: {len(pol['delegated'])} of {pol['distinct_calls']} syscalls, "
                   f"{pol['delegated_calls']:,} of {pol['calls']:,} calls delegated", highlight=False)
+    cal = doc["calibration"]
+    if cal is None:
+        console.print("no calibration (`coreplane calibrate` measures one): f_c exactly as given, no "
+                      "interposition or start-up cost", highlight=False)
+    else:
+        console.print(f"calibration {cal['file']} ({cal['machine'].get('hostname', '?')}, {cal['created']}): f_c "
+                      f"{human_ns(cal['fc_ns'])} per direction at this forward cost, interposed local call "
+                      f"+{human_ns(cal['interposed_call_ns'])}, start-up {human_ns(cal['startup_ns'])}", highlight=False)
     table = Table()
     for col in ("model", "speedup", "projected time", "notes"):
         table.add_column(col, justify="left" if col in ("model", "notes") else "right")
@@ -63,6 +73,15 @@ def _core_counts(prof, compute_cores: str | None, control_cores: str | None) -> 
     return len(config.get("compute_cores") or []) or max(1, len(os.sched_getaffinity(0)) - control), control
 
 
+def _calibration(path: Path | None):
+    """The calibration to use: the file given, else the per-user one if it exists (else None)."""
+    if path is None:
+        path = calibrations.default_path()
+        if not path.exists():
+            return None
+    return calibrations.load(path)
+
+
 def project(
     profile_path: Path = typer.Argument(..., metavar="PROFILE", help="A profile JSON (coreplane-profile/1)."),
     gamma: float = typer.Option(1.0, "--gamma", help="Gain γ of the compute cores over Linux (1 = none)."),
@@ -77,6 +96,10 @@ def project(
     compute_cores: str = o.compute_cores(help="Compute cores of the projected run, for the closed model "
                                          "(default: the profile's, else every CPU allowed here but one)."),
     control_cores: str = o.control_cores(help="Control cores of the projected run (default: the profile's, else one)."),
+    calibration: Path = typer.Option(None, "--calibration", metavar="FILE", help="The runtime's measured costs "
+                                     "(coreplane calibrate; default: the per-user file when there is one)."),
+    no_calibration: bool = typer.Option(False, "--no-calibration", help="The paper's models alone: f_c exactly "
+                                        "as given, no interposition or start-up cost."),
     plot: Path = typer.Option(None, "--plot", metavar="DIR", help="Draw the sensitivity figures (paper Fig. 2, 4, 5, 7, 8, 9) into DIR."),
     json_out: bool = o.json_flag(),
 ) -> None:
@@ -86,8 +109,27 @@ def project(
     prof = profiles.load(profile_path)
     pol = policies.parse(policy, share=share, seed=seed)
     compute, control = _core_counts(prof, compute_cores, control_cores)
-    models = project_all(prof, gamma, forward_cost, pol, delegates, compute, control)
     warnings = []
+    stored = None if no_calibration else _calibration(calibration)
+    if stored is None:
+        models = project_all(prof, gamma, forward_cost, pol, delegates, compute, control)
+        used = None
+    else:
+        cal = stored.calibration
+        fc, startup = delegated_run(prof, pol, cal, gamma, forward_cost)
+        models = project_all(prof, gamma, fc, pol, delegates, compute, control, spin_ns=cal.spin_ns,
+                             local_ns=interposed_local_ns(prof, cal.local_ns), startup_ns=startup)
+        used = {"file": str(stored.path), "machine": stored.machine, "created": stored.created, "fc_ns": fc,
+                "round_trip_ns": 2 * fc, "interposed_call_ns": cal.local_ns, "spin_ns": cal.spin_ns,
+                "startup_ns": startup}
+        taken_on = (prof.extra.get("machine") or {}).get("id")
+        if taken_on is None:
+            warnings.append(f"the profile does not say which machine it was taken on; the calibration "
+                            f"{stored.path} is of {stored.machine.get('hostname', '?')}")
+        elif taken_on != stored.machine.get("id"):
+            warnings.append(f"the calibration {stored.path} belongs to another machine "
+                            f"({stored.machine.get('hostname', '?')}) than the profile "
+                            f"({prof.extra['machine'].get('hostname', '?')}): run `coreplane calibrate` there")
     if prof.measured_with_delegation():
         warnings.append(f"the profile was measured with delegation (policy {(prof.config or {}).get('policy', '?')}): "
                         "its g(s) include forwarding and queueing; project from a profile taken with --delegate none")
@@ -106,6 +148,7 @@ def project(
         "threads": max(1, len(prof.threads)), "wall_ns": prof.wall_ns, "p": prof.system_share(),
         "parameters": {"gamma": gamma, "fc_ns": forward_cost, "round_trip_ns": 2 * forward_cost, "delegates": delegates,
                        "compute_cores": compute, "control_cores": control},
+        "calibration": used,
         "policy": {"name": policy, "description": pol.describe(), "delegated": models["refined"]["delegated"],
                    "distinct_calls": len(prof.syscalls), "delegated_calls": models["refined"]["delegated_calls"],
                    "calls": sum(c.count for c in prof.syscalls)},

@@ -1,12 +1,12 @@
 """Model parameters from measurements: f_c from micro-benchmark trials (Table 3, Fig. 13), γ per program (Table 4)."""
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from coreplane.core import documents
 from coreplane.core.errors import CoreplaneError
 from coreplane.model.policies import Policy
 from coreplane.model.refined import delegated_set, splits
@@ -51,12 +51,7 @@ def forward_cost(delegated_ns: Sequence[float], native_ns: Sequence[float] | Non
 
 def load_forward_samples(path: str | Path) -> ForwardCost:
     """Reads `{"delegated_ns": [...], "native_ns": [...]}` (docs/formats.md) and estimates 2·f_c."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise CoreplaneError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CoreplaneError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from None
+    doc = documents.read_json(path)
     series = {}
     for key in ("delegated_ns", "native_ns"):
         values = doc.get(key) if isinstance(doc, dict) else None

@@ -1,6 +1,9 @@
 """Every model's projection of one profile, and the answer: the headline model, the one
 `coreplane validate` scores its goal with (the closed model: eq. 11 for one thread, MVA for more)."""
 
+from collections.abc import Mapping
+
+from coreplane.model.calibration import with_startup
 from coreplane.model.naive import naive
 from coreplane.model.policies import Policy
 from coreplane.model.queueing import closed, phases, queueing
@@ -8,7 +11,6 @@ from coreplane.model.refined import refined
 from coreplane.profile.records import Profile
 
 HEADLINE = "closed"
-MODELS = ("naive", "refined", "queueing", "closed")
 
 
 def concurrency(profile: Profile) -> int:
@@ -18,18 +20,30 @@ def concurrency(profile: Profile) -> int:
 
 
 def project(profile: Profile, gamma: float, fc_ns: float, policy: Policy, delegate_threads: int = 1,
-            compute_cores: int = 1, control_cores: int = 1, spin_ns: float | None = None) -> dict:
+            compute_cores: int = 1, control_cores: int = 1, spin_ns: float | None = None,
+            local_ns: Mapping[str, float] | None = None, startup_ns: float = 0.0) -> dict:
     """Each model's result as a dict (queueing: `applicable` false, with the reason, where no
-    queue can form; `saturated` where one grows without bound), and `answer`: the headline's."""
-    results = {"naive": naive(profile, gamma).to_dict(), "refined": refined(profile, gamma, fc_ns, policy).to_dict()}
+    queue can form; `saturated` where one grows without bound), and `answer`: the headline's.
+    `local_ns`, `spin_ns` and `startup_ns` are what coreplane's runtime adds (from a
+    calibration, model/calibration.py): the start-up is added to every projected time but the
+    naive model's, which stays the paper's eq. 3."""
+    def timed(result: dict) -> dict:
+        if startup_ns and result.get("speedup") is not None:
+            result["speedup"] = with_startup(profile.wall_ns, result["speedup"], startup_ns)
+            result["time_ns"] = profile.wall_ns / result["speedup"]
+        return result
+
+    results = {"naive": naive(profile, gamma).to_dict(),
+               "refined": timed(refined(profile, gamma, fc_ns, policy, local_ns=local_ns).to_dict())}
     alive = concurrency(profile)
     if alive < 2:
         results["queueing"] = {"applicable": False, "reason": "one thread at a time: a thread never queues "
                                "behind its own delegated call (the closed model covers it)"}
     else:
-        results["queueing"] = {"applicable": True, **queueing(profile, gamma, fc_ns, policy, delegate_threads).to_dict()}
-    results["closed"] = closed(profile, gamma, fc_ns, policy, compute_cores=compute_cores,
-                               control_cores=control_cores, spin_ns=spin_ns).to_dict()
+        results["queueing"] = {"applicable": True, **timed(queueing(profile, gamma, fc_ns, policy, delegate_threads,
+                                                                    local_ns=local_ns).to_dict())}
+    results["closed"] = timed(closed(profile, gamma, fc_ns, policy, compute_cores=compute_cores,
+                                     control_cores=control_cores, spin_ns=spin_ns, local_ns=local_ns).to_dict())
     head = results[HEADLINE]
     results["answer"] = {"model": HEADLINE, "description": head["model"], "speedup": head["speedup"],
                          "time_ns": head["time_ns"], "concurrency": alive}

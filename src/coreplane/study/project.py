@@ -8,7 +8,7 @@ from coreplane.model.naive import naive
 from coreplane.model.queueing import closed
 from coreplane.model.refined import delegated_set, refined, splits
 from coreplane.profile.records import Profile
-from coreplane.validate.calibrate import Calibration
+from coreplane.model.calibration import Calibration
 from coreplane.validate.plan import policy_of
 
 # Paper 002 §5.3: γ = 1.04 (the smallest gain Gerofi et al. report) and the measured round trips

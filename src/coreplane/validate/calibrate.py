@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.model.calibration import Calibration
 from coreplane.model.estimate import MIN_TRIALS, ForwardCost, forward_cost
 from coreplane.validate import commands, rounds
 from coreplane.validate.commands import Machine
@@ -42,59 +43,6 @@ CHILDREN = 8          # programs a shell runs one after another, to time a child
 GAMMA_TRIALS, GAMMA_PHASES = 300_000, 100   # ≈ 100 ms of Monte Carlo at γ = 1
 ROUND_BELOW_NS = 100_000   # forward costs measured again in every validation round (round_cases)
 ROUND_PREFIX = "calibrate|"
-
-
-@dataclass
-class Calibration:
-    """Everything the predictions take from micro-benchmarks. Times in ns; `forward[F]` is the
-    round trip 2·f_c of a delegated null call at forward cost F (it includes the 2·F spent on
-    the control core, the trap and the hand-off)."""
-
-    trials: dict[int, int]
-    native_call_ns: float
-    local_ns: float
-    forward: dict[int, ForwardCost]
-    cpu_per_call_ns: dict[int, float]
-    spin_ns: float | None
-    window_ns: float | None
-    cold: ForwardCost
-    startup_ns: float
-    startup_delegating_ns: float
-    child_ns: float
-    child_delegating_ns: float
-    gammas: dict[float, float]
-    trials_per_ms: float
-
-    def fc_ns(self, forward_cost_ns: float, statistic: str = "mean") -> float:
-        """f_c (one way) for a run at forward cost F, from the micro-benchmark at that F."""
-        key = int(round(forward_cost_ns))
-        if key not in self.forward:
-            raise CoreplaneError(f"forward cost {key} ns was not calibrated (have: {sorted(self.forward)})")
-        return self.forward[key].fc_ns(statistic)
-
-    def cold_extra_ns(self, statistic: str = "mean") -> float:
-        """What a call that finds the delegate asleep pays on top of a warm round trip (≥ 0)."""
-        return max(0.0, getattr(self.cold, statistic) - getattr(self.forward[0], statistic))
-
-    def for_round(self, measured: "RoundCalibration | None") -> "Calibration":
-        """This calibration with a validation round's own call and round-trip figures."""
-        if measured is None:
-            return self
-        return replace(self, native_call_ns=measured.native_call_ns, local_ns=measured.local_ns,
-                       forward={**self.forward, **measured.forward})
-
-    def gamma(self, emulated: float) -> float:
-        """The gain gain_synth -g G really gives (measured compute ratio); 1 for no emulation."""
-        return self.gammas.get(float(emulated), 1.0) if emulated != 1.0 else 1.0
-
-    def to_dict(self) -> dict:
-        doc = asdict(self)
-        doc["forward"] = {str(k): v.to_dict() for k, v in self.forward.items()}
-        doc["cold"] = self.cold.to_dict()
-        doc["trials"] = {str(k): v for k, v in self.trials.items()}
-        doc["cpu_per_call_ns"] = {str(k): v for k, v in self.cpu_per_call_ns.items()}
-        doc["gammas"] = {str(k): v for k, v in self.gammas.items()}
-        return doc
 
 
 def _trials_at(forward_cost: int) -> int:

@@ -1,14 +1,20 @@
-"""The `coreplane validate` command: run a suite natively and delegated, and score the models' predictions."""
+"""The `coreplane validate` and `coreplane calibrate` commands: score the models' predictions on
+real runs, and measure once per machine what the models need."""
 
 from __future__ import annotations
 
+import tempfile
+import time
 from pathlib import Path
 
 import typer
 
 from coreplane.core import options as o
-from coreplane.core.output import emit
+from coreplane.core.machine import identity
+from coreplane.core.output import console, emit, human_ns
+from coreplane.model import calibration as calibrations
 from coreplane.validate import engine, suite as suites
+from coreplane.validate.commands import Machine
 from coreplane.validate.render import render
 
 
@@ -29,7 +35,7 @@ def validate(
     json_out: bool = typer.Option(False, "--json", help="The result document (coreplane-validation/1) on stdout."),
 ) -> None:
     """Run a suite natively and under `coreplane run` configurations, and compare the models' predictions with
-    the measurements (MAPE per model, paper 002 Fig. 11/13/15-style figures)."""
+    the measurements (MAPE per model; paper 002 Figs 11, 13 and 15 as figures)."""
     name = suite or ("quick" if quick else "default")
     chosen = suites.load(name)
     options = engine.Options(quick=quick, repetitions=repetitions, statistic=statistic,
@@ -38,3 +44,45 @@ def validate(
                              progress=not json_out, resume=resume)
     doc = engine.validate(chosen, out or engine.default_out("validations", chosen.name), options)
     emit(doc, json_out, render)
+
+
+def _render_calibration(doc: dict) -> None:
+    cal = doc["calibration"]
+    fc = {int(k): v for k, v in cal["forward"].items()}
+    use = ("`coreplane project` uses it by default" if doc["file"] == str(calibrations.default_path())
+           else f"use it with `coreplane project --calibration {doc['file']}`")
+    console.print(f"calibration of {doc['machine']['hostname']} written to [bold]{doc['file']}[/] "
+                  f"({doc['elapsed_s']:.0f} s); {use}", highlight=False)
+    console.print("round trip 2·f_c of a delegated call (mean): " + ", ".join(
+        f"{human_ns(f)} → {human_ns(v['mean'])}" for f, v in sorted(fc.items())), highlight=False)
+    spin = human_ns(cal["spin_ns"]) if cal["spin_ns"] is not None else "the whole round trip"
+    console.print(f"interposed local call +{human_ns(cal['local_ns'])}, caller spins {spin} before sleeping, "
+                  f"start-up {human_ns(cal['startup_ns'])} ({human_ns(cal['startup_delegating_ns'])} delegating)",
+                  highlight=False)
+
+
+def calibrate(
+    quick: bool = typer.Option(False, "--quick", help="Fewer forward costs (0, 10 µs, 1 ms) and 3 rounds."),
+    repetitions: int = typer.Option(5, "--repetitions", "-r", help="Rounds of every micro-benchmark."),
+    compute_cores: str = o.compute_cores(help="The compute core the micro-benchmarks run on (coreplane run's default)."),
+    control_cores: str = o.control_cores(help="The control core of their delegate."),
+    nice: int = typer.Option(None, "--nice", help="Autogroup nice of every run (default -20 as root, else unchanged)."),
+    out: Path = typer.Option(None, "--out", metavar="FILE", help="The calibration file (default: the per-user "
+                             "one, $XDG_CACHE_HOME/coreplane/calibration.json, which `project` reads)."),
+    json_out: bool = o.json_flag(help="The calibration file's document on stdout."),
+) -> None:
+    """Measure once per machine what the models need: the round trip of a delegated call per forward cost, the
+    interposed local call, how long a caller spins, cold calls, start-up; `coreplane project` then uses it."""
+    options = engine.Options(quick=quick, repetitions=3 if quick and repetitions == 5 else repetitions,
+                             compute_cores=compute_cores, control_cores=control_cores,
+                             nice=engine.default_nice() if nice is None else (nice or None), progress=not json_out)
+    options.check()
+    machine = Machine.resolve(options.compute_cores, options.control_cores, options.nice)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="coreplane-calibrate-") as work:
+        cal = engine.measure_calibration(machine, set(), Path(work) / "calibrate", options)
+    where = {**identity(), "compute_cores": machine.compute, "control_cores": machine.control}
+    path = calibrations.save(cal, where, out or calibrations.default_path())
+    doc = {"format": calibrations.FORMAT, "file": str(path), "machine": where, "calibration": cal.to_dict(),
+           "elapsed_s": round(time.monotonic() - started, 1)}
+    emit(doc, json_out, _render_calibration)

@@ -13,7 +13,7 @@ from coreplane.core.machine import describe
 from coreplane.profile import io as profiles
 from coreplane.profile.records import Profile
 from coreplane.validate import calibrate, commands, plan, predict, rounds
-from coreplane.validate.calibrate import Calibration
+from coreplane.model.calibration import Calibration
 from coreplane.validate.commands import Machine
 from coreplane.validate.suite import Program, Suite, missing_programs, prepare_data
 
@@ -84,6 +84,14 @@ def _start(out: Path, resume: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def measure_calibration(machine: Machine, gammas: set[float], out: Path, options: Options) -> Calibration:
+    """The micro-benchmarks (validate/calibrate.py) run in rounds into the sweep `out`, read back."""
+    fcs = _forward_costs(options)
+    rounds.run("calibrate", calibrate.plan(machine, fcs, gammas, options.repetitions), out,
+               options.repetitions, 1, _timeout(options), options.progress, strict=True)
+    return calibrate.analyse(out, fcs, gammas)
+
+
 def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     """Calibration micro-benchmarks, then a profile of every program (real programs first: the
     synthetic ones replay their mixes)."""
@@ -98,11 +106,7 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     timings: dict[str, float] = {}
 
     started = time.monotonic()
-    gammas = {g for p in suite.programs for g in p.gammas}
-    fcs = _forward_costs(options)
-    rounds.run("calibrate", calibrate.plan(machine, fcs, gammas, options.repetitions), out / "calibrate",
-               options.repetitions, 1, _timeout(options), options.progress, strict=True)
-    cal = calibrate.analyse(out / "calibrate", fcs, gammas)
+    cal = measure_calibration(machine, {g for p in suite.programs for g in p.gammas}, out / "calibrate", options)
     (out / "calibration.json").write_text(json.dumps(cal.to_dict(), indent=1) + "\n")
     timings["calibrate_s"] = time.monotonic() - started
 

@@ -10,7 +10,7 @@ from coreplane.model import synthetic
 from coreplane.model.policies import BY_SHARE, Policy, parse
 from coreplane.model.refined import delegated_set, refined
 from coreplane.profile.records import Profile
-from coreplane.validate.calibrate import Calibration
+from coreplane.model.calibration import Calibration
 from coreplane.validate.commands import Machine, fresh_dir, native, under_runtime
 from coreplane.validate.rounds import Case
 from coreplane.validate.suite import Program

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.model.calibration import Calibration, delegated_run, with_startup
 from coreplane.model.estimate import aggregate_gamma, leave_one_out, solve_gamma
 from coreplane.model.naive import naive
 from coreplane.model.projection import HEADLINE
-from coreplane.model.queueing import closed, cpu_scale, queueing
-from coreplane.model.refined import delegated_set, interposed_local_ns, refined, splits
+from coreplane.model.queueing import closed, queueing
+from coreplane.model.refined import interposed_local_ns, refined
 from coreplane.profile.records import Profile
-from coreplane.validate.calibrate import STATISTICS, Calibration, RoundCalibration
+from coreplane.validate.calibrate import STATISTICS, RoundCalibration
 from coreplane.validate.commands import Machine
 from coreplane.validate.plan import Config, policy_of
 
@@ -56,58 +57,10 @@ class Subject:
         return Subject.of(self.name, self.profile, self.native_by_round[r], self.synthetic)
 
 
-def cold_calls(profile: Profile, policy, gamma: float, window_ns: float | None) -> tuple[float, int]:
-    """How many delegated calls may find the delegate asleep, and how many are delegated. A cold
-    call needs the delegate idle for its whole polling window W before it, and the program has
-    only its time outside delegated calls, Σ (C_k/γ + t_local,k), to leave it idle: at most that
-    over W calls are cold (the bound is reached when calls come in bursts between long stretches
-    of computation, as in bzip2 or gain_synth; calls spread thinly would all be cold, and many
-    calls with short gaps, as in find, fewer)."""
-    parts = splits(profile, delegated_set(profile, policy))
-    delegated = sum(p.remote_calls for p in parts)
-    if not delegated or not window_ns:
-        return 0.0, delegated
-    idle = sum(p.compute_ns * r / gamma + p.local_ns for p, r in zip(parts, cpu_scale(profile)))
-    return min(float(delegated), idle / window_ns), delegated
-
-
-def startup_ns(profile: Profile, policy, cal: Calibration) -> float:
-    """The runtime's start-up over the program's processes: the first pays the full start-up,
-    each later one (started by the program) a child's, both more when the process delegates
-    (it starts its own delegate)."""
-    processes = sorted(profile.extra.get("processes") or [], key=lambda p: p.get("start_ns") or 0)
-    parts = splits(profile, delegated_set(profile, policy))
-    if not profile.multithreaded or not processes:
-        delegating = sum(p.remote_calls for p in parts) > 0
-        return cal.startup_delegating_ns if delegating else cal.startup_ns
-    delegating_pids = {t.pid for t, p in zip(profile.threads, parts) if p.remote_calls}
-    total = 0.0
-    for i, proc in enumerate(processes):
-        delegating = proc.get("pid") in delegating_pids
-        if i == 0:
-            total += cal.startup_delegating_ns if delegating else cal.startup_ns
-        else:
-            total += cal.child_delegating_ns if delegating else cal.child_ns
-    return total
-
-
 def parameters(subject: Subject, config: Config, cal: Calibration, gamma: float,
                statistic: str = "mean") -> tuple[float, float]:
-    """f_c and the start-up time of one run: f_c is the micro-benchmark's warm round trip at the
-    run's forward cost, plus the cold surcharge spread over the share of calls that can be cold;
-    the start-up is `startup_ns`."""
-    policy = policy_of(config.policy)
-    n_cold, delegated = cold_calls(subject.profile, policy, gamma, cal.window_ns)
-    fc = cal.fc_ns(config.fc_ns, statistic)
-    if delegated:
-        fc += n_cold / delegated * cal.cold_extra_ns(statistic) / 2.0
-    return fc, startup_ns(subject.profile, policy, cal)
-
-
-def _with_startup(subject: Subject, speedup: float | None, startup_ns: float) -> float | None:
-    if speedup is None:
-        return None
-    return subject.native_ns / (subject.native_ns / speedup + startup_ns)
+    """f_c and the start-up time of one configuration's run (model/calibration.py's delegated_run)."""
+    return delegated_run(subject.profile, policy_of(config.policy), cal, gamma, config.fc_ns, statistic)
 
 
 def speedups(subject: Subject, config: Config, cal: Calibration, machine: Machine, gamma: float,
@@ -119,9 +72,9 @@ def speedups(subject: Subject, config: Config, cal: Calibration, machine: Machin
     q = queueing(prof, gamma, fc, pol, delegates=1, local_ns=local)
     return {
         "naive": naive(prof, gamma).speedup,
-        "refined": _with_startup(subject, refined(prof, gamma, fc, pol, local_ns=local).speedup, startup),
-        "queueing": _with_startup(subject, None if q.saturated else q.speedup, startup),
-        "closed": _with_startup(subject, closed(prof, gamma, fc, pol, compute_cores=machine.compute_count,
+        "refined": with_startup(subject.native_ns, refined(prof, gamma, fc, pol, local_ns=local).speedup, startup),
+        "queueing": with_startup(subject.native_ns, None if q.saturated else q.speedup, startup),
+        "closed": with_startup(subject.native_ns, closed(prof, gamma, fc, pol, compute_cores=machine.compute_count,
                                                 control_cores=machine.control_count, spin_ns=cal.spin_ns,
                                                 local_ns=local).speedup, startup),
     }

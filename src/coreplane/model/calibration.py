@@ -1,0 +1,200 @@
+"""The runtime's own costs, measured once per machine (`coreplane calibrate`, validation's first
+step), kept in a per-user file, and what they add to the prediction of a delegated run."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from bisect import bisect_right
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from coreplane.core import documents
+from coreplane.core.errors import CoreplaneError
+from coreplane.model.estimate import ForwardCost
+from coreplane.model.policies import Policy
+from coreplane.model.queueing import cpu_scale
+from coreplane.model.refined import delegated_set, splits
+from coreplane.profile.records import Profile
+
+FORMAT = "coreplane-calibration/1"
+
+
+@dataclass
+class Calibration:
+    """Everything the predictions take from micro-benchmarks. Times in ns; `forward[F]` is the
+    round trip 2·f_c of a delegated null call at forward cost F (it includes the 2·F spent on
+    the control core, the trap and the hand-off)."""
+
+    trials: dict[int, int]
+    native_call_ns: float
+    local_ns: float
+    forward: dict[int, ForwardCost]
+    cpu_per_call_ns: dict[int, float]
+    spin_ns: float | None
+    window_ns: float | None
+    cold: ForwardCost
+    startup_ns: float
+    startup_delegating_ns: float
+    child_ns: float
+    child_delegating_ns: float
+    gammas: dict[float, float]
+    trials_per_ms: float
+
+    def fc_ns(self, forward_cost_ns: float, statistic: str = "mean") -> float:
+        """f_c (one way) for a run at forward cost F: the micro-benchmark's at F, or, for an F
+        not measured, at the nearest measured F0 below it (the smallest above when none is)
+        plus F − F0, the forward cost itself being spent once per direction."""
+        key = int(round(forward_cost_ns))
+        if key in self.forward:
+            return self.forward[key].fc_ns(statistic)
+        measured = sorted(self.forward)
+        base = measured[max(0, bisect_right(measured, key) - 1)]
+        return self.forward[base].fc_ns(statistic) + (key - base)
+
+    def cold_extra_ns(self, statistic: str = "mean") -> float:
+        """What a call that finds the delegate asleep pays on top of a warm round trip (≥ 0)."""
+        return max(0.0, getattr(self.cold, statistic) - getattr(self.forward[min(self.forward)], statistic))
+
+    def for_round(self, measured) -> Calibration:
+        """This calibration with a validation round's own call and round-trip figures (validate's
+        RoundCalibration; None keeps it as it is)."""
+        if measured is None:
+            return self
+        return replace(self, native_call_ns=measured.native_call_ns, local_ns=measured.local_ns,
+                       forward={**self.forward, **measured.forward})
+
+    def gamma(self, emulated: float) -> float:
+        """The gain gain_synth -g G really gives (measured compute ratio); 1 for no emulation."""
+        return self.gammas.get(float(emulated), 1.0) if emulated != 1.0 else 1.0
+
+    def to_dict(self) -> dict:
+        doc = asdict(self)
+        doc["forward"] = {str(k): v.to_dict() for k, v in self.forward.items()}
+        doc["cold"] = self.cold.to_dict()
+        doc["trials"] = {str(k): v for k, v in self.trials.items()}
+        doc["cpu_per_call_ns"] = {str(k): v for k, v in self.cpu_per_call_ns.items()}
+        doc["gammas"] = {str(k): v for k, v in self.gammas.items()}
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: dict, source: str) -> Calibration:
+        """The inverse of to_dict; a missing or malformed field is a one-line error naming it."""
+        def need(key: str):
+            if key not in doc:
+                raise CoreplaneError(f"{source}: calibration.{key}: missing")
+            return doc[key]
+
+        def cost(key: str, value) -> ForwardCost:
+            try:
+                return ForwardCost(**value)
+            except TypeError:
+                raise CoreplaneError(f"{source}: calibration.{key}: expected "
+                                     f"{', '.join(f.name for f in fields(ForwardCost))}") from None
+
+        try:
+            return cls(
+                trials={int(k): int(v) for k, v in need("trials").items()},
+                native_call_ns=float(need("native_call_ns")), local_ns=float(need("local_ns")),
+                forward={int(k): cost(f"forward.{k}", v) for k, v in need("forward").items()},
+                cpu_per_call_ns={int(k): float(v) for k, v in need("cpu_per_call_ns").items()},
+                spin_ns=None if need("spin_ns") is None else float(doc["spin_ns"]),
+                window_ns=None if need("window_ns") is None else float(doc["window_ns"]),
+                cold=cost("cold", need("cold")), startup_ns=float(need("startup_ns")),
+                startup_delegating_ns=float(need("startup_delegating_ns")), child_ns=float(need("child_ns")),
+                child_delegating_ns=float(need("child_delegating_ns")),
+                gammas={float(k): float(v) for k, v in need("gammas").items()},
+                trials_per_ms=float(need("trials_per_ms")))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise CoreplaneError(f"{source}: calibration: malformed ({exc})") from None
+
+
+@dataclass
+class Stored:
+    """A calibration as kept in a file, with the machine it was measured on."""
+
+    calibration: Calibration
+    machine: dict
+    created: str
+    path: Path
+
+
+def default_path() -> Path:
+    """The per-user calibration file: $XDG_CACHE_HOME/coreplane/calibration.json."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "coreplane" / "calibration.json"
+
+
+def save(calibration: Calibration, machine: dict, path: Path) -> Path:
+    """Writes the calibration atomically (a new file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine,
+           "calibration": calibration.to_dict()}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def load(path: Path) -> Stored:
+    """Reads a calibration file; bad input is a one-line error naming the file and field."""
+    doc = documents.read(path, FORMAT)
+    if not isinstance(doc.get("machine"), dict) or not isinstance(doc.get("calibration"), dict):
+        raise CoreplaneError(f"{path}: machine, calibration: expected objects")
+    return Stored(Calibration.from_dict(doc["calibration"], str(path)), doc["machine"], str(doc.get("created", "?")),
+                  path)
+
+
+def cold_calls(profile: Profile, policy: Policy, gamma: float, window_ns: float | None) -> tuple[float, int]:
+    """How many delegated calls may find the delegate asleep, and how many are delegated. A cold
+    call needs the delegate idle for its whole polling window W before it, and the program has
+    only its time outside delegated calls, Σ (C_k/γ + t_local,k), to leave it idle: at most that
+    over W calls are cold (the bound is reached when calls come in bursts between long stretches
+    of computation, as in bzip2 or gain_synth; calls spread thinly would all be cold, and many
+    calls with short gaps, as in find, fewer)."""
+    parts = splits(profile, delegated_set(profile, policy))
+    delegated = sum(p.remote_calls for p in parts)
+    if not delegated or not window_ns:
+        return 0.0, delegated
+    idle = sum(p.compute_ns * r / gamma + p.local_ns for p, r in zip(parts, cpu_scale(profile)))
+    return min(float(delegated), idle / window_ns), delegated
+
+
+def startup_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
+    """The runtime's start-up over the program's processes: the first pays the full start-up,
+    each later one (started by the program) a child's, both more when the process delegates
+    (it starts its own delegate)."""
+    processes = sorted(profile.extra.get("processes") or [], key=lambda p: p.get("start_ns") or 0)
+    parts = splits(profile, delegated_set(profile, policy))
+    if not profile.multithreaded or not processes:
+        delegating = sum(p.remote_calls for p in parts) > 0
+        return cal.startup_delegating_ns if delegating else cal.startup_ns
+    delegating_pids = {t.pid for t, p in zip(profile.threads, parts) if p.remote_calls}
+    total = 0.0
+    for i, proc in enumerate(processes):
+        delegating = proc.get("pid") in delegating_pids
+        if i == 0:
+            total += cal.startup_delegating_ns if delegating else cal.startup_ns
+        else:
+            total += cal.child_delegating_ns if delegating else cal.child_ns
+    return total
+
+
+def delegated_run(profile: Profile, policy: Policy, cal: Calibration, gamma: float, forward_cost_ns: float,
+                  statistic: str = "mean") -> tuple[float, float]:
+    """f_c and the start-up time of a `coreplane run` at forward cost F: f_c is the
+    micro-benchmark's warm round trip at F, plus the cold surcharge spread over the share of
+    calls that can be cold; the start-up is `startup_ns`."""
+    n_cold, delegated = cold_calls(profile, policy, gamma, cal.window_ns)
+    fc = cal.fc_ns(forward_cost_ns, statistic)
+    if delegated:
+        fc += n_cold / delegated * cal.cold_extra_ns(statistic) / 2.0
+    return fc, startup_ns(profile, policy, cal)
+
+
+def with_startup(native_ns: float, speedup: float | None, startup: float) -> float | None:
+    """A speedup over `native_ns` once the runtime's start-up is added to the projected time."""
+    if speedup is None:
+        return None
+    return native_ns / (native_ns / speedup + startup)

@@ -1,0 +1,77 @@
+"""The per-machine calibration `coreplane project` uses (issue 13): the file round-trips, f_c
+between measured forward costs follows the forward cost, bad files are one-line errors, and a
+calibration of another machine, or a profile that names none, is warned about."""
+
+import json
+import shutil
+
+import pytest
+
+from conftest import REPO, cli_json, run_cli
+from coreplane.core.errors import CoreplaneError
+from coreplane.model import calibration as calibrations
+
+FIXTURE = REPO / "tests" / "fixtures" / "calibration.json"
+PROFILES = REPO / "tests" / "fixtures" / "profiles"
+
+
+def test_file_round_trips(tmp_path):
+    stored = calibrations.load(FIXTURE)
+    again = calibrations.load(calibrations.save(stored.calibration, stored.machine, tmp_path / "c.json"))
+    assert again.calibration == stored.calibration and again.machine == stored.machine
+
+
+def test_fc_between_measured_forward_costs_adds_the_forward_cost():
+    cal = calibrations.load(FIXTURE).calibration
+    assert sorted(cal.forward) == [0, 10_000, 1_000_000]
+    assert cal.fc_ns(10_000) == cal.forward[10_000].mean / 2
+    assert cal.fc_ns(20_000) == pytest.approx(cal.forward[10_000].mean / 2 + 10_000)
+    assert cal.fc_ns(3140) == pytest.approx(cal.forward[0].mean / 2 + 3140)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda text: text[:len(text) // 2], "not JSON"),
+    (lambda text: text.replace('"coreplane-calibration/1"', '"coreplane-calibration/9"'),
+     "format: expected coreplane-calibration/1, found 'coreplane-calibration/9'"),
+    (lambda text: text.replace('"local_ns"', '"lokal_ns"'), "calibration.local_ns: missing"),
+])
+def test_bad_files_are_one_line_errors(tmp_path, edit, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(edit(FIXTURE.read_text()))
+    with pytest.raises(CoreplaneError, match=message):
+        calibrations.load(bad)
+    proc = run_cli("project", str(PROFILES / "tiny.json"), "--calibration", str(bad))
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1 and str(bad) in proc.stderr
+
+
+def test_project_uses_the_calibration_and_names_it(tmp_path):
+    args = ("project", str(PROFILES / "bzip2.json"), "--forward-cost", "3140", "--delegate", "mckernel")
+    bare = cli_json(*args, "--no-calibration")
+    used = cli_json(*args, "--calibration", str(FIXTURE))
+    cal = calibrations.load(FIXTURE).calibration
+    assert bare["calibration"] is None
+    assert used["calibration"]["file"] == str(FIXTURE) and used["calibration"]["fc_ns"] > cal.fc_ns(3140)
+    # The runtime's round trip, interposition and start-up all cost something.
+    assert used["answer"]["speedup"] < bare["answer"]["speedup"]
+    # The per-user file is the default.
+    default = calibrations.default_path()
+    default.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FIXTURE, default)
+    try:
+        assert cli_json(*args)["calibration"]["file"] == str(default)
+    finally:
+        default.unlink()
+
+
+def test_a_calibration_of_another_machine_is_warned_about(tmp_path):
+    doc = json.loads((PROFILES / "tiny.json").read_text())
+    doc["machine"] = {"id": "0" * 32, "hostname": "elsewhere"}
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    warnings = cli_json("project", str(other), "--calibration", str(FIXTURE))["warnings"]
+    assert any("belongs to another machine" in w and "elsewhere" in w for w in warnings), warnings
+    unnamed = cli_json("project", str(PROFILES / "tiny.json"), "--calibration", str(FIXTURE))["warnings"]
+    assert any("does not say which machine" in w for w in unnamed), unnamed
+    doc["machine"]["id"] = calibrations.load(FIXTURE).machine["id"]
+    other.write_text(json.dumps(doc))
+    assert cli_json("project", str(other), "--calibration", str(FIXTURE))["warnings"] == []
