@@ -12,7 +12,7 @@ from coreplane.core.errors import CoreplaneError
 from coreplane.model.calibration import Calibration, delegated_run, with_startup
 from coreplane.model.estimate import aggregate_gamma, leave_one_out, solve_gamma
 from coreplane.model.naive import naive
-from coreplane.model.projection import HEADLINE
+from coreplane.model.projection import HEADLINE, project
 from coreplane.model.queueing import closed, queueing
 from coreplane.model.refined import interposed_local_ns, refined
 from coreplane.profile.records import Profile
@@ -22,11 +22,11 @@ from coreplane.validate.plan import Config, policy_of
 
 # Models with estimated parameters (γ from the gain_synth calibration, 1 for real programs;
 # f_c from the micro-benchmark): the paper's three and the closed model.
-ESTIMATED = ("naive", "refined", "queueing", "closed")
+ESTIMATED = ("naive", "refined", "queueing", "closed", "project")
 # With γ fitted on measured speedups (paper 002 Table 4): "median" is the paper's aggregate over
 # all programs, the program itself included (in-sample); "loo" leaves the predicted program out.
 FITTED = ("naive:median", "refined:median", "refined:loo", "closed:loo")
-MODEL_NAMES = {"naive": "naive (eq. 3)", "refined": "refined (eq. 4–11)", "queueing": "open M/M/1 (eq. 12–13)",
+MODEL_NAMES = {"project": "coreplane project, defaults (closed, from the profile as recorded)", "naive": "naive (eq. 3)", "refined": "refined (eq. 4–11)", "queueing": "open M/M/1 (eq. 12–13)",
                "closed": "closed MVA", "naive:median": "naive, γ = median fit (in-sample)",
                "refined:median": "refined, γ = median fit (in-sample)",
                "refined:loo": "refined, γ = median of the other programs", "closed:loo": "closed, γ = median of the others"}
@@ -42,19 +42,21 @@ class Subject:
     native_ns: float
     synthetic: bool
     native_by_round: dict[int, float] = dataclasses.field(default_factory=dict)
+    profiled: Profile | None = None   # as recorded: what `coreplane project` sees
 
     @classmethod
     def of(cls, name: str, profile: Profile, native_ns: float, synthetic: bool,
            native_by_round: dict[int, float] | None = None) -> "Subject":
         # Eq. 4's C = t_nd − Σ g(s): for a sequential program t_nd is the native run, not the
         # profiled one (which paid the runtime's start-up and interposition).
+        recorded = profile
         if not profile.multithreaded:
             profile = dataclasses.replace(profile, wall_ns=max(1, int(round(native_ns))))
-        return cls(name, profile, native_ns, synthetic, dict(native_by_round or {}))
+        return cls(name, profile, native_ns, synthetic, dict(native_by_round or {}), recorded)
 
     def in_round(self, r: int) -> "Subject":
         """The subject as round r saw it: its native time there."""
-        return Subject.of(self.name, self.profile, self.native_by_round[r], self.synthetic)
+        return Subject.of(self.name, self.profiled, self.native_by_round[r], self.synthetic)
 
 
 def parameters(subject: Subject, config: Config, cal: Calibration, gamma: float,
@@ -77,7 +79,20 @@ def speedups(subject: Subject, config: Config, cal: Calibration, machine: Machin
         "closed": with_startup(subject.native_ns, closed(prof, gamma, fc, pol, compute_cores=machine.compute_count,
                                                 control_cores=machine.control_count, spin_ns=cal.spin_ns,
                                                 local_ns=local).speedup, startup),
+        "project": _as_project(subject, config, cal, machine, gamma, statistic),
     }
+
+
+def _as_project(subject: Subject, config: Config, cal: Calibration, machine: Machine, gamma: float,
+                statistic: str) -> float | None:
+    """What `coreplane project PROFILE --delegate P --forward-cost F` answers with this calibration:
+    the closed model on the profile as recorded (C from the profiled wall, which knows nothing of
+    the native run), as a speedup over the measured native time."""
+    prof, pol = subject.profiled, policy_of(config.policy)
+    fc, startup = delegated_run(prof, pol, cal, gamma, config.fc_ns, statistic)
+    answer = project(prof, gamma, fc, pol, 1, machine.compute_count, machine.control_count, cal.spin_ns,
+                     interposed_local_ns(prof, cal.local_ns), startup)["answer"]
+    return None if answer["time_ns"] is None else subject.native_ns / answer["time_ns"]
 
 
 def fitted_gamma(subject: Subject, config: Config, cal: Calibration, measured: float,
