@@ -62,3 +62,17 @@ def test_handler_sees_the_kernels_siginfo_on_the_calling_thread(sync_signals, po
     assert "signal=PIPE code=0 from_self=1 same_thread=1" in native.stdout
     proc = run_cli("run", "--delegate", policy, "--", str(sync_signals))
     assert proc.returncode == 0 and proc.stdout == native.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_mask_and_signal_stack_set_from_the_trap_path_stay_set(tmp_path, policy):
+    # The first call at a site is served from the SIGSYS handler, whose return restored the
+    # mask and signal stack of before the call: the blocked SIGUSR1 was lost and pbzip2's
+    # sigwait thread died of it.
+    exe = tmp_path / "thread_state"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "thread_state.c")], check=True)
+    native = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
+    assert native.stdout.splitlines() == ["main blocks USR1: 1 TERM: 1", "signal stack set: 1 size 65536",
+                                          "thread blocks USR1: 1", "thread got signal 10 from sigwait", "main done"]
+    proc = run_cli("run", "--delegate", policy, "--", str(exe), timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr

@@ -13,6 +13,10 @@ pub const REG_RSP: usize = 15;
 pub const REG_RIP: usize = 16;
 /// Offset of uc_mcontext.gregs in the kernel's ucontext.
 const GREGS_OFF: usize = 40;
+/// Offset of uc_stack (the signal stack, a 24-byte stack_t) in the kernel's ucontext.
+pub const UC_STACK_OFF: usize = 16;
+/// Offset of uc_sigmask in the kernel's ucontext.
+pub const UC_SIGMASK_OFF: usize = 296;
 /// Size of the kernel's `struct ucontext` in an x86-64 rt_sigframe; the siginfo follows it.
 pub const KERNEL_UCONTEXT_SIZE: usize = 304;
 /// Offset of si_call_addr (the address after the trapping syscall) in a SIGSYS siginfo.

@@ -13,6 +13,7 @@ pub const MPROTECT: usize = 10;
 pub const MUNMAP: usize = 11;
 pub const RT_SIGACTION: usize = 13;
 pub const RT_SIGPROCMASK: usize = 14;
+pub const SIGALTSTACK: usize = 131;
 pub const RT_SIGRETURN: usize = 15;
 pub const PREAD64: usize = 17;
 pub const ACCESS: usize = 21;

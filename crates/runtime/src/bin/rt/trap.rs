@@ -4,7 +4,7 @@
 //! result is written into the program's rax.
 
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
-use crate::sigframe::{gregs, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_SYSCALL_OFF};
+use crate::sigframe::{gregs, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_SYSCALL_OFF};
 use crate::sys::*;
 use crate::{dispatch, fastpath, process, signals};
 
@@ -36,8 +36,30 @@ extern "C" fn on_sigsys(_sig: i32, info: *mut u8, uc: *mut u8) {
         CLONE3 => process::clone3(uc, &a),
         _ => {
             fastpath::maybe_rewrite(unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) }, nr);
-            dispatch::handle(nr, &a)
+            let result = dispatch::handle(nr, &a);
+            if result >= 0 {
+                keep_thread_state(nr, uc);
+            }
+            result
         }
     };
     gregs(uc)[REG_RAX] = result as u64;
+}
+
+/// When the handler returns, rt_sigreturn gives the thread the signal mask and signal stack
+/// saved in the frame, those from before the trap: a program's rt_sigprocmask or sigaltstack
+/// served here would be undone (pbzip2's signal thread then lost its blocked SIGUSR1, and the
+/// process died of it). The frame gets the thread's state as the call left it.
+fn keep_thread_state(nr: usize, uc: *mut u8) {
+    unsafe {
+        match nr {
+            RT_SIGPROCMASK => {
+                syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, 0, uc.add(UC_SIGMASK_OFF) as usize, 8, 0, 0);
+            }
+            SIGALTSTACK => {
+                syscall3(SIGALTSTACK, 0, uc.add(UC_STACK_OFF) as usize, 0);
+            }
+            _ => {}
+        }
+    }
 }
