@@ -227,3 +227,15 @@ def test_profile_keeps_stdout_the_programs_and_its_json_apart(tmp_path):
     assert summary["run"]["exit_status"] == 4 and summary["total"]["calls"] > 0
     profile = json.loads(kept.read_text())
     assert profile["format"] == "coreplane-profile/1" and profile["machine"] == identity()
+
+
+def test_the_runtimes_own_calibration_is_never_delegated(tmp_path):
+    # The runtime times getppid at process start to calibrate its interposition. With getppid
+    # delegated at a 1 ms forward cost, those 128 calls went to the delegate: +256 ms in every
+    # process, and an "interposition cost" that was a delegated round trip.
+    prof = tmp_path / "p.json"
+    proc = run_cli("run", "--delegate", "getppid", "--forward-cost", "1000000", "--profile", str(prof), "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(prof.read_text())
+    assert "getppid" not in {c["name"] for c in doc["syscalls"]}
+    assert doc["overhead"]["interposed_call_ns"] < 100_000 and doc["wall_ns"] < 200_000_000, doc["overhead"]
