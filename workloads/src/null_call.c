@@ -37,19 +37,31 @@ static int64_t thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static inline long raw_syscall2(long nr, long a, long b)
-{
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b) : "rcx", "r11", "memory");
-    return ret;
-}
+// One raw `syscall` whose number is an immediate right before it (`mov eax, NR; syscall`), the
+// form of most call sites in libc and Go binaries, and the one the runtime's relocating rewrite
+// takes: a site whose number comes from a register stays on the trap path (≈ 1.7 µs a call),
+// which is what this benchmark measured from session 4 until the held-out suite showed it.
+// Each site starts a 16-byte block, so its rewrite is always one atomic store.
+#define FIXED_SYSCALL2(NR, a, b)                                                              \
+    ({                                                                                       \
+        long ret_;                                                                           \
+        __asm__ volatile(".p2align 4\n\tmovl %1, %%eax\n\tsyscall"                            \
+                         : "=a"(ret_) : "i"(NR), "D"(a), "S"(b) : "rcx", "r11", "memory");   \
+        ret_;                                                                                \
+    })
 
-// The one call site of warm-up and trials alike. The runtime rewrites a site at its first call
-// (a trap, ≈ 14 µs): a warm-up through another site would leave that one-off cost in the first
-// trial, where it raised the mean round trip by ≈ 50 ns over 286 trials.
+// The one call site per number of warm-up and trials alike. The runtime rewrites a site at its
+// first call (a trap, 14–54 µs): a warm-up through another site would leave that one-off cost
+// in the first trial, where it raised the mean round trip by ≈ 50 ns over 286 trials.
 static __attribute__((noinline)) long the_call(long nr, long a, long b)
 {
-    return raw_syscall2(nr, a, b);
+    switch (nr) {
+    case SYS_getppid: return FIXED_SYSCALL2(SYS_getppid, a, b);
+    case SYS_getpid: return FIXED_SYSCALL2(SYS_getpid, a, b);
+    case SYS_getuid: return FIXED_SYSCALL2(SYS_getuid, a, b);
+    case SYS_uname: return FIXED_SYSCALL2(SYS_uname, a, b);
+    default: return FIXED_SYSCALL2(SYS_fstat, a, b);
+    }
 }
 
 int main(int argc, char **argv)
