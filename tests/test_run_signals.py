@@ -76,3 +76,23 @@ def test_mask_and_signal_stack_set_from_the_trap_path_stay_set(tmp_path, policy)
                                           "thread blocks USR1: 1", "thread got signal 10 from sigwait", "main done"]
     proc = run_cli("run", "--delegate", policy, "--", str(exe), timeout=60)
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def seccomp_trap(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("prog") / "seccomp_trap"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGRAMS / "seccomp_trap.c")], check=True)
+    return exe
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("mode", ["handler", "default"])
+def test_programs_own_seccomp_trap_reaches_its_handler_or_kills(seccomp_trap, policy, mode):
+    # A SIGSYS of the program's own seccomp filter was taken for a Syscall User Dispatch trap.
+    native = subprocess.run([str(seccomp_trap), mode], capture_output=True, text=True)
+    proc = run_cli("run", "--delegate", policy, "--", str(seccomp_trap), mode)
+    assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout), proc.stderr
+    if mode == "handler":
+        assert native.stdout == "4242 4242 code=1 nr=110\n"
+    else:
+        assert native.returncode == -31 and proc.returncode in (-31, 128 + 31)

@@ -13,7 +13,7 @@ pub fn needs_trap(nr: usize) -> bool {
 /// Calls the runtime answers or adjusts itself, rather than passing them on.
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
-        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL)
+        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP)
 }
 
 /// Any call but those in `needs_trap`, from the trap or from the fast path.
@@ -35,9 +35,20 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             None => run(nr, a),
         },
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
+        PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a)),
+        SECCOMP if a[0] <= 1 /* SET_MODE_STRICT, SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),
         _ => run(nr, a),
     }
+}
+
+/// A seccomp filter (or strict mode) now applies to the calling thread, and not to the
+/// delegates, so from now on its calls are made where the filter sees them: locally.
+fn filtered_from_now(result: isize) -> isize {
+    if result >= 0 {
+        thread::current().local_only = true;
+    }
+    result
 }
 
 /// The program's GS base is virtual: the real one points at the runtime's thread state.

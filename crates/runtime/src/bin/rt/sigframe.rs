@@ -19,6 +19,11 @@ pub const UC_STACK_OFF: usize = 16;
 pub const UC_SIGMASK_OFF: usize = 296;
 /// Size of the kernel's `struct ucontext` in an x86-64 rt_sigframe; the siginfo follows it.
 pub const KERNEL_UCONTEXT_SIZE: usize = 304;
+/// Offset of si_code in a siginfo.
+pub const SI_CODE_OFF: usize = 8;
+/// si_code of a SIGSYS raised by Syscall User Dispatch (the runtime's own); seccomp's
+/// SECCOMP_RET_TRAP raises it with SYS_SECCOMP (1).
+pub const SYS_USER_DISPATCH: i32 = 2;
 /// Offset of si_call_addr (the address after the trapping syscall) in a SIGSYS siginfo.
 pub const SI_CALL_ADDR_OFF: usize = 16;
 /// Offset of si_syscall in a SIGSYS siginfo.

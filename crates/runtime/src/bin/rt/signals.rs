@@ -138,6 +138,39 @@ pub fn on_sigreturn(uc: *mut u8) {
     g[REG_RIP] = coreplane_sigreturn as *const () as u64;
 }
 
+const SA_RESETHAND: u64 = 0x8000_0000;
+
+/// A SIGSYS of the program's own (its seccomp filter trapped a call, made by the program or by
+/// the runtime for it): its handler runs as the kernel would run it, with the kernel's siginfo
+/// and frame (a handler that sets the frame's rax answers the call, as natively); with no
+/// handler, or SIG_IGN, the process dies of SIGSYS, as the kernel forces a seccomp trap.
+pub fn program_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
+    let act = unsafe { VIRTUAL[0] };
+    if act.handler <= 1 {
+        let default = KSigaction::default();
+        crate::sigaction::sigaction(SIGSYS, Some(&default), None);
+        let t = thread::current();
+        unsafe { syscall3(TGKILL, t.pid as usize, t.tid as usize, SIGSYS) };
+        sys::exit_group(128 + SIGSYS); // not reached: the signal is unblocked and fatal
+    }
+    if act.flags & SA_RESETHAND != 0 {
+        unsafe { VIRTUAL[0] = KSigaction::default() };
+    }
+    // The handler runs with its sa_mask added, then the mask the trap found is back. SIGSYS
+    // itself stays unblocked, as if SA_NODEFER were set: the runtime traps through it.
+    let mask = act.mask & !SIGSYS_BIT;
+    let mut old = 0u64;
+    unsafe { syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, &mask as *const u64 as usize, &mut old as *mut u64 as usize, 8, 0, 0) };
+    if act.flags & SA_SIGINFO != 0 {
+        let handler: extern "C" fn(i32, *mut u8, *mut u8) = unsafe { core::mem::transmute(act.handler) };
+        handler(sig, info, uc);
+    } else {
+        let handler: extern "C" fn(i32) = unsafe { core::mem::transmute(act.handler) };
+        handler(sig);
+    }
+    unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &old as *const u64 as usize, 0, 8, 0, 0) };
+}
+
 const SIGPIPE: usize = 13;
 const SIGXFSZ: usize = 25;
 const MSG_NOSIGNAL: usize = 0x4000;

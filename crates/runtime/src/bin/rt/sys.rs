@@ -43,6 +43,7 @@ pub const PSELECT6: usize = 270;
 pub const PPOLL: usize = 271;
 pub const EPOLL_PWAIT: usize = 281;
 pub const EXECVEAT: usize = 322;
+pub const SECCOMP: usize = 317;
 pub const CLONE3: usize = 435;
 pub const EPOLL_PWAIT2: usize = 441;
 
@@ -84,6 +85,7 @@ pub const FUTEX_WAKE_PRIVATE: usize = 129;
 pub const ARCH_SET_GS: usize = 0x1001;
 pub const ARCH_GET_GS: usize = 0x1004;
 pub const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
+pub const PR_SET_SECCOMP: usize = 22;
 pub const PAGE: usize = 4096;
 
 /// The `syscall` instruction with six arguments; the result, or -errno.

@@ -4,7 +4,7 @@
 //! result is written into the program's rax.
 
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
-use crate::sigframe::{gregs, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_SYSCALL_OFF};
+use crate::sigframe::{gregs, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
 use crate::sys::*;
 use crate::{dispatch, fastpath, process, signals};
 
@@ -25,8 +25,13 @@ pub fn install_handler() {
     sigaction(SIGSYS, Some(&act), None);
 }
 
-/// Handles one trapped syscall, and rewrites its site for the fast path next time.
-extern "C" fn on_sigsys(_sig: i32, info: *mut u8, uc: *mut u8) {
+/// Handles one trapped syscall, and rewrites its site for the fast path next time. A SIGSYS
+/// that Syscall User Dispatch did not raise (a seccomp filter of the program's returned
+/// SECCOMP_RET_TRAP) is the program's own.
+extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
+    if unsafe { *(info.add(SI_CODE_OFF) as *const i32) } != SYS_USER_DISPATCH {
+        return signals::program_sigsys(sig, info, uc);
+    }
     let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
     let g = gregs(uc);
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
