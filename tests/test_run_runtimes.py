@@ -2,6 +2,7 @@
 start (Go asks rt_sigaction about every signal), and a Go program with goroutines, a child
 process and a loopback HTTP round trip prints what it prints natively, in both modes."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -33,3 +34,13 @@ def test_go_program_behaves_as_natively(go_binary, policy):
     proc = run_cli("run", "--delegate", policy, "--", str(go_binary), timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == native.stdout
+
+
+def test_go_reads_its_clocks_through_the_intercepted_vdso(go_binary, tmp_path):
+    # Go parses the vDSO itself (AT_SYSINFO_EHDR, versioned symbols) for nanotime and walltime.
+    native = subprocess.run([str(go_binary)], capture_output=True, text=True, timeout=60)
+    prof = tmp_path / "go.json"
+    proc = run_cli("run", "--vdso", "intercept", "--profile", str(prof), "--", str(go_binary), timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr[-2000:]
+    rows = {s["name"]: s for s in json.loads(prof.read_text())["syscalls"]}
+    assert rows["clock_gettime"]["count"] > 10 and rows["clock_gettime"]["delegated"] == 0

@@ -49,6 +49,11 @@ struct Args {
     /// then reads as sled bytes instead of faulting (default: relocated sites, page 0 unmapped).
     #[arg(long)]
     null_page_sled: bool,
+    /// vDSO calls (clock_gettime, gettimeofday, time, getcpu, clock_getres): `native` leaves them
+    /// to the kernel's vDSO, unseen; `intercept` profiles them under their syscall names and lets
+    /// the delegation policy delegate them or keep them local (then made through the real vDSO).
+    #[arg(long, value_enum, default_value_t = Vdso::Native)]
+    vdso: Vdso,
     /// Write the profile (JSON, format coreplane-profile/1) here.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -61,6 +66,12 @@ struct Args {
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Vdso {
+    Native,
+    Intercept,
 }
 
 static CHILD: AtomicI32 = AtomicI32::new(0);
@@ -188,6 +199,9 @@ fn main() {
     if args.null_page_sled {
         cfg += ";sled=1";
     }
+    if args.vdso == Vdso::Intercept {
+        cfg += ";vdso=1";
+    }
     if let Some(d) = &profile_dir {
         cfg += &format!(";prof={}", d.display());
     }
@@ -250,6 +264,7 @@ fn main() {
             control: layout.control_list(),
             delegates: args.delegate_threads,
             time_every: args.time_every,
+            vdso_intercepted: args.vdso == Vdso::Intercept,
             wall_ns: wall.as_nanos() as u64,
             user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
             sys_ns: (usage.ru_stime.tv_sec as u64) * 1_000_000_000 + usage.ru_stime.tv_usec as u64 * 1000,

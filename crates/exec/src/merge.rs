@@ -20,14 +20,17 @@ pub struct Run {
     pub control: Vec<usize>,
     pub delegates: u32,
     pub time_every: u64,
+    /// `--vdso intercept`: the vDSO's calls are profiled like any other.
+    pub vdso_intercepted: bool,
     pub wall_ns: u64,
     pub user_ns: u64,
     pub sys_ns: u64,
     pub status: i32,
 }
 
-/// Calls the vDSO answers without entering the kernel, so no syscall is seen for them.
-const NOT_INTERCEPTED: [&str; 4] = ["clock_gettime", "gettimeofday", "time", "getcpu"];
+/// Calls the vDSO answers without entering the kernel, so no syscall is seen for them unless
+/// the run intercepts the vDSO.
+const NOT_INTERCEPTED: [&str; 5] = ["clock_gettime", "gettimeofday", "time", "getcpu", "clock_getres"];
 
 /// A private directory for the runtime's profile files, on tmpfs when there is one: creating,
 /// mapping and removing the (sparse) files there costs no disk work.
@@ -287,6 +290,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "policy": run.policy, "delegated": run.delegated, "forward_cost_ns": run.forward_cost_ns,
             "compute_cores": run.compute, "control_cores": run.control, "delegates": run.delegates,
             "time_every": run.time_every, "time_first": L::TIME_FIRST,
+            "vdso": if run.vdso_intercepted { "intercept" } else { "native" },
         },
         "wall_ns": run.wall_ns, "user_ns": run.user_ns, "sys_ns": run.sys_ns,
         "exit": exit,
@@ -300,7 +304,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
                        process start; a site traps once, then takes the fast path (if page 0 could be mapped); \
                        not included in total_ns, which times the call itself",
         },
-        "not_intercepted": NOT_INTERCEPTED,
+        "not_intercepted": if run.vdso_intercepted { &[][..] } else { &NOT_INTERCEPTED[..] },
         "syscalls": syscall_entries(&totals, Some(&hists)),
         "threads": threads,
         "processes": processes,

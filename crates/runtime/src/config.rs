@@ -64,6 +64,9 @@ pub struct Config<'a> {
     /// Use the page-0 sled for the fast path even where page 0 cannot be made unreadable
     /// (no protection keys): faster to set up, but NULL reads no longer fault.
     pub null_page_sled: bool,
+    /// Show the program a vDSO whose calls the runtime makes, so they are profiled and follow
+    /// the delegation policy (`--vdso intercept`; default: the kernel's vDSO, calls unseen).
+    pub vdso_intercept: bool,
 }
 
 impl Config<'_> {
@@ -96,6 +99,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         profile_dir: b"",
         placement: b"",
         null_page_sled: false,
+        vdso_intercept: false,
     };
     let mut rest = text;
     while !rest.is_empty() {
@@ -117,6 +121,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"nd" => cfg.delegates = parse_u64(value)? as u32,
             b"map" => cfg.placement = value,
             b"sled" => cfg.null_page_sled = parse_u64(value).filter(|n| *n <= 1)? == 1,
+            b"vdso" => cfg.vdso_intercept = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,
         }
@@ -163,6 +168,8 @@ mod tests {
         assert!(parse(b"khz=12;sled=2").is_none());
         assert!(parse(b"khz=12;sled=1").unwrap().null_page_sled);
         assert!(!parse(b"khz=12").unwrap().null_page_sled);
+        assert!(parse(b"khz=12;vdso=1").unwrap().vdso_intercept);
+        assert!(parse(b"khz=12;vdso=3").is_none());
         assert!(parse(b"khz=12").is_some());
     }
 }

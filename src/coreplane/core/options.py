@@ -1,6 +1,7 @@
 """The options several commands share, defined once: the same name, metavar and meaning
 everywhere (names from core/vocabulary.py)."""
 
+import click
 import typer
 
 from coreplane.core import vocabulary as v
@@ -43,3 +44,15 @@ def json_out():
     """--json-out FILE: the JSON document of a command that runs a program, kept apart from its output."""
     return typer.Option(None, "--json-out", metavar="FILE", help="Write the JSON document to FILE "
                         "(apart from the program's stdout and stderr).")
+
+
+VDSO_CHOICES = ("native", "intercept")
+
+
+def vdso():
+    """--vdso native|intercept: whether the vDSO's calls are seen (profiled, delegable)."""
+    return typer.Option("native", "--vdso", metavar="native|intercept",
+                        click_type=click.Choice(VDSO_CHOICES),
+                        help="vDSO calls (clock_gettime, gettimeofday, time, getcpu, clock_getres): native leaves "
+                        "them unseen in the kernel's vDSO; intercept profiles them by syscall name and lets the "
+                        "delegation policy delegate them (local ones still go through the vDSO).")

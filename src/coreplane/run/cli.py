@@ -17,7 +17,7 @@ SLED_HELP = ("Fast path through a sled at address 0 even without protection keys
 
 
 def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads,
-             profile, cell, time_every: int, null_page_sled: bool, mapping: Path | None = None) -> RunOptions:
+             profile, cell, time_every: int, null_page_sled: bool, vdso: str, mapping: Path | None = None) -> RunOptions:
     placement = None
     if mapping:
         from coreplane.map.mapfile import cpu_lists
@@ -25,7 +25,7 @@ def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, c
     return RunOptions(command=list(ctx.args), delegate=delegate, local=[n for n in (local or "").split(",") if n],
                       forward_cost_ns=forward_cost, compute_cores=compute_cores, control_cores=control_cores,
                       delegate_threads=delegate_threads, profile=profile, cell=cell, placement=placement,
-                      time_every=time_every, null_page_sled=null_page_sled)
+                      time_every=time_every, null_page_sled=null_page_sled, vdso=vdso)
 
 
 def _emit(doc: dict, json_flag: bool, json_out: Path | None) -> None:
@@ -49,6 +49,7 @@ def run(
                                  "(coreplane-profile/1) here."),
     time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
     null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
+    vdso: str = o.vdso(),
     cell: bool = typer.Option(None, "--cell/--no-cell", help="Give the compute cores to the program exclusively "
                               "(default: yes when compute cores are given and running as root)."),
     mapping: Path = typer.Option(None, "--map", metavar="FILE", help="Pin each thread and process where a mapping "
@@ -60,7 +61,7 @@ def run(
     """Run PROGRAM with every syscall intercepted: `coreplane run [OPTIONS] -- PROGRAM [ARGS...]`.
     Ends as the program did: its exit status, or death by the same signal (a shell shows 128+N)."""
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads, profile,
-                    cell, time_every, null_page_sled, mapping)
+                    cell, time_every, null_page_sled, vdso, mapping)
     resolved = check(opts)
     result = run_program(opts)
     _emit({**result.as_dict(), "config": resolved}, json_flag, json_out)
@@ -77,6 +78,7 @@ def profile(
     out: Path = typer.Option(None, "--out", "-o", metavar="FILE", help="Keep the profile JSON here."),
     time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
     null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
+    vdso: str = o.vdso(),
     plot: Path = typer.Option(None, "--plot", metavar="FILE", help="Draw the syscall CDF and counts "
                               "(paper 002 Fig. 6/12)."),
     json_flag: bool = typer.Option(False, "--json", help="The summary as JSON, the last line of stderr "
@@ -92,7 +94,7 @@ def profile(
 
     path = out or temporary_profile()
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,
-                    null_page_sled)
+                    null_page_sled, vdso)
     check(opts)
     result = run_program(opts)
     try:

@@ -34,6 +34,7 @@ class RunOptions:
     cell: bool | None = None  # None: a cell when compute cores are given and we are root
     placement: dict[str, list[int]] | None = None  # clone-tree key -> CPUs (coreplane run --map)
     null_page_sled: bool = False  # the fast path through a sled at address 0 (coreplane-exec --null-page-sled)
+    vdso: str = "native"  # "intercept": vDSO calls profiled and delegable (coreplane-exec --vdso)
 
 
 @dataclass
@@ -69,7 +70,7 @@ def exec_argv(opts: RunOptions) -> list[str]:
     """The coreplane-exec command line for `opts`."""
     argv = [str(binary("coreplane-exec")), v.DELEGATE, opts.delegate,
             v.FORWARD_COST, str(opts.forward_cost_ns), v.DELEGATE_THREADS, str(opts.delegate_threads),
-            "--time-every", str(opts.time_every)]
+            "--time-every", str(opts.time_every), "--vdso", opts.vdso]
     if opts.local:
         argv += ["--local", ",".join(opts.local)]
     if opts.compute_cores:

@@ -13,6 +13,7 @@ const AT_PHNUM: usize = 5;
 const AT_BASE: usize = 7;
 const AT_ENTRY: usize = 9;
 const AT_EXECFN: usize = 31;
+const AT_SYSINFO_EHDR: usize = 33;
 const MAX_PHDRS: usize = 64;
 const MAX_SHEBANG_DEPTH: usize = 4;
 
@@ -267,6 +268,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
             AT_BASE => interp_base,
             AT_ENTRY => prog.entry,
             AT_EXECFN => exec_path as usize,
+            AT_SYSINFO_EHDR if crate::env::config().vdso_intercept => crate::vdso::intercepted(val),
             _ => val,
         };
         push(key);

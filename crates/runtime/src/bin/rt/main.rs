@@ -25,6 +25,7 @@ mod sud;
 mod sys;
 mod thread;
 mod trap;
+mod vdso;
 
 use core::arch::global_asm;
 

@@ -118,6 +118,14 @@ pub fn record(prof: *mut u8, nr: usize, result: isize, start: u64, ticks: u64, d
     }
 }
 
+/// How many calls of `nr` the thread's block holds (0 without a profile).
+pub fn count_of(prof: *mut u8, nr: usize) -> u64 {
+    if prof.is_null() || nr >= L::NSYS {
+        return 0;
+    }
+    unsafe { *(prof.add(L::T_STATS + (nr * L::STAT_FIELDS + L::S_COUNT) * 8) as *const u64) }
+}
+
 /// Marks the calling thread's end.
 pub fn end_thread(prof: *mut u8) {
     if !prof.is_null() {
