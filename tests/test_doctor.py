@@ -1,8 +1,11 @@
 """Doctor's parsers against /proc and /sys snapshots of different machines, and live on this one."""
 
+import os
+
 import pytest
 
 from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
+from coreplane.core.machine import cpuinfo_field
 from coreplane.doctor.checks import diagnose, kernel_version, mounts
 from coreplane.doctor.host import Host
 from conftest import HOSTS, cli_json, run_cli
@@ -75,7 +78,9 @@ def test_live_doctor_probes_sud_for_real():
     report = cli_json("doctor")
     assert report["live"] is True
     found = {f["name"]: f for f in report["findings"]}
-    assert len(found) == 14
+    assert len(found) == 15
+    keys = {"pku", "ospke"} <= set(cpuinfo_field(open("/proc/cpuinfo").read(), "flags").split())
+    assert found["fast_path"]["summary"].startswith("page-0 sled" if keys and os.geteuid() == 0 else "relocating")
     if kernel_version(Host("/")) >= (5, 11):
         sud = found["syscall_user_dispatch"]
         assert sud["verdict"] == "ok", sud
@@ -96,3 +101,14 @@ def test_capture_then_reread_gives_same_report(tmp_path):
     again = cli_json("doctor", "--root", str(tmp_path))
     import json
     assert [f["summary"] for f in again["findings"]] == [f["summary"] for f in json.loads(first.stdout)["findings"]]
+
+
+@pytest.mark.parametrize("host,start", [
+    ("kvm-epyc-v1-hybrid", "page-0 sled, execute-only"),        # pku + ospke, root with CAP_SYS_RAWIO
+    ("baremetal-v2-isolated", "relocating rewrite (no protection keys)"),
+    ("old-v1-nosud-1cpu", "relocating rewrite (no protection keys)"),
+])
+def test_doctor_names_the_fast_path_the_runtime_takes(host, start):
+    verdict, summary = verdicts(host)["fast_path"]
+    assert verdict == "ok" and summary.startswith(start)
+    assert ("reads as sled bytes" in summary) == ("no protection keys" in summary)

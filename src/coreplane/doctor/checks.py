@@ -94,6 +94,24 @@ def check_sud(host: Host, probes: dict[str, Probe]) -> Finding:
     return Finding("syscall_user_dispatch", OK, "armed and trapping", ev)
 
 
+def check_fast_path(host: Host, probes: dict[str, Probe]) -> Finding:
+    """Which fast path the runtime takes here: the page-0 sled needs protection keys (an
+    execute-only page 0 that reads fault) and CAP_SYS_RAWIO (to map page 0 at all); elsewhere
+    sites are relocated to trampolines and page 0 stays unmapped (crates/runtime fastpath.rs)."""
+    flags = set((cpuinfo_field(host.read("/proc/cpuinfo"), "flags") or "").split())
+    keys = {"pku", "ospke"} <= flags
+    cap = re.search(r"^CapEff:\s*([0-9a-f]+)", host.read("/proc/self/status") or "", re.M)
+    rawio = bool(cap and int(cap.group(1), 16) >> 17 & 1)
+    ev = [f"protection keys: {'yes' if keys else 'no'} (pku, ospke in /proc/cpuinfo flags)",
+          f"CAP_SYS_RAWIO: {'yes' if rawio else 'no'}",
+          "vDSO calls: native by default (unseen); --vdso intercept profiles and delegates them"]
+    if keys and rawio:
+        return Finding("fast_path", OK, "page-0 sled, execute-only: NULL accesses fault", ev)
+    why = "no protection keys" if not keys else "no CAP_SYS_RAWIO to map page 0"
+    return Finding("fast_path", OK, f"relocating rewrite ({why}); page 0 unmapped, NULL accesses fault; "
+                   "--null-page-sled opts into the sled" + ("" if keys else ", under which page 0 reads as sled bytes"), ev)
+
+
 def check_cgroups(host: Host, probes: dict[str, Probe]) -> Finding:
     ms = mounts(host)
     v1 = {m.point: m for m in ms if m.fstype == "cgroup"}
@@ -250,7 +268,7 @@ def check_privileges(host: Host, probes: dict[str, Probe]) -> Finding:
     return Finding("privileges", WARN, "not root: cells and noise injection need root or delegated cgroups", ev)
 
 
-CHECKS = [check_cpus, check_kernel, check_sud, check_cgroups, check_isolation, check_hugepages, check_perf,
+CHECKS = [check_cpus, check_kernel, check_sud, check_fast_path, check_cgroups, check_isolation, check_hugepages, check_perf,
           check_tracefs, check_seccomp, check_userfaultfd, check_io_uring, check_kvm, check_virtual,
           check_privileges]
 
