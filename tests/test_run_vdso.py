@@ -59,3 +59,10 @@ def test_native_vdso_calls_stay_unseen(vdso_calls, tmp_path):
     # Only the invalid clock reaches the kernel (the vDSO falls back to the syscall).
     assert rows["clock_gettime"]["count"] < 10 and "gettimeofday" not in rows
 
+
+
+def test_bench_measures_a_vdso_call_each_way():
+    from coreplane.bench.paths import vdso
+    doc = vdso(1, 1, 0)
+    assert set(doc["median_ns"]) == {"native", "runtime_vdso_native", "intercepted_local", "intercepted_delegated"}
+    assert all(v > 0 for v in doc["median_ns"].values())

@@ -1,6 +1,7 @@
 """The syscall-path benchmarks of the runtime: the same null-syscall loop natively, through the
 fast path and delegated (each beside a ping-pong of the same cores in the same run), the cost of
-the first call at a site, and a profile-only dd against strace -c and perf trace -s."""
+the first call at a site, a profile-only dd against strace -c and perf trace -s, and what a vDSO
+call costs natively, intercepted (`--vdso intercept`) and delegated."""
 
 import json
 import os
@@ -12,7 +13,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.native import binary
+from coreplane.core.native import binary, workload
 from coreplane.run.launch import RunOptions, exec_argv
 
 DD_BYTES = 64 << 20
@@ -73,6 +74,7 @@ def dd(repetitions: int) -> dict:
         tools = {
             "native": ddcmd,
             "coreplane_profile": exec_argv(RunOptions(command=ddcmd, profile=prof)),
+            "coreplane_profile_vdso": exec_argv(RunOptions(command=ddcmd, profile=prof, vdso="intercept")),
             "strace_c": ["strace", "-c", "-o", str(Path(tmp) / "s.txt"), *ddcmd],
             "perf_trace_s": ["perf", "trace", "-s", "-o", str(Path(tmp) / "p.txt"), "--", *ddcmd],
         }
@@ -84,3 +86,24 @@ def dd(repetitions: int) -> dict:
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"repetitions": repetitions, "median_s": med, "samples_s": times,
             "ratio_to_native": {k: v / med["native"] for k, v in med.items()}}
+
+
+def vdso(repetitions: int, compute: int, control: int) -> dict:
+    """ns per clock_gettime (workloads/bin/clock_loop, 10^6 calls): natively, under the runtime
+    with the vDSO left alone, intercepted and kept local, intercepted and delegated; medians of
+    alternating repetitions, and each one's median minus native's."""
+    loop = [str(workload("clock_loop")), "-n", "1000000"]
+    cores = dict(compute_cores=str(compute), control_cores=str(control))
+    cases = {
+        "native": loop,
+        "runtime_vdso_native": exec_argv(RunOptions(command=loop, **cores)),
+        "intercepted_local": exec_argv(RunOptions(command=loop, vdso="intercept", **cores)),
+        "intercepted_delegated": exec_argv(RunOptions(command=loop, vdso="intercept", delegate="clock_gettime", **cores)),
+    }
+    ns = {k: [] for k in cases}
+    for _ in range(repetitions):
+        for name, argv in cases.items():
+            ns[name].append(_bench_json(argv)["ns_per_call"])
+    med = {k: statistics.median(v) for k, v in ns.items()}
+    return {"repetitions": repetitions, "median_ns": med, "samples_ns": ns,
+            "minus_native_ns": {k: v - med["native"] for k, v in med.items()}}

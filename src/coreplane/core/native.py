@@ -1,6 +1,8 @@
-"""Locating and calling coreplane's Rust binaries (target/release/ in a checkout)."""
+"""Locating and calling coreplane's Rust binaries (target/release/ in a checkout) and its
+bundled C workloads (workloads/bin/)."""
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -8,6 +10,7 @@ from coreplane.core import binaries
 from coreplane.core.errors import CoreplaneError
 
 REPO_ROOT = Path(binaries.REPO_ROOT)
+WORKLOADS = REPO_ROOT / "workloads" / "bin"
 
 
 def binary(name: str) -> Path:
@@ -17,6 +20,14 @@ def binary(name: str) -> Path:
         return Path(found)
     raise CoreplaneError(f"{name}: native binary not found (looked in {REPO_ROOT / 'target' / 'release'} "
                          "and $PATH); run `make` first")
+
+
+def workload(name: str) -> Path:
+    """A bundled workload binary; `make workloads` builds them."""
+    path = WORKLOADS / name
+    if not os.access(path, os.X_OK):
+        raise CoreplaneError(f"{path}: not built; run `make workloads`")
+    return path
 
 
 def run_json(name: str, *args: str) -> dict:

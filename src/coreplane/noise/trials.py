@@ -12,21 +12,13 @@ from coreplane.cell import Cell, CellSpec
 from coreplane.cell.spec import online_cpus
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.native import REPO_ROOT
+from coreplane.core.native import workload
 from coreplane.noise.inject import Injector
 from coreplane.noise.measure import measure
 
-WORKLOADS = REPO_ROOT / "workloads" / "bin"
 # ROS §5.2.1: "each core receives an interrupt every 100ms and spins for 1ms" (1 % noise).
 ROS_PERIOD_NS, ROS_SPIN_NS = 100_000_000, 1_000_000
 PLACEMENTS = ("default", "pinned", "cell")
-
-
-def workload(name: str) -> Path:
-    path = WORKLOADS / name
-    if not os.access(path, os.X_OK):
-        raise CoreplaneError(f"{path}: missing; build the workloads with `make workloads`")
-    return path
 
 
 def run_workload(args: list) -> dict:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import workload
 from coreplane.model.calibration import Calibration
 from coreplane.model.estimate import MIN_TRIALS, ForwardCost, forward_cost
 from coreplane.validate import commands, rounds
@@ -53,7 +54,7 @@ def _trials_at(forward_cost: int) -> int:
 def _null_cases(machine: Machine, forward_costs: tuple[int, ...], rounds_: int, prefix: str = "") -> list[Case]:
     """null_call natively, under the runtime without delegation and delegating getppid at each
     forward cost, with each figure's trials spread over `rounds_` runs."""
-    null = str(commands.workload("null_call"))
+    null = str(workload("null_call"))
     n = lambda total: str(math.ceil(total / rounds_))
     cases = [Case(f"{prefix}null-native", commands.native([null, "-n", n(_trials_at(0))], machine, quiet=False)),
              Case(f"{prefix}null-local", commands.under_runtime([null, "-n", n(_trials_at(0))], machine, "none", 0,
@@ -76,8 +77,8 @@ def round_cases(machine: Machine, forward_costs: tuple[int, ...]) -> list[Case]:
 def plan(machine: Machine, forward_costs: tuple[int, ...], gammas: set[float], repetitions: int) -> list[Case]:
     """The micro-benchmark cases. Trials per run are spread over the rounds so that every forward
     cost gets at least MIN_TRIALS (2·MIN_TRIALS below 100 µs) in all."""
-    synth = str(commands.workload("gain_synth"))
-    null = str(commands.workload("null_call"))
+    synth = str(workload("gain_synth"))
+    null = str(workload("null_call"))
     per_run = lambda total: math.ceil(total / repetitions)
     cases = _null_cases(machine, forward_costs, repetitions)
     # Start-up runs last a few ms and vary by as much: several copies of each per round (a shell

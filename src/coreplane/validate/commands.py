@@ -10,23 +10,14 @@ from pathlib import Path
 from coreplane.core import vocabulary as v
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.native import REPO_ROOT
+from coreplane.core.native import workload
 from coreplane.run.launch import RunOptions, check, exec_argv
 
-WORKLOADS = REPO_ROOT / "workloads" / "bin"
 # Every run leaves its measurement here, in its run directory: walltime's report for a native
 # run, the runtime's profile (coreplane-profile/1) for a run under coreplane-exec. Both have
 # wall_ns from fork to wait4 of the program, so both are timed alike.
 MEASURE = "measure.json"
 RUN_DIR = '"$COREPLANE_RUN_DIR"'  # set by the experiment engine for every run
-
-
-def workload(name: str) -> Path:
-    """A bundled workload binary; `make workloads` builds them."""
-    path = WORKLOADS / name
-    if not path.is_file():
-        raise CoreplaneError(f"{path}: not built; run `make workloads`")
-    return path
 
 
 @dataclass(frozen=True)
