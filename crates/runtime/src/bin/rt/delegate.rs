@@ -19,10 +19,15 @@ use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::*};
 const MAX_SLOTS: usize = 4096;
 const MAX_DELEGATES: usize = 64;
 const NONE: u32 = u32::MAX;
-/// Polling before sleeping, in `pause` instructions: application side (≈ 0.5 ms on this
-/// machine's EPYC, where a pause is long) and delegate side (idle scans, ≈ 1.4 ms).
-const APP_SPINS: u32 = 20_000;
+/// Delegate side: idle scans before sleeping, in `pause` instructions (≈ 1.4 ms on this
+/// machine's EPYC, where a pause is long).
 const DELEGATE_SPINS: u32 = 50_000;
+/// Application side: a caller polls for its result for the round trip's forward cost (2·f_c)
+/// plus this, then sleeps. A call still running after that is blocked in the kernel (a read of
+/// an empty pipe, a wait) or queued, and the caller's core is better given to another thread:
+/// with a fixed ≈ 0.6 ms of polling, the stages of a shell pipeline sharing one compute core
+/// spun on it while the stage that would feed them waited for it (5 stages: 6× native time).
+const APP_SPIN_SLACK_NS: u64 = 50_000;
 const STACK_SIZE: usize = 64 * 1024;
 
 /// Written by the application, read by delegates.
@@ -152,6 +157,11 @@ fn profiling() -> bool {
 fn forward_cost_ticks() -> u64 {
     let cfg = crate::env::config();
     cfg.forward_cost_ns * cfg.tsc_khz / 1_000_000
+}
+
+/// How long a caller polls before it sleeps, in TSC ticks (see APP_SPIN_SLACK_NS).
+fn app_spin_ticks() -> u64 {
+    2 * forward_cost_ticks() + APP_SPIN_SLACK_NS * crate::env::config().tsc_khz / 1_000_000
 }
 
 /// The SIG_INTERRUPT handler: a delegate blocked in a call whose caller gave up (a signal
@@ -412,7 +422,8 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     s.request.posted.store(seq, Release);
     wake_a_sleeper();
     let mut handlers_seen = handlers_done(t);
-    let mut spins = 0u32;
+    let spin_until = sys::rdtsc() + app_spin_ticks();
+    let mut spinning = true;
     let mut cancelled = false;
     loop {
         let done = s.response.done.load(Acquire);
@@ -427,8 +438,8 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
                 cancel(index, t.pid);
             }
         }
-        if spins < APP_SPINS {
-            spins += 1;
+        if spinning {
+            spinning = sys::rdtsc() < spin_until;
             core::hint::spin_loop();
             continue;
         }
