@@ -1,7 +1,7 @@
 // null_call: times one cheap syscall, call by call — the micro-benchmark behind coreplane's
 // forward cost f_c (paper 002 §5.3, Table 3) and the runtime's interposition cost.
 //
-//   null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat] [-w WARMUP] [-g GAP_NS]
+//   null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat|nanosleep] [-w WARMUP] [-g GAP_NS]
 //
 // Each trial is one raw `syscall` instruction (no libc wrapper, as in the paper's tool) between two
 // CLOCK_MONOTONIC reads; clock_gettime goes through the vDSO, so it is never intercepted or
@@ -60,6 +60,7 @@ static __attribute__((noinline)) long the_call(long nr, long a, long b)
     case SYS_getpid: return FIXED_SYSCALL2(SYS_getpid, a, b);
     case SYS_getuid: return FIXED_SYSCALL2(SYS_getuid, a, b);
     case SYS_uname: return FIXED_SYSCALL2(SYS_uname, a, b);
+    case SYS_nanosleep: return FIXED_SYSCALL2(SYS_nanosleep, a, b);
     default: return FIXED_SYSCALL2(SYS_fstat, a, b);
     }
 }
@@ -76,20 +77,23 @@ int main(int argc, char **argv)
         case 'c': call = optarg; break;
         case 'g': gap = strtol(optarg, NULL, 10); break;
         default:
-            fprintf(stderr, "usage: null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat] [-w WARMUP] [-g GAP_NS]\n");
+            fprintf(stderr, "usage: null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat|nanosleep] [-w WARMUP] [-g GAP_NS]\n");
             return opt == 'h' ? 0 : 2;
         }
     }
     static struct utsname un;
     static struct stat st;
+    // A call that blocks: how long a caller polls for a delegated call before it sleeps.
+    static const struct timespec one_ms = {0, 1000000};
     long nr, a = 0, b = 0;
     if (strcmp(call, "getppid") == 0) nr = SYS_getppid;
     else if (strcmp(call, "getpid") == 0) nr = SYS_getpid;
     else if (strcmp(call, "getuid") == 0) nr = SYS_getuid;
     else if (strcmp(call, "uname") == 0) nr = SYS_uname, a = (long)&un;
     else if (strcmp(call, "fstat") == 0) nr = SYS_fstat, a = 1, b = (long)&st;
+    else if (strcmp(call, "nanosleep") == 0) nr = SYS_nanosleep, a = (long)&one_ms;
     else {
-        fprintf(stderr, "null_call: -c %s: expected getppid, getpid, getuid, uname or fstat\n", call);
+        fprintf(stderr, "null_call: -c %s: expected getppid, getpid, getuid, uname, fstat or nanosleep\n", call);
         return 2;
     }
     if (trials < 1 || warmup < 0 || gap < 0) {

@@ -32,7 +32,7 @@ class Calibration:
     local_ns: float
     forward: dict[int, ForwardCost]
     cpu_per_call_ns: dict[int, float]
-    spin_ns: float | None
+    spin_blocked_ns: float
     window_ns: float | None
     cold: ForwardCost
     startup_ns: float
@@ -52,6 +52,13 @@ class Calibration:
         measured = sorted(self.forward)
         base = measured[max(0, bisect_right(measured, key) - 1)]
         return self.forward[base].fc_ns(statistic) + (key - base)
+
+    def spin_ns(self, forward_cost_ns: float) -> float:
+        """How long a caller holds its compute core on a delegated call at forward cost F before
+        it sleeps: the runtime polls for 2·F plus a slack, then sleeps. A call that blocks for
+        longer (an empty pipe) costs its caller `spin_blocked_ns` at F = 0 (measured: the slack
+        and the wake-up's own work) and 2·F more at F."""
+        return 2.0 * forward_cost_ns + self.spin_blocked_ns
 
     def cold_extra_ns(self, statistic: str = "mean") -> float:
         """What a call that finds the delegate asleep pays on top of a warm round trip (≥ 0)."""
@@ -99,7 +106,7 @@ class Calibration:
                 native_call_ns=float(need("native_call_ns")), local_ns=float(need("local_ns")),
                 forward={int(k): cost(f"forward.{k}", v) for k, v in need("forward").items()},
                 cpu_per_call_ns={int(k): float(v) for k, v in need("cpu_per_call_ns").items()},
-                spin_ns=None if need("spin_ns") is None else float(doc["spin_ns"]),
+                spin_blocked_ns=float(need("spin_blocked_ns")),
                 window_ns=None if need("window_ns") is None else float(doc["window_ns"]),
                 cold=cost("cold", need("cold")), startup_ns=float(need("startup_ns")),
                 startup_delegating_ns=float(need("startup_delegating_ns")), child_ns=float(need("child_ns")),

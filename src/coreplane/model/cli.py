@@ -117,10 +117,10 @@ def project(
     else:
         cal = stored.calibration
         fc, startup = delegated_run(prof, pol, cal, gamma, forward_cost)
-        models = project_all(prof, gamma, fc, pol, delegates, compute, control, spin_ns=cal.spin_ns,
+        models = project_all(prof, gamma, fc, pol, delegates, compute, control, spin_ns=cal.spin_ns(forward_cost),
                              local_ns=interposed_local_ns(prof, cal.local_ns), startup_ns=startup)
         used = {"file": str(stored.path), "machine": stored.machine, "created": stored.created, "fc_ns": fc,
-                "round_trip_ns": 2 * fc, "interposed_call_ns": cal.local_ns, "spin_ns": cal.spin_ns,
+                "round_trip_ns": 2 * fc, "interposed_call_ns": cal.local_ns, "spin_ns": cal.spin_ns(forward_cost),
                 "startup_ns": startup}
         taken_on = (prof.extra.get("machine") or {}).get("id")
         if taken_on is None:

@@ -32,7 +32,7 @@ def _calibration(cal: dict) -> str:
             f"<p>Round trip 2·f_c of a delegated <code>getppid</code> (<code>workloads/bin/null_call</code>, timed call "
             f"by call) minus its native time ({human_ns(cal['native_call_ns'])}), at each forward cost F the validation "
             f"uses. A call kept local under the runtime costs {human_ns(cal['local_ns'])} more than natively. A caller "
-            f"spins {human_ns(cal['spin_ns']) if cal['spin_ns'] else 'through the whole round trip'} before it sleeps; "
+            f"polls 2·F + {human_ns(cal['spin_blocked_ns'])} for a delegated call that blocks, then sleeps; "
             f"a delegate polls {human_ns(cal['window_ns']) if cal['window_ns'] else '(no cold calls seen)'} before it "
             f"sleeps, and a call that wakes it takes {human_ns(cold['median'])} (median; mean {human_ns(cold['mean'])}, "
             f"{cold['trials']} trials). Start-up of the first process: {human_ns(cal['startup_ns'])} "

@@ -6,8 +6,9 @@
   trip (min, mean, median, max over ≥ 1000 trials: paper 002 Table 3, Fig. 13).
 - the interposition cost of a call kept local (g'(s) = g(s) + n(s)·cost): the same trials under
   `--delegate none`;
-- spin: how long a caller holds its core waiting before it sleeps (the closed model's spin_ns),
-  from null_call's thread CPU time per delegated call at large F;
+- spin: how long a caller holds its core on a delegated call that blocks (the closed model's
+  spin_ns: the runtime polls 2·F plus a slack, then sleeps), from null_call's thread CPU time
+  per delegated 1 ms nanosleep at F = 0;
 - cold calls: a delegate polls an empty queue for a while, then sleeps; a call that finds it
   asleep pays its wake-up. null_call -g GAP spins GAP between calls: the gap at which the round
   trip jumps is the delegate's polling window W, the jump at the longest gap the cold surcharge;
@@ -39,6 +40,7 @@ QUICK_FORWARD_COSTS = (0, 10_000, 1_000_000)
 STATISTICS = ("min", "median", "mean", "max")
 GAPS = (200_000, 500_000, 1_000_000, 2_000_000, 5_000_000)   # ns spun between calls to find W
 GAP_TRIALS = 250                                              # per gap, over all rounds
+BLOCKED_TRIALS = 200  # delegated 1 ms nanosleeps, over all rounds: the caller's spin on a blocked call
 STARTUP_COPIES = 4
 CHILDREN = 8          # programs a shell runs one after another, to time a child process's start-up
 GAMMA_TRIALS, GAMMA_PHASES = 300_000, 100   # ≈ 100 ms of Monte Carlo at γ = 1
@@ -94,6 +96,9 @@ def plan(machine: Machine, forward_costs: tuple[int, ...], gammas: set[float], r
     cases += [Case("children-native", commands.native(shell, machine)),
               Case("children-runtime", commands.under_runtime(shell, machine, "none", 0)),
               Case("children-delegating", commands.under_runtime(shell, machine, ["getppid"], 0))]
+    cases.append(Case("null-blocked", commands.under_runtime(
+        [null, "-c", "nanosleep", "-w", "2", "-n", str(per_run(BLOCKED_TRIALS))], machine, ["nanosleep"], 0,
+        quiet=False)))
     for gap in GAPS:
         cases.append(Case(f"null-gap{gap}", commands.under_runtime(
             [null, "-n", str(per_run(GAP_TRIALS)), "-g", str(gap)], machine, ["getppid"], 0, quiet=False)))
@@ -174,10 +179,8 @@ def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Ca
         forward[f] = forward_cost(ns, native)
         cpu_per_call[f] = cpu / count
         trials[f] = len(ns)
-    # A caller that sleeps while its call is away burns less CPU than the round trip takes; the
-    # CPU it still burns per call is how long it spun first. Only round trips well past it count.
-    slept = [cpu_per_call[f] for f in forward_costs if cpu_per_call[f] < 0.5 * forward[f].median]
-    spin = float(np.median(slept)) if slept else None
+    # A caller whose delegated call blocks burns CPU only while it polls, then sleeps.
+    _, blocked_cpu, blocked_count = _trials(need("null-blocked", stdout))
     # The polling window: the first gap whose median round trip is past half-way from warm to
     # cold (between it and the gap before it: their geometric mean).
     gap_trials = {g: _trials(need(f"null-gap{g}", stdout))[0] for g in GAPS}
@@ -201,7 +204,8 @@ def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Ca
                for g in sorted(gammas | {1.0})}
     return Calibration(
         trials=trials, native_call_ns=native_median, local_ns=max(0.0, float(np.median(local)) - native_median),
-        forward=forward, cpu_per_call_ns=cpu_per_call, spin_ns=spin, window_ns=window, cold=cold,
+        forward=forward, cpu_per_call_ns=cpu_per_call,
+        spin_blocked_ns=blocked_cpu / blocked_count, window_ns=window, cold=cold,
         startup_ns=startup, startup_delegating_ns=startup_delegating, child_ns=child,
         child_delegating_ns=child_delegating,
         gammas={g: compute[1.0] / compute[g] for g in compute},

@@ -55,8 +55,8 @@ def _render_calibration(doc: dict) -> None:
                   f"({doc['elapsed_s']:.0f} s); {use}", highlight=False)
     console.print("round trip 2·f_c of a delegated call (mean): " + ", ".join(
         f"{human_ns(f)} → {human_ns(v['mean'])}" for f, v in sorted(fc.items())), highlight=False)
-    spin = human_ns(cal["spin_ns"]) if cal["spin_ns"] is not None else "the whole round trip"
-    console.print(f"interposed local call +{human_ns(cal['local_ns'])}, caller spins {spin} before sleeping, "
+    console.print(f"interposed local call +{human_ns(cal['local_ns'])}, a caller polls 2·F + "
+                  f"{human_ns(cal['spin_blocked_ns'])} on a blocked call before sleeping, "
                   f"start-up {human_ns(cal['startup_ns'])} ({human_ns(cal['startup_delegating_ns'])} delegating)",
                   highlight=False)
 

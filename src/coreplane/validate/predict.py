@@ -77,7 +77,7 @@ def speedups(subject: Subject, config: Config, cal: Calibration, machine: Machin
         "refined": with_startup(subject.native_ns, refined(prof, gamma, fc, pol, local_ns=local).speedup, startup),
         "queueing": with_startup(subject.native_ns, None if q.saturated else q.speedup, startup),
         "closed": with_startup(subject.native_ns, closed(prof, gamma, fc, pol, compute_cores=machine.compute_count,
-                                                control_cores=machine.control_count, spin_ns=cal.spin_ns,
+                                                control_cores=machine.control_count, spin_ns=cal.spin_ns(config.fc_ns),
                                                 local_ns=local).speedup, startup),
         "project": _as_project(subject, config, cal, machine, gamma, statistic),
     }
@@ -90,8 +90,8 @@ def _as_project(subject: Subject, config: Config, cal: Calibration, machine: Mac
     the native run), as a speedup over the measured native time."""
     prof, pol = subject.profiled, policy_of(config.policy)
     fc, startup = delegated_run(prof, pol, cal, gamma, config.fc_ns, statistic)
-    answer = project(prof, gamma, fc, pol, 1, machine.compute_count, machine.control_count, cal.spin_ns,
-                     interposed_local_ns(prof, cal.local_ns), startup)["answer"]
+    answer = project(prof, gamma, fc, pol, 1, machine.compute_count, machine.control_count,
+                     cal.spin_ns(config.fc_ns), interposed_local_ns(prof, cal.local_ns), startup)["answer"]
     return None if answer["time_ns"] is None else subject.native_ns / answer["time_ns"]
 
 

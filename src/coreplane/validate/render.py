@@ -26,7 +26,7 @@ def render_calibration(doc: dict) -> None:
     gam = ", ".join(f"-g {g} → γ {v:.3f}" for g, v in cal["gammas"].items() if float(g) != 1.0) or "none emulated"
     cold = cal["cold"]
     console.print(f"native getppid {human_ns(cal['native_call_ns'])}; local call under the runtime +{human_ns(cal['local_ns'])}; "
-                  f"caller spins {human_ns(cal['spin_ns']) if cal['spin_ns'] else 'through every round trip'} "
+                  f"caller polls 2·F + {human_ns(cal['spin_blocked_ns'])} on a blocked call "
                   f"before sleeping; delegate polls {human_ns(cal['window_ns']) if cal['window_ns'] else '(no cold calls seen)'} "
                   f"before sleeping; a cold call's round trip: median {human_ns(cold['median'])}, mean {human_ns(cold['mean'])} "
                   f"({cold['trials']} trials); start-up {human_ns(cal['startup_ns'])} ({human_ns(cal['startup_delegating_ns'])} "
