@@ -149,14 +149,13 @@ impl Clock {
 /// A first or latest call time that was never recorded.
 const NO_TIME: u64 = u64::MAX;
 
-/// A thread's stats with times in ns (the runtime keeps TSC ticks), each total scaled up from
-/// its timed calls to all calls (profile_layout::S_TIMED), and the call timeline (first and
+/// A thread's stats with times in ns (the runtime keeps TSC ticks), each total estimated from
+/// its timed calls (profile_layout::total_ticks), and the call timeline (first and
 /// latest timed call) in ns since the run's start.
 fn thread_stats_ns(ticks: &[u64], clock: &Clock) -> Vec<u64> {
     let mut stats = ticks.to_vec();
     for row in stats.chunks_exact_mut(L::STAT_FIELDS) {
-        let timed = row[L::S_TIMED].max(1) as u128;
-        row[L::S_TOTAL_TICKS] = (clock.ns(row[L::S_TOTAL_TICKS]) as u128 * row[L::S_COUNT] as u128 / timed) as u64;
+        row[L::S_TOTAL_TICKS] = clock.ns(L::total_ticks(row).min(u64::MAX as u128) as u64);
         row[L::S_QUEUED_TICKS] = clock.ns(row[L::S_QUEUED_TICKS]);
         row[L::S_FIRST_TSC] = clock.at(row[L::S_FIRST_TSC]);
         row[L::S_LAST_TSC] = clock.at(row[L::S_LAST_TSC]);

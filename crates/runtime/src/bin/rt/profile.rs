@@ -103,6 +103,8 @@ pub fn record(prof: *mut u8, nr: usize, result: isize, start: u64, ticks: u64, d
         }
         *s.add(L::S_TOTAL_TICKS) += ticks;
         *s.add(L::S_TIMED) += 1;
+        *s.add(L::S_EXACT_TICKS) += ticks;
+        *s.add(L::S_EXACT) += 1;
         if *s.add(L::S_FIRST_TSC) == 0 {
             *s.add(L::S_FIRST_TSC) = start;
         }
