@@ -239,3 +239,18 @@ def test_the_runtimes_own_calibration_is_never_delegated(tmp_path):
     doc = json.loads(prof.read_text())
     assert "getppid" not in {c["name"] for c in doc["syscalls"]}
     assert doc["overhead"]["interposed_call_ns"] < 100_000 and doc["wall_ns"] < 200_000_000, doc["overhead"]
+
+
+def test_sites_are_rewritten_only_while_their_code_is_file_text(tmp_path):
+    # The runtime remembers which ranges are file-backed text (reading /proc/self/maps is half
+    # of a site's first call); the program remapping the same address must make it look again:
+    # anonymous code is left alone, the same bytes mapped from a file are relocated, and
+    # anonymous code mapped there afterwards is left alone again.
+    if "pku" in Path("/proc/cpuinfo").read_text().split():
+        pytest.skip("protection keys: the runtime takes the page-0 sled, which rewrites the syscall, not the mov")
+    exe = tmp_path / "remapped_code"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGRAMS / "remapped_code.c")], check=True)
+    native = subprocess.run([str(exe), str(tmp_path / "code.bin")], capture_output=True, text=True)
+    assert native.stdout == "b8 b8 b8\n"
+    proc = run_cli("run", "--", str(exe), str(tmp_path / "code.bin"))
+    assert (proc.returncode, proc.stdout) == (0, "b8 e9 b8\n"), proc.stderr

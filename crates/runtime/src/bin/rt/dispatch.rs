@@ -10,10 +10,12 @@ pub fn needs_trap(nr: usize) -> bool {
     matches!(nr, RT_SIGRETURN | CLONE | CLONE3) || nr >= coreplane_runtime::sysset::MAX_SYSCALLS
 }
 
-/// Calls the runtime answers or adjusts itself, rather than passing them on.
+/// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
+/// because they may change what an address is, see `textmap`).
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
-        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP)
+        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP
+        | MUNMAP | MPROTECT | MREMAP | MMAP)
 }
 
 /// Any call but those in `needs_trap`, from the trap or from the fast path.
@@ -37,6 +39,11 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
         PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a)),
         SECCOMP if a[0] <= 1 /* SET_MODE_STRICT, SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
+        MMAP if a[3] & MAP_FIXED == 0 => run(nr, a),
+        MMAP | MUNMAP | MPROTECT | MREMAP => {
+            crate::textmap::mappings_changed();
+            run(nr, a)
+        }
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),
         _ => run(nr, a),
     }

@@ -54,29 +54,6 @@ enum Mode {
 }
 static MODE: AtomicU8 = AtomicU8::new(Mode::Trap as u8);
 static REWRITE_LOCK: AtomicU32 = AtomicU32::new(0);
-/// Pages found not to be file-backed text (JIT code, the vDSO, the calibration stub), so that
-/// a trap there does not read /proc/self/maps again. Open addressing; guarded by REWRITE_LOCK.
-const NOT_TEXT_SLOTS: usize = 256;
-static mut NOT_TEXT: [usize; NOT_TEXT_SLOTS] = [0; NOT_TEXT_SLOTS];
-
-/// Looks `page` up in NOT_TEXT, inserting it when `insert`; true if it was there.
-unsafe fn not_text(page: usize, insert: bool) -> bool {
-    let table = &mut *core::ptr::addr_of_mut!(NOT_TEXT);
-    let mut i = (page >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
-    for _ in 0..NOT_TEXT_SLOTS {
-        match table[i] {
-            0 => {
-                if insert {
-                    table[i] = page;
-                }
-                return false;
-            }
-            p if p == page => return true,
-            _ => i = (i + 1) % NOT_TEXT_SLOTS,
-        }
-    }
-    false // full: look again next time
-}
 
 /// Calls made in assembly: neither delegated nor answered by the runtime.
 #[no_mangle]
@@ -414,49 +391,6 @@ fn map_code(hint: usize, exact: bool) -> Option<usize> {
     Some(p as usize)
 }
 
-/// Whether `addr` lies in read-execute file text (from /proc/self/maps; anonymous and special
-/// mappings such as [vdso], and writable code, are left alone).
-fn is_file_text(addr: usize) -> bool {
-    let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
-    if fd < 0 {
-        return false;
-    }
-    let mut buf = [0u8; 4096];
-    let mut carry = 0;
-    let mut found = false;
-    'read: loop {
-        let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr().add(carry) as usize, buf.len() - carry) };
-        if n <= 0 {
-            break;
-        }
-        let end = carry + n as usize;
-        let mut start = 0;
-        while let Some(nl) = buf[start..end].iter().position(|&c| c == b'\n') {
-            let line = &buf[start..start + nl];
-            start += nl + 1;
-            let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
-            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
-            let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
-            let (lo, hi) = (hex(&range[..dash]), hex(&range[dash + 1..]));
-            if lo <= addr && addr < hi {
-                let path = fields.nth(3);
-                if perms.starts_with(b"r-x") && path.is_some_and(|p| p.first() == Some(&b'/')) {
-                    found = true;
-                }
-                break 'read;
-            }
-        }
-        buf.copy_within(start..end, 0);
-        carry = end - start;
-    }
-    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    found
-}
-
-fn hex(s: &[u8]) -> usize {
-    s.iter().fold(0, |acc, &c| acc << 4 | (c as char).to_digit(16).unwrap_or(0) as usize)
-}
-
 /// After the first trap at a site: rewrite it when it is a `syscall` in file-backed text that
 /// this process's rewrite can take (JIT code, the vDSO and writable code are left alone).
 pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
@@ -465,16 +399,9 @@ pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
         return;
     }
     lock();
-    let page = site & !(PAGE - 1);
     // Checked under the lock: another thread may have rewritten it meanwhile.
-    if can_take(site, nr) && !unsafe { not_text(page, false) } {
-        if is_file_text(site) {
-            if rewrite(site, nr) {
-                crate::profile::count_rewrite();
-            }
-        } else {
-            unsafe { not_text(page, true) };
-        }
+    if can_take(site, nr) && crate::textmap::is_file_text(site) && rewrite(site, nr) {
+        crate::profile::count_rewrite();
     }
     REWRITE_LOCK.store(0, Release);
 }

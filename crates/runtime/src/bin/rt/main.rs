@@ -23,6 +23,7 @@ mod sigframe;
 mod signals;
 mod sud;
 mod sys;
+mod textmap;
 mod thread;
 mod trap;
 mod vdso;

@@ -1,0 +1,122 @@
+//! Which code is file-backed text, from /proc/self/maps, remembered until the mappings change.
+//! The fast path rewrites only syscall sites in read-execute file mappings (not JIT code, the
+//! vDSO or writable code). Reading /proc/self/maps costs ≈ 25 µs even for a small process, half
+//! of a site's first call, so the answer is kept: the whole r-x file mapping a site was found in,
+//! and pages found not to be file text. Both are forgotten when the program maps, unmaps or
+//! re-protects memory (`mappings_changed`, from dispatch), after which an address may be
+//! something else. Callers hold the fast path's rewrite lock.
+
+use crate::sys::*;
+use core::sync::atomic::{AtomicUsize, Ordering::*};
+
+/// Bumped by every call that may change what an address is; the caches are of one generation.
+static GENERATION: AtomicUsize = AtomicUsize::new(0);
+static mut CACHED_GENERATION: usize = 0;
+/// r-x file mappings found so far, [lo, hi).
+const RANGES: usize = 64;
+static mut TEXT: [(usize, usize); RANGES] = [(0, 0); RANGES];
+static mut TEXT_USED: usize = 0;
+/// Pages found not to be file-backed text. Open addressing.
+const NOT_TEXT_SLOTS: usize = 256;
+static mut NOT_TEXT: [usize; NOT_TEXT_SLOTS] = [0; NOT_TEXT_SLOTS];
+
+/// The program may have changed what some address is (mmap with MAP_FIXED, munmap, mprotect,
+/// mremap): what is remembered is read again.
+pub fn mappings_changed() {
+    GENERATION.fetch_add(1, Release);
+}
+
+/// Whether `addr` lies in read-execute file text.
+pub fn is_file_text(addr: usize) -> bool {
+    unsafe {
+        let generation = GENERATION.load(Acquire);
+        if CACHED_GENERATION != generation {
+            TEXT_USED = 0;
+            *core::ptr::addr_of_mut!(NOT_TEXT) = [0; NOT_TEXT_SLOTS];
+            CACHED_GENERATION = generation;
+        }
+        let text = &mut *core::ptr::addr_of_mut!(TEXT);
+        if text[..TEXT_USED].iter().any(|&(lo, hi)| lo <= addr && addr < hi) {
+            return true;
+        }
+        let page = addr & !(PAGE - 1);
+        if not_text(page, false) {
+            return false;
+        }
+        match mapping_of(addr) {
+            Some(range) => {
+                if TEXT_USED < RANGES {
+                    text[TEXT_USED] = range;
+                    TEXT_USED += 1;
+                }
+                true
+            }
+            None => {
+                not_text(page, true);
+                false
+            }
+        }
+    }
+}
+
+/// Looks `page` up in NOT_TEXT, inserting it when `insert`; true if it was there.
+unsafe fn not_text(page: usize, insert: bool) -> bool {
+    let table = &mut *core::ptr::addr_of_mut!(NOT_TEXT);
+    let mut i = (page >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
+    for _ in 0..NOT_TEXT_SLOTS {
+        match table[i] {
+            0 => {
+                if insert {
+                    table[i] = page;
+                }
+                return false;
+            }
+            p if p == page => return true,
+            _ => i = (i + 1) % NOT_TEXT_SLOTS,
+        }
+    }
+    false // full: look again next time
+}
+
+/// The read-execute file mapping holding `addr`, from /proc/self/maps; None for anything else
+/// (anonymous and special mappings such as [vdso], writable code).
+fn mapping_of(addr: usize) -> Option<(usize, usize)> {
+    let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 4096];
+    let mut carry = 0;
+    let mut found = None;
+    'read: loop {
+        let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr().add(carry) as usize, buf.len() - carry) };
+        if n <= 0 {
+            break;
+        }
+        let end = carry + n as usize;
+        let mut start = 0;
+        while let Some(nl) = buf[start..end].iter().position(|&c| c == b'\n') {
+            let line = &buf[start..start + nl];
+            start += nl + 1;
+            let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
+            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+            let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
+            let (lo, hi) = (hex(&range[..dash]), hex(&range[dash + 1..]));
+            if lo <= addr && addr < hi {
+                let path = fields.nth(3);
+                if perms.starts_with(b"r-x") && path.is_some_and(|p| p.first() == Some(&b'/')) {
+                    found = Some((lo, hi));
+                }
+                break 'read;
+            }
+        }
+        buf.copy_within(start..end, 0);
+        carry = end - start;
+    }
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    found
+}
+
+fn hex(s: &[u8]) -> usize {
+    s.iter().fold(0, |acc, &c| acc << 4 | (c as char).to_digit(16).unwrap_or(0) as usize)
+}
