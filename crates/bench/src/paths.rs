@@ -20,6 +20,10 @@ pub struct PathsArgs {
     /// Timed ping-pong round trips.
     #[arg(long, default_value_t = 100_000)]
     round_trips: usize,
+    /// Arm Syscall User Dispatch first with every address allowed, so that nothing traps: what
+    /// the kernel's entry path costs once dispatch is on (the floor of the runtime's fast path).
+    #[arg(long)]
+    dispatch_armed: bool,
 }
 
 #[derive(Serialize)]
@@ -41,6 +45,9 @@ pub fn run(args: &PathsArgs) -> Result<PathsReport, String> {
     pin_current_thread(cores[0])?;
     let tsc_ns = tsc_per_ns(Duration::from_millis(50));
     let cacheline_pingpong_ns = pingpong(cores, args.round_trips, tsc_ns)?;
+    if args.dispatch_armed {
+        arm_dispatch_allowing_all()?;
+    }
     let warm = args.calls / 100 + 1;
     let mut samples = Vec::with_capacity(args.calls);
     for i in 0..warm + args.calls {
@@ -53,6 +60,19 @@ pub fn run(args: &PathsArgs) -> Result<PathsReport, String> {
         }
     }
     Ok(PathsReport { cores, tsc_ghz: tsc_ns, cacheline_pingpong_ns, null_syscall_ns: summarise(&mut samples) })
+}
+
+/// Syscall User Dispatch on for this thread, with the allowed region covering all of user space.
+fn arm_dispatch_allowing_all() -> Result<(), String> {
+    const PR_SET_SYSCALL_USER_DISPATCH: libc::c_int = 59;
+    const PR_SYS_DISPATCH_ON: libc::c_ulong = 1;
+    const ALL: (libc::c_ulong, libc::c_ulong) = (0x1000, 0x7fff_ffff_f000);
+    // SAFETY: prctl with integer arguments; no selector byte is given.
+    let r = unsafe { libc::prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, ALL.0, ALL.1, 0 as libc::c_ulong) };
+    if r != 0 {
+        return Err(format!("Syscall User Dispatch: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 macro_rules! sites {

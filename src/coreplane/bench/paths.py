@@ -39,6 +39,7 @@ def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             prof = Path(tmp) / "p.json"
             out["native"] = _bench_json(loop)
+            out["native_dispatch_armed"] = _bench_json([*loop, "--dispatch-armed"])
             out["fast_path"] = _bench_json(exec_argv(RunOptions(command=loop, delegate="none", profile=prof, **cores)))
             out["fast_path"]["overhead"] = json.loads(prof.read_text())["overhead"]
             out["delegated"] = _bench_json(exec_argv(RunOptions(command=loop, delegate="getppid", **cores)))
@@ -49,6 +50,8 @@ def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
     out["ratios"] = {
         "a_delegated_over_pingpong": p50(d, "null_syscall_ns") / p50(d, "cacheline_pingpong_ns"),
         "b_fast_path_minus_native_ns": p50(out["fast_path"], "null_syscall_ns") - p50(out["native"], "null_syscall_ns"),
+        "b_floor_dispatch_armed_ns": p50(out["native_dispatch_armed"], "null_syscall_ns")
+        - p50(out["native"], "null_syscall_ns"),
         "d_first_call_ns": p50(out["sites_runtime"], "first_call_ns"),
         "d_second_call_ns": p50(out["sites_runtime"], "second_call_ns"),
     }
