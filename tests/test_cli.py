@@ -63,7 +63,7 @@ def test_floor_plot_and_reload(tmp_path):
 def test_bench_paths_runs_all_three_paths():
     doc = cli_json("bench", "paths", "--calls", "2000", "--dd-repetitions", "0", "--no-cell")
     paths = doc["paths"]
-    for mode in ("native", "fast_path", "delegated"):
+    for mode in ("native", "native_dispatch_armed", "fast_path", "delegated"):
         s = paths[mode]["null_syscall_ns"]
         assert 0 < s["min"] <= s["p50"] <= s["p99"], (mode, s)
     # the trap path is slower than a rewritten site, which the profile reports having made
@@ -72,4 +72,4 @@ def test_bench_paths_runs_all_three_paths():
     sites = paths["sites_runtime"]
     assert sites["sites"] == 64 and sites["first_call_ns"]["p50"] > sites["second_call_ns"]["p50"]
     assert set(paths["ratios"]) == {"a_delegated_over_pingpong", "b_fast_path_minus_native_ns",
-                                    "d_first_call_ns", "d_second_call_ns"}
+                                    "b_floor_dispatch_armed_ns", "d_first_call_ns", "d_second_call_ns"}
