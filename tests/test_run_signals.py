@@ -96,3 +96,16 @@ def test_programs_own_seccomp_trap_reaches_its_handler_or_kills(seccomp_trap, po
         assert native.stdout == "4242 4242 code=1 nr=110\n"
     else:
         assert native.returncode == -31 and proc.returncode in (-31, 128 + 31)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("mode", ["handler", "ignore", "default"])
+def test_the_runtimes_own_signal_is_the_programs_too(tmp_path, policy, mode):
+    # The runtime interrupts delegates with signal 63; sent to the program it was swallowed
+    # (no handler ran, and the default action did not kill).
+    exe = tmp_path / "signal_63"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGRAMS / "signal_63.c")], check=True)
+    native = subprocess.run([str(exe), mode], capture_output=True, text=True)
+    proc = run_cli("run", "--delegate", policy, "--", str(exe), mode)
+    assert (proc.returncode in (native.returncode, 128 - native.returncode), proc.stdout) == (True, native.stdout)
+    assert native.stdout == {"handler": "signal 63 seen 63007\n", "ignore": "signal 63 seen -1\n", "default": ""}[mode]

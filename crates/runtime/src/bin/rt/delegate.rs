@@ -165,22 +165,20 @@ fn app_spin_ticks() -> u64 {
 }
 
 /// The SIG_INTERRUPT handler: a delegate blocked in a call whose caller gave up (a signal
-/// without SA_RESTART reached the caller) returns EINTR; otherwise the call restarts.
-extern "C" fn on_interrupt(_sig: i32, _info: *mut u8, uc: *mut u8) {
+/// without SA_RESTART reached the caller) returns EINTR; otherwise the call restarts. On a
+/// program thread the signal is the program's.
+extern "C" fn on_interrupt(sig: i32, info: *mut u8, uc: *mut u8) {
     let g = gregs(uc);
     let site = coreplane_delegate_site as *const () as u64;
-    if g[REG_RIP] != site {
-        return;
-    }
     let me = sys::gettid();
-    for d in DELEGATES.iter() {
-        if d.tid.load(Relaxed) == me {
-            let cur = d.current.load(Acquire);
-            if cur != NONE && slot(cur).response.cancel.load(Acquire) != 0 {
-                g[REG_RAX] = (-EINTR) as u64;
-                g[REG_RIP] = site + 2;
-            }
-        }
+    let Some(d) = DELEGATES.iter().find(|d| d.tid.load(Relaxed) == me) else {
+        // A program thread: the signal is the program's own (SIGRTMAX - 1 to it).
+        return crate::signals::program_interrupt_signal(sig, info, uc);
+    };
+    let cur = d.current.load(Acquire);
+    if g[REG_RIP] == site && cur != NONE && slot(cur).response.cancel.load(Acquire) != 0 {
+        g[REG_RAX] = (-EINTR) as u64;
+        g[REG_RIP] = site + 2;
     }
 }
 

@@ -145,20 +145,40 @@ const SA_RESETHAND: u64 = 0x8000_0000;
 /// and frame (a handler that sets the frame's rax answers the call, as natively); with no
 /// handler, or SIG_IGN, the process dies of SIGSYS, as the kernel forces a seccomp trap.
 pub fn program_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
-    let act = unsafe { VIRTUAL[0] };
+    deliver_virtual(0, sig, info, uc, true);
+}
+
+/// SIG_INTERRUPT reached a program thread: it is the program's own signal (the runtime sends it
+/// only to delegates), delivered by the program's action for it.
+pub fn program_interrupt_signal(sig: i32, info: *mut u8, uc: *mut u8) {
+    deliver_virtual(1, sig, info, uc, false);
+}
+
+/// Runs the program's action for one of the runtime's signals (VIRTUAL[i]), from the runtime's
+/// handler for it: the program's handler with its sa_mask added (the signal itself stays
+/// unblocked, as if SA_NODEFER: the runtime needs it), then the mask as it was; the default
+/// action (this signal's: both terminate) by re-raising it with SIG_DFL; SIG_IGN ignores it
+/// unless the kernel `forced` it (a seccomp trap), which kills.
+fn deliver_virtual(i: usize, sig: i32, info: *mut u8, uc: *mut u8, forced: bool) {
+    let act = unsafe { VIRTUAL[i] };
+    if act.handler == 1 && !forced {
+        return;
+    }
     if act.handler <= 1 {
         let default = KSigaction::default();
-        crate::sigaction::sigaction(SIGSYS, Some(&default), None);
+        crate::sigaction::sigaction(sig as usize, Some(&default), None);
         let t = thread::current();
-        unsafe { syscall3(TGKILL, t.pid as usize, t.tid as usize, SIGSYS) };
-        sys::exit_group(128 + SIGSYS); // not reached: the signal is unblocked and fatal
+        let bit: u64 = 1 << (sig - 1);
+        unsafe {
+            syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &bit as *const u64 as usize, 0, 8, 0, 0);
+            syscall3(TGKILL, t.pid as usize, t.tid as usize, sig as usize);
+        }
+        sys::exit_group(128 + sig as usize); // not reached: the signal is unblocked and fatal
     }
     if act.flags & SA_RESETHAND != 0 {
-        unsafe { VIRTUAL[0] = KSigaction::default() };
+        unsafe { VIRTUAL[i] = KSigaction::default() };
     }
-    // The handler runs with its sa_mask added, then the mask the trap found is back. SIGSYS
-    // itself stays unblocked, as if SA_NODEFER were set: the runtime traps through it.
-    let mask = act.mask & !SIGSYS_BIT;
+    let mask = act.mask & !SIGSYS_BIT & !(1u64 << (sig - 1));
     let mut old = 0u64;
     unsafe { syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, &mask as *const u64 as usize, &mut old as *mut u64 as usize, 8, 0, 0) };
     if act.flags & SA_SIGINFO != 0 {
