@@ -104,3 +104,9 @@ def test_bad_options_are_one_line(args, message):
     proc = run_cli("project", str(FIXTURES / "tiny.json"), *args)
     assert proc.returncode == 2
     assert proc.stderr == f"coreplane: error: {message}\n"
+
+
+def test_a_listed_call_the_profile_never_made_is_a_warning():
+    doc = cli_json("project", str(FIXTURES / "bzip2.json"), "--delegate", "read,mount", "--no-calibration")
+    assert doc["warnings"] == ["--delegate: the profile never made mount: nothing of it to delegate"]
+    assert doc["policy"]["delegated"] == ["read"]

@@ -130,6 +130,9 @@ def project(
             warnings.append(f"the calibration {stored.path} belongs to another machine "
                             f"({stored.machine.get('hostname', '?')}) than the profile "
                             f"({prof.extra['machine'].get('hostname', '?')}): run `coreplane calibrate` there")
+    never = sorted(pol.names - set(prof.counts()))
+    if never:
+        warnings.append(f"--delegate: the profile never made {', '.join(never)}: nothing of it to delegate")
     if prof.measured_with_delegation():
         warnings.append(f"the profile was measured with delegation (policy {(prof.config or {}).get('policy', '?')}): "
                         "its g(s) include forwarding and queueing; project from a profile taken with --delegate none")
