@@ -57,6 +57,9 @@ def test_profile_counts_match_the_program(tmp_path):
     calls = by_name(doc)
     assert calls["read"]["count"] >= 301  # 300 blocks and the final empty read
     assert calls["write"]["count"] >= 300
+    # Data calls carry the bytes they moved: dd's 300 blocks (and the loader's reads of libraries).
+    assert calls["write"]["bytes"] >= 512 * 300 and 512 * 300 <= calls["read"]["bytes"] < 512 * 300 + 65536
+    assert "bytes" not in calls["openat"]
     assert all(c["delegated"] == 0 for c in doc["syscalls"])
     assert doc["wall_ns"] > sum(c["total_ns"] for c in doc["syscalls"]) > 0
     assert doc["overhead"]["interposed_call_ns"] > 0

@@ -13,6 +13,7 @@
 // before every trial: a gap longer than a delegate polls for an idle queue times a cold call
 // (the delegate asleep), a short one a warm call.
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,21 @@ static int64_t thread_cpu_ns(void)
         ret_;                                                                                \
     })
 
+// read(fd, buf, n) at a site of its own; then every cache line of what it read is touched, inside
+// the trial: a delegated read writes the buffer on the control core, and the compute core pays
+// to fetch it (the data a delegated call moves between cores).
+static __attribute__((noinline)) long read_and_touch(long fd, unsigned char *buf, long n)
+{
+    long r;
+    __asm__ volatile(".p2align 4\n\tmovl %1, %%eax\n\tsyscall"
+                     : "=a"(r) : "i"(SYS_read), "D"(fd), "S"(buf), "d"(n) : "rcx", "r11", "memory");
+    unsigned sum = 0;
+    for (long k = 0; k < r; k += 64)
+        sum += buf[k];
+    __asm__ volatile("" : : "r"(sum));
+    return r;
+}
+
 // The one call site per number of warm-up and trials alike. The runtime rewrites a site at its
 // first call (a trap, 14–54 µs): a warm-up through another site would leave that one-off cost
 // in the first trial, where it raised the mean round trip by ≈ 50 ns over 286 trials.
@@ -67,17 +83,18 @@ static __attribute__((noinline)) long the_call(long nr, long a, long b)
 
 int main(int argc, char **argv)
 {
-    long trials = 2000, warmup = 100, gap = 0;
+    long trials = 2000, warmup = 100, gap = 0, size = 65536;
     const char *call = "getppid";
     int opt;
-    while ((opt = getopt(argc, argv, "n:c:w:g:h")) != -1) {
+    while ((opt = getopt(argc, argv, "n:c:w:g:s:h")) != -1) {
         switch (opt) {
         case 'n': trials = strtol(optarg, NULL, 10); break;
         case 'w': warmup = strtol(optarg, NULL, 10); break;
         case 'c': call = optarg; break;
         case 'g': gap = strtol(optarg, NULL, 10); break;
+        case 's': size = strtol(optarg, NULL, 10); break;
         default:
-            fprintf(stderr, "usage: null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat|nanosleep] [-w WARMUP] [-g GAP_NS]\n");
+            fprintf(stderr, "usage: null_call [-n TRIALS] [-c getppid|getpid|getuid|uname|fstat|nanosleep|read] [-s BYTES] [-w WARMUP] [-g GAP_NS]\n");
             return opt == 'h' ? 0 : 2;
         }
     }
@@ -92,14 +109,16 @@ int main(int argc, char **argv)
     else if (strcmp(call, "uname") == 0) nr = SYS_uname, a = (long)&un;
     else if (strcmp(call, "fstat") == 0) nr = SYS_fstat, a = 1, b = (long)&st;
     else if (strcmp(call, "nanosleep") == 0) nr = SYS_nanosleep, a = (long)&one_ms;
+    else if (strcmp(call, "read") == 0) nr = SYS_read, a = open("/dev/zero", O_RDONLY);
     else {
-        fprintf(stderr, "null_call: -c %s: expected getppid, getpid, getuid, uname, fstat or nanosleep\n", call);
+        fprintf(stderr, "null_call: -c %s: expected getppid, getpid, getuid, uname, fstat, nanosleep or read\n", call);
         return 2;
     }
-    if (trials < 1 || warmup < 0 || gap < 0) {
-        fprintf(stderr, "null_call: -n must be >= 1, -w and -g >= 0\n");
+    if (trials < 1 || warmup < 0 || gap < 0 || size < 1 || a < 0) {
+        fprintf(stderr, "null_call: -n and -s must be >= 1, -w and -g >= 0 (or /dev/zero did not open)\n");
         return 2;
     }
+    unsigned char *data = nr == SYS_read ? aligned_alloc(64, (size_t)(size + 63) / 64 * 64) : NULL;
     int64_t *ns = malloc((size_t)trials * sizeof *ns);
     if (!ns) {
         perror("null_call: malloc");
@@ -107,13 +126,13 @@ int main(int argc, char **argv)
     }
     // Warm-up calls: the first delegated call starts the delegate, the first trap rewrites the site.
     for (long i = 0; i < warmup; i++)
-        the_call(nr, a, b);
+        data ? read_and_touch(a, data, size) : the_call(nr, a, b);
     int64_t cpu0 = thread_cpu_ns();
     for (long i = 0; i < trials; i++) {
         for (int64_t until = now_ns() + gap; gap && now_ns() < until;)
             ;
         int64_t t0 = now_ns();
-        the_call(nr, a, b);
+        data ? read_and_touch(a, data, size) : the_call(nr, a, b);
         ns[i] = now_ns() - t0;
     }
     int64_t cpu = thread_cpu_ns() - cpu0 - gap * trials;  // the gaps are not the calls' CPU time
@@ -123,5 +142,6 @@ int main(int argc, char **argv)
         printf("%s%lld", i ? ", " : "", (long long)ns[i]);
     printf("]}\n");
     free(ns);
+    free(data);
     return 0;
 }

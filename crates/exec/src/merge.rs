@@ -146,6 +146,10 @@ impl Clock {
     }
 }
 
+/// Calls whose result is the bytes they moved: the profile gives their sum (`bytes`).
+const DATA_CALLS: [&str; 18] = ["read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
+    "preadv2", "pwritev2", "recvfrom", "sendto", "recvmsg", "sendmsg", "sendfile", "splice", "tee", "copy_file_range"];
+
 /// A first or latest call time that was never recorded.
 const NO_TIME: u64 = u64::MAX;
 
@@ -173,7 +177,7 @@ fn add_stats(totals: &mut [u64], stats: &[u64]) {
                 L::S_LAST_TSC if from[f] == NO_TIME => into[f],
                 L::S_LAST_TSC if into[f] == NO_TIME => from[f],
                 L::S_LAST_TSC => into[f].max(from[f]),
-                _ => into[f] + from[f],
+                _ => into[f].wrapping_add(from[f]), // S_BYTES sums any result: it may wrap
             };
         }
     }
@@ -208,6 +212,9 @@ fn syscall_entries(stats: &[u64], hists: Option<&Hists>) -> Vec<Value> {
             Some([f, q]) => (summary(f, None), summary(q, Some(s[L::S_QUEUED_TICKS]))),
             None => (Value::Null, queued_total),
         };
+        if DATA_CALLS.contains(&syscalls::name(nr).as_str()) {
+            e["bytes"] = json!(s[L::S_BYTES]);
+        }
         e["forward_ns"] = fwd;
         e["queued_ns"] = que;
         out.push(e);

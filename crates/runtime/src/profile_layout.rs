@@ -37,7 +37,7 @@ pub const T_SAMPLE_LEFT: usize = 24;
 /// xorshift64 state drawing the gaps between timed calls.
 pub const T_SAMPLE_RNG: usize = 32;
 pub const T_STATS: usize = 64;
-pub const STAT_FIELDS: usize = 10;
+pub const STAT_FIELDS: usize = 11;
 pub const S_COUNT: usize = 0;
 pub const S_ERRORS: usize = 1;
 pub const S_TOTAL_TICKS: usize = 2;
@@ -61,8 +61,12 @@ pub const S_LAST_TSC: usize = 7;
 /// first openat and statx calls, scaled by count / timed, came to 140 ms in a 25 ms life).
 pub const S_EXACT: usize = 8;
 pub const S_EXACT_TICKS: usize = 9;
+/// Sum of the successful calls' results: for the data calls (read, write and their kin) the
+/// bytes moved, which a delegated call moves between the control and the compute core. Summed
+/// for every call (one add); only the data calls' sums mean anything.
+pub const S_BYTES: usize = 10;
 pub const TIME_FIRST: u64 = 8;
-pub const THREAD_BLOCK: usize = 45056;
+pub const THREAD_BLOCK: usize = 49152;
 pub const MAX_THREADS: usize = 4096;
 pub const FILE_SIZE: usize = THREADS_OFF + MAX_THREADS * THREAD_BLOCK;
 

@@ -57,7 +57,7 @@ class _Reader:
         if not isinstance(obj, dict):
             self.fail(where, f"expected an object, got {_short(obj)}")
         known = {"name", "nr", "count", "errors", "total_ns", "local", "delegated", "forward_ns", "queued_ns",
-                 "first_ns", "last_ns"}
+                 "first_ns", "last_ns", "bytes"}
         c = CallStats(
             name=self.get(obj, "name", where, "str"),
             nr=self.get(obj, "nr", where, "int", required=False),
@@ -70,6 +70,7 @@ class _Reader:
             queued_ns=self.stats_object(obj, "queued_ns", where),
             first_ns=self.get(obj, "first_ns", where, "int", required=False),
             last_ns=self.get(obj, "last_ns", where, "int", required=False),
+            bytes=self.get(obj, "bytes", where, "int", required=False),
             extra={k: v for k, v in obj.items() if k not in known},
         )
         if c.first_ns is not None and c.last_ns is not None and c.last_ns < c.first_ns:

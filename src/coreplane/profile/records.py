@@ -27,10 +27,12 @@ class CallStats:
     queued_ns: dict | None = None
     first_ns: int | None = None   # the call timeline: start of the first call, since the run's start
     last_ns: int | None = None    # and of the latest timed one (within a sampling gap of the last)
+    bytes: int | None = None      # data calls (read, write, ...): the bytes their successful calls moved
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        timeline = {k: v for k, v in (("first_ns", self.first_ns), ("last_ns", self.last_ns)) if v is not None}
+        timeline = {k: v for k, v in (("first_ns", self.first_ns), ("last_ns", self.last_ns), ("bytes", self.bytes))
+                    if v is not None}
         return {"name": self.name, "nr": self.nr, "count": self.count, "errors": self.errors,
                 "total_ns": self.total_ns, "local": self.local, "delegated": self.delegated,
                 "forward_ns": self.forward_ns, "queued_ns": self.queued_ns, **timeline, **self.extra}

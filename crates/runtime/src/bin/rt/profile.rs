@@ -100,6 +100,8 @@ pub fn record(prof: *mut u8, nr: usize, result: isize, start: u64, ticks: u64, d
         *s.add(L::S_COUNT) += 1;
         if (-4095..0).contains(&result) {
             *s.add(L::S_ERRORS) += 1;
+        } else {
+            *s.add(L::S_BYTES) = (*s.add(L::S_BYTES)).wrapping_add(result as u64);
         }
         *s.add(L::S_TOTAL_TICKS) += ticks;
         *s.add(L::S_TIMED) += 1;
