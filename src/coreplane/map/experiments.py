@@ -1,8 +1,9 @@
 """NetworkedOS experiments for docs/benchmarks.md: (a) IPC pairs same- vs cross-core, (b) mapping
-quality on meshes and real programs, (c) partition and mapping time against size.
+quality on meshes and real programs, (c) partition and mapping time against size, (d) mapping
+quality on the generated family (families.py) and traced programs against Scotch.
 
 Run by `make bench` (JSON in target/bench/) and `make figures` (PNGs in docs/figures/):
-    python -m coreplane.map.experiments ipc|quality|scaling --out FILE.json
+    python -m coreplane.map.experiments ipc|quality|scaling|family --out FILE.json
     python -m coreplane.map.experiments figures --bench DIR --figures DIR
 """
 
@@ -24,7 +25,7 @@ from coreplane.graph import io
 from coreplane.graph.build import build
 from coreplane.graph.partition import greedy_partition, layer_arrays
 from coreplane.graph.topology import parse_spec
-from coreplane.map import mapfile, methods
+from coreplane.map import families, mapfile, methods
 from coreplane.map.comm import from_graph
 from coreplane.map.greedy import default_capacity, greedy_map
 from coreplane.map.patterns import PATTERNS, pattern
@@ -177,12 +178,70 @@ def scaling(out: Path = typer.Option(..., "--out"), max_window: int = typer.Opti
     out.write_text(json.dumps({"machine": describe(), "rows": rows}, indent=1))
 
 
+FAMILY_METHODS = ("scotch", "greedy", "portfolio")
+
+
+def family_rows(members: list, real: dict | None = None) -> list[dict]:
+    """Hop-bytes and time of FAMILY_METHODS on every member (and on real programs' CommGraphs,
+    mapped on mesh:4x4), each row with its ratio to Scotch's hop-bytes on the same graph."""
+    problems = [(m.name, m.kind, m.topology, m.capacity, m.graph()) for m in members]
+    for name, comm in (real or {}).items():
+        topo = parse_spec("mesh:4x4")
+        problems.append((name, "traced", "mesh:4x4", default_capacity(comm.n, topo.n_cores), comm))
+    rows = []
+    for name, kind, spec, capacity, comm in problems:
+        topo = parse_spec(spec)
+        _ = topo.hops, topo.by_distance, topo.center  # topology tables are built once per machine
+        got = {method: methods.run(method, comm, topo, capacity) for method in FAMILY_METHODS}
+        scotch = got["scotch"]["metrics"]["hop_bytes"]
+        for method, r in got.items():
+            hb = r["metrics"]["hop_bytes"]
+            rows.append({"graph": name, "kind": kind, "topology": spec, "processes": comm.n, "capacity": capacity,
+                         "method": method, "hop_bytes": hb, "seconds": r["seconds"], "violation": r["violation"],
+                         "vs_scotch": hb / scotch if scotch else (1.0 if hb == 0 else float("inf"))})
+        err.print(f"family {name}: " + " ".join(f"{r['method']} {r['vs_scotch']:.3f}" for r in rows[-len(got):]))
+    return rows
+
+
+def family_summary(rows: list[dict]) -> dict:
+    """Per method: graphs at or below Scotch's hop-bytes, worst and median ratio, median time."""
+    out = {}
+    for method in FAMILY_METHODS:
+        mine = [r for r in rows if r["method"] == method]
+        ratio = np.array([r["vs_scotch"] for r in mine])
+        out[method] = {"graphs": len(mine), "at_most_scotch": int((ratio <= 1.0 + 1e-12).sum()),
+                       "within_1_2": int((ratio <= 1.2 + 1e-12).sum()), "worst": float(ratio.max()),
+                       "median": float(np.median(ratio)), "worst_graph": mine[int(ratio.argmax())]["graph"],
+                       "violations": sum(r["violation"] is not None for r in mine),
+                       "median_s": float(np.median([r["seconds"] for r in mine])),
+                       "total_s": float(sum(r["seconds"] for r in mine))}
+    return out
+
+
+@app.command()
+def family(out: Path = typer.Option(..., "--out"), real: bool = typer.Option(True, "--real/--no-real"),
+           sizes: str = typer.Option(",".join(map(str, families.SIZES)), "--sizes")) -> None:
+    """(d) scotch, the paper's greedy and the portfolio on the generated family and traced programs."""
+    members = families.members(tuple(int(s) for s in sizes.split(",")))
+    traced = {}
+    if real:
+        with tempfile.TemporaryDirectory(prefix="coreplane-real-") as tmp:
+            traced = {name: from_graph(io.load(path)) for name, path in _real_graphs(Path(tmp)).items()}
+    rows = family_rows(members, traced)
+    summary = family_summary(rows)
+    for method, s in summary.items():
+        err.print(f"{method}: <= scotch on {s['at_most_scotch']}/{s['graphs']}, worst {s['worst']:.3f} "
+                  f"({s['worst_graph']}), median time {s['median_s'] * 1e3:.0f} ms")
+    out.write_text(json.dumps({"machine": describe(), "summary": summary, "rows": rows}, indent=1))
+
+
 @app.command()
 def figures(bench: Path = typer.Option(..., "--bench"), out_dir: Path = typer.Option(..., "--figures")) -> None:
-    """Draws netos-ipc.png, netos-mapping.png and netos-scaling.png from the JSON results."""
-    from coreplane.map.plots import ipc_figure, quality_figure, scaling_figure
+    """Draws netos-ipc.png, netos-quality.png, netos-scaling.png and netos-family.png from the JSON results."""
+    from coreplane.map.plots import family_figure, ipc_figure, quality_figure, scaling_figure
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, fn in (("ipc", ipc_figure), ("quality", quality_figure), ("scaling", scaling_figure)):
+    for name, fn in (("ipc", ipc_figure), ("quality", quality_figure), ("scaling", scaling_figure),
+                     ("family", family_figure)):
         src = bench / f"netos-{name}.json"
         if src.is_file():
             fn(json.loads(src.read_text()), out_dir / f"netos-{name}.png")

@@ -93,3 +93,31 @@ def scaling_figure(doc: dict, path: Path) -> None:
     b.legend(fontsize=7)
     fig.suptitle(_title(doc, "Partition and mapping time"), fontsize=9)
     _save(fig, path)
+
+
+def family_figure(doc: dict, path: Path) -> None:
+    """Hop-bytes ÷ Scotch's on every graph of the family, against process count: the paper's
+    greedy and the portfolio; time ÷ Scotch's time beside it."""
+    rows = doc["rows"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    scotch_s = {r["graph"]: r["seconds"] for r in rows if r["method"] == "scotch"}
+    for method, style in (("greedy", "o"), ("portfolio", "x")):
+        sel = [r for r in rows if r["method"] == method]
+        jitter = np.random.default_rng(0).uniform(0.93, 1.07, len(sel))
+        left.scatter([r["processes"] * j for r, j in zip(sel, jitter)], [r["vs_scotch"] for r in sel],
+                     marker=style, s=14, label=method)
+        right.scatter([r["processes"] * j for r, j in zip(sel, jitter)],
+                      [r["seconds"] / scotch_s[r["graph"]] for r in sel], marker=style, s=14, label=method)
+    for y, label in ((1.0, "Scotch"), (1.2, "1.2× goal (greedy)")):
+        left.axhline(y, color="grey", ls="--" if y > 1 else "-", lw=0.8)
+        left.annotate(label, (left.get_xlim()[0], y), fontsize=7, va="bottom")
+    left.set_xscale("log", base=2)
+    left.set_xlabel("processes")
+    left.set_ylabel("hop-bytes ÷ Scotch's")
+    left.legend(fontsize=8)
+    left.grid(True, alpha=0.3)
+    _loglog(right, "processes", "time ÷ Scotch's time", base=2)
+    right.axhline(1.0, color="grey", lw=0.8)
+    right.legend(fontsize=8)
+    fig.suptitle(_title(doc, "Mapping on the generated family"), fontsize=9)
+    _save(fig, path)

@@ -1,0 +1,33 @@
+"""The generated family: reproducible graphs, and the portfolio never above Scotch on a small subset."""
+
+import numpy as np
+import pytest
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.map import families
+from coreplane.map.experiments import family_rows, family_summary
+
+
+def test_family_is_reproducible_and_covers_every_kind_size_and_topology():
+    every = families.members()
+    assert {m.kind for m in every} == set(families.KINDS)
+    assert {m.processes for m in every} >= set(families.SIZES)
+    assert {m.topology.split(":")[0] for m in every} == {"mesh", "torus", "tree"}
+    for kind in families.KINDS:
+        a, b = families.generate(kind, 64, 7), families.generate(kind, 64, 7)
+        assert np.array_equal(a.src, b.src) and np.array_equal(a.weight, b.weight)
+        assert a.n == 64 and len(a.src) and (a.src != a.dst).all()
+        assert not np.array_equal(a.src, families.generate(kind, 64, 8).src)  # ranks are shuffled per seed
+
+
+def test_unknown_kind_is_one_clear_error():
+    with pytest.raises(CoreplaneError, match="family kind 'mesh3d'"):
+        families.generate("mesh3d", 16, 0)
+
+
+def test_portfolio_at_most_scotch_on_the_small_family():
+    members = [m for m in families.members((16,)) if m.topology != "tree:2,8" or m.kind in ("regular", "tree")]
+    rows = family_rows(members)
+    summary = family_summary(rows)
+    assert summary["portfolio"]["at_most_scotch"] == summary["portfolio"]["graphs"], summary["portfolio"]
+    assert summary["portfolio"]["violations"] == 0
