@@ -22,6 +22,10 @@ const NONE: u32 = u32::MAX;
 /// Delegate side: idle scans before sleeping, in `pause` instructions (≈ 1.4 ms on this
 /// machine's EPYC, where a pause is long).
 const DELEGATE_SPINS: u32 = 50_000;
+/// An idle delegate yields its control core this often (in pauses, ≈ 30 µs): the delegates of
+/// other processes on the same control core (a shell pipeline's stages each have their own)
+/// get it when they have work, instead of waiting for the scheduler to preempt a poller.
+const YIELD_EVERY: u32 = 1024;
 /// Application side: a caller polls for its result for the round trip's forward cost (2·f_c)
 /// plus this, then sleeps. A call still running after that is blocked in the kernel (a read of
 /// an empty pipe, a wait) or queued, and the caller's core is better given to another thread:
@@ -274,6 +278,9 @@ extern "C" fn delegate_main(index: usize) {
         }
         idle += 1;
         if idle < DELEGATE_SPINS {
+            if idle % YIELD_EVERY == 0 {
+                unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
+            }
             core::hint::spin_loop();
             continue;
         }

@@ -12,6 +12,7 @@ pub const MMAP: usize = 9;
 pub const MPROTECT: usize = 10;
 pub const MUNMAP: usize = 11;
 pub const MREMAP: usize = 25;
+pub const SCHED_YIELD: usize = 24;
 pub const RT_SIGACTION: usize = 13;
 pub const RT_SIGPROCMASK: usize = 14;
 pub const SIGALTSTACK: usize = 131;
