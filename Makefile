@@ -39,6 +39,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 rust:
 	@command -v cargo >/dev/null || { echo "cargo is required (rustup)" >&2; exit 1; }
 	cargo build --release --workspace --quiet
+	ln -sf libcoreplane_vcore.so target/release/libcoreplane-vcore.so   # the vcore API's C name
 
 workloads:
 	@$(MAKE) --no-print-directory -C workloads

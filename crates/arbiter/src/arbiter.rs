@@ -1,0 +1,448 @@
+//! The arbiter's state and its operations: provisions (with admission control), allocations of
+//! compute cores to vcores, loans of idle provisioned cores, and revocation with warn-then-preempt.
+
+use crate::cpuset::{format_cpus, Cpusets};
+use crate::shm::Pages;
+use coreplane_vcore::layout::{self, MAX_VCORES, VCORE_FREE, VCORE_HELD, VCORE_PREEMPT_PENDING};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A revocation under way: the vcore was warned and must be yielded by `deadline`.
+pub struct Revoke {
+    pub deadline: u64,
+    /// The process owed this core (its provision), which gets it once it is free.
+    pub for_pid: Option<u32>,
+    pub batch: Option<u64>,
+}
+
+pub struct Vcore {
+    pub cpu: i32,
+    pub revoke: Option<Revoke>,
+}
+
+pub struct Mcp {
+    pub uid: u32,
+    pub pidfd: i32,
+    pub provision: u32,
+    pub max: u32,
+    pub vcores: Vec<Option<Vcore>>,
+    /// CPUs yielded but left in the group's cpuset: granting one again needs no cpuset write.
+    pub retained: BTreeSet<i32>,
+    /// Cores of its provision it asked for that are being taken back from borrowers.
+    pub owed: u32,
+    pub pages: Pages,
+}
+
+impl Mcp {
+    pub fn held(&self) -> u32 {
+        self.vcores.iter().flatten().count() as u32
+    }
+}
+
+/// A revoke request that waits for all its vcores to be given back before it replies.
+pub struct Batch {
+    pub client: i32,
+    pub started: u64,
+    pub remaining: u32,
+    pub outcomes: Vec<Value>,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    pub grants_warm: u64,
+    pub grants_cold: u64,
+    pub yields: u64,
+    pub warned: u64,
+    pub yielded_in_time: u64,
+    pub preempted: u64,
+    pub dropped_notifications: u64,
+    pub refused_provisions: u64,
+    pub exits: u64,
+}
+
+pub struct Arbiter {
+    pub compute: BTreeSet<i32>,
+    pub control: BTreeSet<i32>,
+    pub cpusets: Cpusets,
+    pub mcps: BTreeMap<u32, Mcp>,
+    /// Which (pid, vcore) holds each compute CPU.
+    pub owner: HashMap<i32, (u32, usize)>,
+    pub batches: HashMap<u64, Batch>,
+    pub next_batch: u64,
+    pub counters: Counters,
+    pub trusted: Vec<u32>,
+    pub default_warn_ns: u64,
+    /// (pid, CLOCK_MONOTONIC ns) of the last many-core processes whose exit was reclaimed.
+    pub exits: Vec<(u32, u64)>,
+    /// Replies to send once revocations finish: (client fd, reply).
+    pub deferred: Vec<(i32, Value)>,
+}
+
+pub type Reply = Result<Value, String>;
+
+impl Arbiter {
+    pub fn admin(&self, uid: u32) -> bool {
+        uid == 0 || self.trusted.contains(&uid)
+    }
+
+    fn provisioned(&self) -> u32 {
+        self.mcps.values().map(|m| m.provision).sum()
+    }
+
+    /// Compute CPUs nobody holds (a retained one still counts: it is idle).
+    fn free(&self) -> Vec<i32> {
+        self.compute.iter().copied().filter(|c| !self.owner.contains_key(c)).collect()
+    }
+
+    fn cpuset_of(&self, mcp: &Mcp) -> BTreeSet<i32> {
+        let mut cpus = self.control.clone();
+        cpus.extend(mcp.vcores.iter().flatten().map(|v| v.cpu));
+        cpus.extend(&mcp.retained);
+        cpus
+    }
+
+    fn write_cpuset(&self, pid: u32) -> Result<(), String> {
+        let mcp = &self.mcps[&pid];
+        self.cpusets.set(pid, &self.cpuset_of(mcp))
+    }
+
+    fn refresh_procinfo(&self) {
+        let free = self.free().len() as u32;
+        for mcp in self.mcps.values() {
+            let info = mcp.pages.info();
+            info.free_cores.store(free, Ordering::Relaxed);
+            info.held.store(mcp.held(), Ordering::Relaxed);
+            info.provisioned.store(mcp.provision, Ordering::Relaxed);
+            info.max_vcores.store(mcp.max, Ordering::Relaxed);
+        }
+    }
+
+    fn post(&mut self, pid: u32, vcore: usize, kind: u32, arg: u64) {
+        let Some(mcp) = self.mcps.get(&pid) else { return };
+        if !mcp.pages.data().queues[vcore].post(kind, vcore as u32, arg) {
+            mcp.pages.info().dropped.fetch_add(1, Ordering::Relaxed);
+            self.counters.dropped_notifications += 1;
+        }
+    }
+
+    /// Makes `pid` a many-core process with `provision` guaranteed cores (admission control).
+    pub fn provision(&mut self, pid: u32, cores: u32, max: Option<u32>) -> Reply {
+        let total = self.compute.len() as u32;
+        let others = self.provisioned() - self.mcps.get(&pid).map_or(0, |m| m.provision);
+        if others + cores > total {
+            self.counters.refused_provisions += 1;
+            return Err(format!(
+                "provision of {cores} cores for pid {pid} refused: {others} of the {total} compute cores are already provisioned"
+            ));
+        }
+        let max = max.unwrap_or(total).min(total).min(MAX_VCORES as u32);
+        if let Some(mcp) = self.mcps.get_mut(&pid) {
+            mcp.provision = cores;
+            mcp.max = max;
+        } else {
+            self.create(pid, cores, max)?;
+        }
+        self.refresh_procinfo();
+        Ok(json!({"ok": true, "pid": pid, "provision": cores, "max": max}))
+    }
+
+    fn create(&mut self, pid: u32, provision: u32, max: u32) -> Result<(), String> {
+        let uid = crate::proc_uid(pid).ok_or_else(|| format!("pid {pid}: no such process"))?;
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+        if pidfd < 0 {
+            return Err(format!("pid {pid}: pidfd_open: {}", std::io::Error::last_os_error()));
+        }
+        let pages = Pages::new()?;
+        let info = pages.info();
+        info.magic.store(layout::MAGIC, Ordering::Relaxed);
+        info.pid.store(pid, Ordering::Relaxed);
+        info.compute_cores.store(self.compute.len() as u32, Ordering::Relaxed);
+        for v in &info.vcores {
+            v.cpu.store(-1, Ordering::Relaxed);
+        }
+        if let Err(e) = self.cpusets.adopt(pid, &self.control) {
+            unsafe { libc::close(pidfd) };
+            self.cpusets.release(&self.cpusets.group(pid));
+            return Err(e);
+        }
+        let vcores = (0..max).map(|_| None).collect();
+        self.mcps.insert(pid, Mcp { uid, pidfd, provision, max, vcores, retained: BTreeSet::new(), owed: 0, pages });
+        Ok(())
+    }
+
+    /// Gives `cpu` to `pid` as its lowest free vcore; false when it has no vcore slot left.
+    fn grant(&mut self, pid: u32, cpu: i32) -> Result<Option<usize>, String> {
+        let Some(mcp) = self.mcps.get_mut(&pid) else { return Ok(None) };
+        let Some(slot) = mcp.vcores.iter().position(|v| v.is_none()) else { return Ok(None) };
+        let warm = mcp.retained.remove(&cpu);
+        mcp.vcores[slot] = Some(Vcore { cpu, revoke: None });
+        let info = &mcp.pages.info().vcores[slot];
+        info.cpu.store(cpu, Ordering::Relaxed);
+        info.deadline_ns.store(0, Ordering::Relaxed);
+        info.state.store(VCORE_HELD, Ordering::Release);
+        self.owner.insert(cpu, (pid, slot));
+        // A CPU another process retained leaves its cpuset first, so only one holds it.
+        let retainers: Vec<u32> = self.mcps.iter_mut().filter_map(|(&p, m)| m.retained.remove(&cpu).then_some(p)).collect();
+        for other in retainers {
+            self.write_cpuset(other)?;
+        }
+        if warm {
+            self.counters.grants_warm += 1;
+        } else {
+            self.counters.grants_cold += 1;
+            self.write_cpuset(pid)?;
+        }
+        self.post(pid, slot, layout::EV_GRANTED, cpu as u64);
+        Ok(Some(slot))
+    }
+
+    /// `pid` asks for `n` more vcores: idle cores at once (its own retained ones first, warm),
+    /// then cores of its provision on loan to others, taken back with a warning.
+    pub fn request(&mut self, pid: u32, n: u32) -> Reply {
+        let mcp = &self.mcps[&pid];
+        let want = n.min(mcp.max - mcp.held());
+        let mut free = self.free();
+        // Warm first, then cores nobody retains, then others' retained ones.
+        free.sort_by_key(|c| (!mcp.retained.contains(c), self.mcps.values().any(|m| m.retained.contains(c))));
+        let mut granted = vec![];
+        for cpu in free.into_iter().take(want as usize) {
+            if let Some(slot) = self.grant(pid, cpu)? {
+                granted.push(json!({"vcore": slot, "cpu": cpu}));
+            }
+        }
+        let mut pending = 0;
+        let mcp = &self.mcps[&pid];
+        let mut owed_now = (want - granted.len() as u32).min(mcp.provision.saturating_sub(mcp.held() + mcp.owed));
+        while owed_now > 0 {
+            let Some((lender, slot)) = self.borrowed_vcore() else { break };
+            self.start_revoke(lender, slot, self.default_warn_ns, None, Some(pid), None);
+            self.mcps.get_mut(&pid).unwrap().owed += 1;
+            pending += 1;
+            owed_now -= 1;
+        }
+        self.refresh_procinfo();
+        Ok(json!({"ok": true, "granted": granted, "pending": pending}))
+    }
+
+    /// A vcore held on loan (its process holds more than its provision) and not already revoked.
+    fn borrowed_vcore(&self) -> Option<(u32, usize)> {
+        for (&pid, mcp) in &self.mcps {
+            let revoking = mcp.vcores.iter().flatten().filter(|v| v.revoke.is_some()).count() as u32;
+            if mcp.held() - revoking > mcp.provision {
+                let slot = mcp.vcores.iter().rposition(|v| v.as_ref().is_some_and(|v| v.revoke.is_none()))?;
+                return Some((pid, slot));
+            }
+        }
+        None
+    }
+
+    /// Warns vcore `slot` of `pid` that it must yield within `warn_ns` (0: preempt now).
+    pub fn start_revoke(&mut self, pid: u32, slot: usize, warn_ns: u64, signal: Option<i32>, for_pid: Option<u32>, batch: Option<u64>) {
+        let deadline = now_ns() + warn_ns;
+        let mcp = self.mcps.get_mut(&pid).unwrap();
+        let vcore = mcp.vcores[slot].as_mut().unwrap();
+        vcore.revoke = Some(Revoke { deadline, for_pid, batch });
+        if warn_ns == 0 {
+            self.release(pid, slot, true);
+            return;
+        }
+        let info = &mcp.pages.info().vcores[slot];
+        info.deadline_ns.store(deadline, Ordering::Relaxed);
+        info.state.store(VCORE_PREEMPT_PENDING, Ordering::Release);
+        self.counters.warned += 1;
+        self.post(pid, slot, layout::EV_PREEMPT_PENDING, deadline);
+        if let Some(sig) = signal {
+            unsafe { libc::kill(pid as i32, sig) };
+        }
+    }
+
+    /// Revokes vcore `vcore` (or all) of `pid`; with a client, replies when all are given back.
+    pub fn revoke(&mut self, pid: u32, vcore: Option<usize>, warn_ns: u64, signal: Option<i32>, client: Option<i32>) -> Reply {
+        let mcp = self.mcps.get(&pid).ok_or_else(|| format!("pid {pid} is no many-core process"))?;
+        let slots: Vec<usize> = match vcore {
+            Some(v) if mcp.vcores.get(v).is_some_and(|s| s.as_ref().is_some_and(|s| s.revoke.is_none())) => vec![v],
+            Some(v) => return Err(format!("vcore {v} of pid {pid} is not held (or already being revoked)")),
+            None => (0..mcp.vcores.len()).filter(|&i| mcp.vcores[i].as_ref().is_some_and(|s| s.revoke.is_none())).collect(),
+        };
+        let started = now_ns();
+        let batch = client.map(|fd| {
+            self.next_batch += 1;
+            self.batches.insert(self.next_batch, Batch { client: fd, started, remaining: slots.len() as u32, outcomes: vec![] });
+            self.next_batch
+        });
+        for &slot in &slots {
+            self.start_revoke(pid, slot, warn_ns, signal, None, batch);
+        }
+        if let Some(b) = batch {
+            if self.batches[&b].remaining == 0 {
+                let done = self.batches.remove(&b).unwrap();
+                return Ok(json!({"ok": true, "revoked": done.outcomes, "ns": now_ns() - started}));
+            }
+            return Ok(Value::Null); // the reply follows when the batch completes
+        }
+        Ok(json!({"ok": true, "revoking": slots}))
+    }
+
+    /// `pid` gives back vcore `slot`.
+    pub fn yield_vcore(&mut self, pid: u32, slot: usize) -> Reply {
+        let mcp = &self.mcps[&pid];
+        if !mcp.vcores.get(slot).is_some_and(|v| v.is_some()) {
+            return Err(format!("vcore {slot} is not held by pid {pid}"));
+        }
+        self.counters.yields += 1;
+        self.release(pid, slot, false);
+        self.refresh_procinfo();
+        Ok(json!({"ok": true}))
+    }
+
+    /// Takes vcore `slot` from `pid`: on a preemption its CPU leaves the cpuset now (the kernel
+    /// moves its threads away); on a yield it stays there, warm, until someone else needs it.
+    fn release(&mut self, pid: u32, slot: usize, preempted: bool) {
+        let mcp = self.mcps.get_mut(&pid).unwrap();
+        let vcore = mcp.vcores[slot].take().unwrap();
+        let info = &mcp.pages.info().vcores[slot];
+        info.state.store(VCORE_FREE, Ordering::Release);
+        info.cpu.store(-1, Ordering::Relaxed);
+        self.owner.remove(&vcore.cpu);
+        if preempted {
+            mcp.pages.info().preemptions.fetch_add(1, Ordering::Relaxed);
+            self.counters.preempted += 1;
+            if let Err(e) = self.write_cpuset(pid) {
+                eprintln!("coreplane-arbiter: preempting pid {pid}: {e}");
+            }
+        } else {
+            mcp.retained.insert(vcore.cpu);
+            if vcore.revoke.is_some() {
+                self.counters.yielded_in_time += 1;
+            }
+        }
+        let kind = if preempted { layout::EV_PREEMPTED } else { layout::EV_RELEASED };
+        self.post(pid, slot, kind, vcore.cpu as u64);
+        let Some(revoke) = vcore.revoke else { return };
+        if let Some(to) = revoke.for_pid.filter(|p| self.mcps.contains_key(p)) {
+            self.mcps.get_mut(&to).unwrap().owed -= 1;
+            if let Err(e) = self.grant(to, vcore.cpu) {
+                eprintln!("coreplane-arbiter: granting CPU {} to pid {to}: {e}", vcore.cpu);
+            }
+        }
+        if let Some(b) = revoke.batch {
+            if let Some(batch) = self.batches.get_mut(&b) {
+                batch.remaining -= 1;
+                batch.outcomes.push(json!({"pid": pid, "vcore": slot, "cpu": vcore.cpu, "outcome": if preempted {"preempted"} else {"yielded"}}));
+                if batch.remaining == 0 {
+                    let done = self.batches.remove(&b).unwrap();
+                    self.deferred.push((done.client, json!({"ok": true, "revoked": done.outcomes, "ns": now_ns() - done.started})));
+                }
+            }
+        }
+        self.refresh_procinfo();
+    }
+
+    /// Preempts every warned vcore whose deadline has passed; returns the next deadline.
+    pub fn expire(&mut self) -> Option<u64> {
+        let now = now_ns();
+        let mut due = vec![];
+        let mut next: Option<u64> = None;
+        for (&pid, mcp) in &self.mcps {
+            for (slot, v) in mcp.vcores.iter().enumerate() {
+                if let Some(r) = v.as_ref().and_then(|v| v.revoke.as_ref()) {
+                    if r.deadline <= now {
+                        due.push((pid, slot));
+                    } else {
+                        next = Some(next.map_or(r.deadline, |n| n.min(r.deadline)));
+                    }
+                }
+            }
+        }
+        for (pid, slot) in due {
+            self.release(pid, slot, true);
+        }
+        next
+    }
+
+    /// The many-core process `pid` ended: everything it held returns, its group goes.
+    pub fn exited(&mut self, pid: u32) {
+        let Some(mcp) = self.mcps.get(&pid) else { return };
+        let slots: Vec<usize> = (0..mcp.vcores.len()).filter(|&i| mcp.vcores[i].is_some()).collect();
+        let cpus: Vec<i32> = mcp.vcores.iter().flatten().map(|v| v.cpu).collect();
+        // Its pending revocations still hand their cores to whoever was owed them.
+        for slot in slots {
+            let v = self.mcps.get_mut(&pid).unwrap().vcores[slot].as_mut().unwrap();
+            if v.revoke.is_none() {
+                v.revoke = Some(Revoke { deadline: 0, for_pid: None, batch: None });
+            }
+            let mcp = self.mcps.get_mut(&pid).unwrap();
+            let vcore = mcp.vcores[slot].take().unwrap();
+            self.owner.remove(&vcore.cpu);
+            let revoke = vcore.revoke.unwrap();
+            if let Some(to) = revoke.for_pid.filter(|p| self.mcps.contains_key(p) && *p != pid) {
+                self.mcps.get_mut(&to).unwrap().owed -= 1;
+                let _ = self.grant(to, vcore.cpu);
+            }
+            if let Some(batch) = revoke.batch.and_then(|b| self.batches.get_mut(&b)) {
+                batch.remaining -= 1;
+                batch.outcomes.push(json!({"pid": pid, "vcore": slot, "cpu": vcore.cpu, "outcome": "exited"}));
+                if batch.remaining == 0 {
+                    let b = revoke.batch.unwrap();
+                    let done = self.batches.remove(&b).unwrap();
+                    self.deferred.push((done.client, json!({"ok": true, "revoked": done.outcomes, "ns": now_ns() - done.started})));
+                }
+            }
+        }
+        let mcp = self.mcps.remove(&pid).unwrap();
+        unsafe { libc::close(mcp.pidfd) };
+        self.cpusets.release(&self.cpusets.group(pid));
+        // Revocations started for it now free their cores for anyone.
+        for m in self.mcps.values_mut() {
+            for v in m.vcores.iter_mut().flatten() {
+                if let Some(r) = v.revoke.as_mut().filter(|r| r.for_pid == Some(pid)) {
+                    r.for_pid = None;
+                }
+            }
+        }
+        self.counters.exits += 1;
+        self.exits.push((pid, now_ns()));
+        if self.exits.len() > 16 {
+            self.exits.remove(0);
+        }
+        let _ = cpus;
+        self.refresh_procinfo();
+    }
+
+    pub fn status(&self) -> Value {
+        let mcps: Vec<Value> = self.mcps.iter().map(|(pid, m)| {
+            let vcores: Vec<Value> = m.vcores.iter().enumerate().filter_map(|(i, v)| v.as_ref().map(|v| json!({
+                "vcore": i, "cpu": v.cpu,
+                "preempt_deadline_ns": v.revoke.as_ref().map(|r| r.deadline),
+            }))).collect();
+            json!({
+                "pid": pid, "uid": m.uid, "provision": m.provision, "max": m.max, "held": m.held(),
+                "on_loan": m.held().saturating_sub(m.provision), "owed": m.owed,
+                "retained": format_cpus(&m.retained), "vcores": vcores,
+                "dropped_notifications": m.pages.info().dropped.load(Ordering::Relaxed),
+            })
+        }).collect();
+        let c = &self.counters;
+        json!({
+            "ok": true,
+            "compute_cores": format_cpus(&self.compute), "control_cores": format_cpus(&self.control),
+            "provisioned": self.provisioned(), "free": self.free().len(),
+            "mcps": mcps,
+            "pending_preemptions": self.mcps.values().flat_map(|m| m.vcores.iter().flatten()).filter(|v| v.revoke.is_some()).count(),
+            "counters": {
+                "grants_warm": c.grants_warm, "grants_cold": c.grants_cold, "yields": c.yields,
+                "warned": c.warned, "yielded_in_time": c.yielded_in_time, "preempted": c.preempted,
+                "dropped_notifications": c.dropped_notifications, "refused_provisions": c.refused_provisions,
+                "exits": c.exits,
+            },
+            "exits": self.exits.iter().map(|(p, t)| json!({"pid": p, "reclaimed_ns": t})).collect::<Vec<_>>(),
+        })
+    }
+}

@@ -1,0 +1,377 @@
+//! coreplane-arbiter: the daemon that owns the compute cores and arbitrates them between
+//! many-core processes over a Unix socket (one JSON object per line, callers known by SO_PEERCRED).
+
+mod arbiter;
+mod cpuset;
+mod shm;
+
+use arbiter::{now_ns, Arbiter, Counters};
+use clap::Parser;
+use coreplane_vcore::wire;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "coreplane-arbiter", about = "Arbitrates compute cores between many-core processes")]
+struct Args {
+    /// Directory of the socket (arbiter.sock).
+    #[arg(long, default_value = "/run/coreplane")]
+    state_dir: PathBuf,
+    /// Compute cores to arbitrate (default: every CPU but the first).
+    #[arg(long)]
+    compute_cores: Option<String>,
+    /// Name of the arbiter's cpuset group below the cpuset root.
+    #[arg(long, default_value = "coreplane-arbiter")]
+    cgroup_name: String,
+    /// Users besides root who may create provisions (uids, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    trust_uid: Vec<u32>,
+    /// Warning time before a revoked vcore is preempted, µs.
+    #[arg(long, default_value_t = 1000)]
+    warn_us: u64,
+    /// Run the arbiter at this SCHED_FIFO priority (0: ordinary scheduling).
+    #[arg(long, default_value_t = 0)]
+    fifo: i32,
+}
+
+struct Conn {
+    uid: u32,
+    pid: u32,
+    buf: Vec<u8>,
+}
+
+/// The uid of process `pid` (real uid, from /proc).
+pub fn proc_uid(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().next()?.parse().ok())
+}
+
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn die(message: String) -> ! {
+    eprintln!("coreplane-arbiter: {message}");
+    std::process::exit(1)
+}
+
+fn main() {
+    let args = Args::parse();
+    let online = cpuset::parse_cpus(&std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default())
+        .unwrap_or_else(|e| die(e));
+    let compute: BTreeSet<i32> = match &args.compute_cores {
+        Some(list) => cpuset::parse_cpus(list).unwrap_or_else(|e| die(format!("--compute-cores: {e}"))),
+        None => online.iter().skip(1).copied().collect(),
+    };
+    let control: BTreeSet<i32> = online.difference(&compute).copied().collect();
+    if compute.is_empty() || control.is_empty() || !compute.is_subset(&online) {
+        die(format!("--compute-cores must be online CPUs leaving at least one control core (online: {})", cpuset::format_cpus(&online)));
+    }
+    let root = cpuset::find_root().unwrap_or_else(|e| die(e));
+    std::fs::create_dir_all(&args.state_dir).unwrap_or_else(|e| die(format!("{}: {e}", args.state_dir.display())));
+    let socket = args.state_dir.join("arbiter.sock");
+    let listener = listen(&socket).unwrap_or_else(|e| die(e));
+    let cpusets = cpuset::Cpusets::create(root, &args.cgroup_name).unwrap_or_else(|e| die(e));
+    start_watchdog(&cpusets, &socket, listener);
+    // The arbiter itself runs on the control cores, off the cores it hands out.
+    pin(&control);
+    if args.fifo > 0 {
+        let param = libc::sched_param { sched_priority: args.fifo };
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            die(format!("--fifo {}: {}", args.fifo, std::io::Error::last_os_error()));
+        }
+    }
+    let mut arbiter = Arbiter {
+        compute, control, cpusets, mcps: BTreeMap::new(), owner: HashMap::new(), batches: HashMap::new(),
+        next_batch: 0, counters: Counters::default(), trusted: args.trust_uid.clone(),
+        default_warn_ns: args.warn_us * 1000, exits: vec![], deferred: vec![],
+    };
+    eprintln!("coreplane-arbiter: {} compute cores {}, socket {}", arbiter.compute.len(), cpuset::format_cpus(&arbiter.compute), socket.display());
+    serve(&mut arbiter, listener);
+    arbiter.cpusets.remove_all();
+    let _ = std::fs::remove_file(&socket);
+}
+
+fn pin(cpus: &BTreeSet<i32>) {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn listen(path: &std::path::Path) -> Result<i32, String> {
+    // A live arbiter answers on the socket; a stale socket file from a dead one is replaced.
+    if path.exists() {
+        if let Ok(fd) = wire::connect(path.to_str().unwrap_or_default()) {
+            unsafe { libc::close(fd) };
+            return Err(format!("{}: another arbiter is running", path.display()));
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    let listener = std::os::unix::net::UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Anyone may connect: what a caller may do is decided by its SO_PEERCRED.
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666));
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok(std::os::unix::io::IntoRawFd::into_raw_fd(listener))
+}
+
+/// A child that outlives the arbiter by a moment: when the arbiter dies however it dies (its
+/// end of the pipe closes), every program goes back to the root cpuset and the groups go.
+fn start_watchdog(cpusets: &cpuset::Cpusets, socket: &std::path::Path, listener: i32) {
+    let mut fds = [0i32; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        die(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    match unsafe { libc::fork() } {
+        -1 => die(format!("fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            unsafe {
+                libc::close(fds[1]);
+                libc::close(listener);
+                libc::setsid();
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                libc::signal(libc::SIGTERM, libc::SIG_IGN);
+                let mut byte = 0u8;
+                while libc::read(fds[0], &mut byte as *mut u8 as *mut _, 1) != 0 {}
+            }
+            cpusets.remove_all();
+            // Only a socket nobody answers on is ours to remove (a new arbiter may own it).
+            if wire::connect(socket.to_str().unwrap_or_default()).is_err() {
+                let _ = std::fs::remove_file(socket);
+            }
+            std::process::exit(0);
+        }
+        _ => unsafe { libc::close(fds[0]) },
+    };
+    // fds[1] stays open, unused, for the arbiter's whole life.
+}
+
+fn signal_fd() -> i32 {
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut mask);
+        libc::sigaddset(&mut mask, libc::SIGINT);
+        libc::sigaddset(&mut mask, libc::SIGTERM);
+        libc::sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::signalfd(-1, &mask, libc::SFD_CLOEXEC)
+    }
+}
+
+fn peer(fd: i32) -> Option<(u32, u32)> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    let rc = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut _ as *mut _, &mut len) };
+    (rc == 0).then_some((cred.pid as u32, cred.uid))
+}
+
+/// Writes a reply line without blocking; a client that does not read its replies is dropped.
+fn send(fd: i32, reply: &Value) -> bool {
+    let mut line = reply.to_string();
+    line.push('\n');
+    let n = unsafe { libc::send(fd, line.as_ptr() as *const _, line.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    n == line.len() as isize
+}
+
+fn serve(arbiter: &mut Arbiter, listener: i32) {
+    let sfd = signal_fd();
+    let mut conns: HashMap<i32, Conn> = HashMap::new();
+    loop {
+        let next = arbiter.expire();
+        flush_deferred(arbiter, &mut conns);
+        let mut pollfds = vec![libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: sfd, events: libc::POLLIN, revents: 0 }];
+        pollfds.extend(conns.keys().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
+        let first_pidfd = pollfds.len();
+        let pids: Vec<u32> = arbiter.mcps.keys().copied().collect();
+        pollfds.extend(pids.iter().map(|p| libc::pollfd { fd: arbiter.mcps[p].pidfd, events: libc::POLLIN, revents: 0 }));
+        let timeout = next.map(|d| {
+            let left = d.saturating_sub(now_ns());
+            libc::timespec { tv_sec: (left / 1_000_000_000) as i64, tv_nsec: (left % 1_000_000_000) as i64 }
+        });
+        let tp = timeout.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+        let n = unsafe { libc::ppoll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, tp, std::ptr::null()) };
+        if n <= 0 {
+            continue;
+        }
+        if pollfds[1].revents != 0 {
+            return;
+        }
+        if pollfds[0].revents != 0 {
+            accept(listener, &mut conns);
+        }
+        for p in &pollfds[2..first_pidfd] {
+            // A deferred reply that could not be sent may have closed this client already.
+            if p.revents != 0 && conns.contains_key(&p.fd) && !read_client(arbiter, &mut conns, p.fd) && conns.remove(&p.fd).is_some() {
+                unsafe { libc::close(p.fd) };
+            }
+        }
+        for (i, p) in pollfds[first_pidfd..].iter().enumerate() {
+            if p.revents != 0 {
+                arbiter.exited(pids[i]);
+            }
+        }
+    }
+}
+
+fn flush_deferred(arbiter: &mut Arbiter, conns: &mut HashMap<i32, Conn>) {
+    for (fd, reply) in std::mem::take(&mut arbiter.deferred) {
+        if conns.contains_key(&fd) && !send(fd, &reply) {
+            unsafe { libc::close(fd) };
+            conns.remove(&fd);
+        }
+    }
+}
+
+fn accept(listener: i32, conns: &mut HashMap<i32, Conn>) {
+    loop {
+        let fd = unsafe { libc::accept4(listener, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK) };
+        if fd < 0 {
+            return;
+        }
+        match peer(fd) {
+            Some((pid, uid)) => {
+                conns.insert(fd, Conn { uid, pid, buf: vec![] });
+            }
+            None => unsafe {
+                libc::close(fd);
+            },
+        }
+    }
+}
+
+/// Reads what a client sent and answers each complete line; false when it is to be closed.
+fn read_client(arbiter: &mut Arbiter, conns: &mut HashMap<i32, Conn>, fd: i32) -> bool {
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = unsafe { libc::recv(fd, chunk.as_mut_ptr() as *mut _, chunk.len(), libc::MSG_DONTWAIT) };
+        if n == 0 {
+            return false;
+        }
+        if n < 0 {
+            return std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock;
+        }
+        let conn = conns.get_mut(&fd).unwrap();
+        conn.buf.extend_from_slice(&chunk[..n as usize]);
+        let (uid, pid) = (conn.uid, conn.pid);
+        let mut lines = vec![];
+        while let Some(end) = conn.buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = conn.buf.drain(..=end).collect();
+            lines.push(line);
+        }
+        for line in lines {
+            let sent = match handle(arbiter, fd, uid, pid, &line[..line.len() - 1]) {
+                Handled::Reply(r) => send(fd, &r),
+                Handled::WithFds(r, fds) => {
+                    let mut text = r.to_string();
+                    text.push('\n');
+                    wire::send_with_fds(fd, text.as_bytes(), &fds).is_ok_and(|n| n == text.len())
+                }
+                Handled::Later => true,
+            };
+            if !sent {
+                return false;
+            }
+            flush_deferred(arbiter, conns);
+            if !conns.contains_key(&fd) {
+                return false;
+            }
+        }
+        let conn = conns.get_mut(&fd).unwrap();
+        if conn.buf.len() > wire::MAX_LINE {
+            send(fd, &json!({"ok": false, "error": format!("request line longer than {} bytes", wire::MAX_LINE)}));
+            return false;
+        }
+    }
+}
+
+enum Handled {
+    Reply(Value),
+    WithFds(Value, Vec<i32>),
+    Later,
+}
+
+/// The many-core process the caller belongs to: its own, or the nearest ancestor's.
+fn mcp_of(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<u32, String> {
+    let mut p = pid;
+    for _ in 0..64 {
+        if let Some(mcp) = arbiter.mcps.get(&p) {
+            if uid != 0 && uid != mcp.uid {
+                return Err(format!("pid {pid} (uid {uid}) may not act on many-core process {p} of uid {}", mcp.uid));
+            }
+            return Ok(p);
+        }
+        match parent(p) {
+            Some(pp) if pp > 1 => p = pp,
+            _ => break,
+        }
+    }
+    Err(format!("pid {pid} belongs to no many-core process"))
+}
+
+fn field_u32(doc: &Value, name: &str) -> Result<Option<u32>, String> {
+    match doc.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().filter(|&n| n <= u32::MAX as u64).map(|n| Some(n as u32)).ok_or_else(|| format!("field {name:?}: expected a non-negative integer, got {v}")),
+    }
+}
+
+fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Handled {
+    let reply = (|| -> Result<Handled, String> {
+        let doc: Value = serde_json::from_slice(line).map_err(|e| format!("malformed request (not JSON): {e}"))?;
+        let op = doc.get("op").and_then(Value::as_str).ok_or("malformed request: no \"op\" string field")?;
+        let admin_only = |what: &str| -> Result<(), String> {
+            if arbiter.admin(uid) { Ok(()) } else { Err(format!("{what}: uid {uid} is neither root nor trusted")) }
+        };
+        Ok(match op {
+            "status" => Handled::Reply(arbiter.status()),
+            "provision" => {
+                admin_only("provision")?;
+                let target = field_u32(&doc, "pid")?.ok_or("provision: field \"pid\" is required")?;
+                let cores = field_u32(&doc, "cores")?.unwrap_or(0);
+                Handled::Reply(arbiter.provision(target, cores, field_u32(&doc, "max")?)?)
+            }
+            "register" => {
+                // Any process may make itself a best-effort many-core process (no provision).
+                if let Ok(own) = mcp_of(arbiter, uid, pid) {
+                    return Err(format!("register: pid {pid} already belongs to many-core process {own}"));
+                }
+                Handled::Reply(arbiter.provision(pid, 0, field_u32(&doc, "max")?)?)
+            }
+            "attach" => {
+                let mcp = mcp_of(arbiter, uid, pid)?;
+                let pages = &arbiter.mcps[&mcp].pages;
+                Handled::WithFds(json!({"ok": true, "mcp": mcp}), vec![pages.info_fd, pages.data_fd])
+            }
+            "request" => {
+                let mcp = mcp_of(arbiter, uid, pid)?;
+                let n = field_u32(&doc, "n")?.unwrap_or(1);
+                Handled::Reply(arbiter.request(mcp, n)?)
+            }
+            "yield" => {
+                let mcp = mcp_of(arbiter, uid, pid)?;
+                let vcore = field_u32(&doc, "vcore")?.ok_or("yield: field \"vcore\" is required")?;
+                Handled::Reply(arbiter.yield_vcore(mcp, vcore as usize)?)
+            }
+            "revoke" => {
+                admin_only("revoke")?;
+                let target = field_u32(&doc, "pid")?.ok_or("revoke: field \"pid\" is required")?;
+                let warn_ns = field_u32(&doc, "warn_us")?.map_or(arbiter.default_warn_ns, |w| w as u64 * 1000);
+                let signal = field_u32(&doc, "signal")?.map(|s| s as i32);
+                let wait = doc.get("wait").and_then(Value::as_bool).unwrap_or(false);
+                let vcore = field_u32(&doc, "vcore")?.map(|v| v as usize);
+                match arbiter.revoke(target, vcore, warn_ns, signal, wait.then_some(fd))? {
+                    Value::Null => Handled::Later,
+                    r => Handled::Reply(r),
+                }
+            }
+            other => return Err(format!("unknown op {other:?} (status, provision, register, attach, request, yield, revoke)")),
+        })
+    })();
+    reply.unwrap_or_else(|e| Handled::Reply(json!({"ok": false, "error": e})))
+}
