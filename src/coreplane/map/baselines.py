@@ -51,9 +51,11 @@ def scotch_graph(comm: CommGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scotch_map(comm: CommGraph, topo: Topology, capacity: int, imbalance: float | None = None) -> np.ndarray:
+def scotch_map(comm: CommGraph, topo: Topology, capacity: int, imbalance: float | None = None,
+               strategy: str | None = None) -> np.ndarray:
     """Scotch's static mapping (dual recursive bipartitioning) via the `scotch_gmap` program, with
-    its default load-imbalance tolerance (5 %) unless `imbalance` is given (0: strict balance)."""
+    its default load-imbalance tolerance (5 %) unless `imbalance` is given (0: strict balance) and
+    its default strategy unless `strategy` names gmap's -c flags (q: quality, b: balance, s: speed)."""
     exe = shutil.which(SCOTCH_GMAP)
     if not exe:
         raise CoreplaneError(f"{SCOTCH_GMAP} not found: install Debian's `scotch` package (make apt)")
@@ -61,8 +63,8 @@ def scotch_map(comm: CommGraph, topo: Topology, capacity: int, imbalance: float 
         grf, tgt, out = Path(tmp, "g.grf"), Path(tmp, "t.tgt"), Path(tmp, "m.map")
         grf.write_text(scotch_graph(comm))
         tgt.write_text(_scotch_target(topo))
-        balance = [] if imbalance is None else [f"-b{imbalance}"]
-        proc = subprocess.run([exe, "-Cd", *balance, str(grf), str(tgt), str(out)], capture_output=True, text=True)
+        options = ([] if imbalance is None else [f"-b{imbalance}"]) + ([f"-c{strategy}"] if strategy else [])
+        proc = subprocess.run([exe, "-Cd", *options, str(grf), str(tgt), str(out)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise CoreplaneError(f"scotch_gmap failed: {(proc.stderr.strip() or 'no message').splitlines()[-1]}")
         rows = out.read_text().split("\n")[1:]
