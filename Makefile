@@ -12,9 +12,10 @@ SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
 APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server zstd findutils \
-                pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk
+                pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk \
+                curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring
 
-.PHONY: setup apt venv rust workloads demo test bench figures docs heldout clean
+.PHONY: setup apt venv rust workloads demo test bench figures docs heldout conformance stress clean
 
 setup: apt venv rust workloads
 
@@ -57,6 +58,16 @@ demo: setup
 heldout: setup
 	@mkdir -p $(BENCH_OUT)
 	$(CLI) validate examples/suites/heldout.toml --out target/heldout/heldout-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout.json
+
+# The conformance corpus (issue 12): strace's test programs and real programs, natively and under
+# both delegation modes, table in docs/conformance.md (tests/conformance/README.md).
+conformance: setup
+	cd tests && ../$(PY) -m conformance --corpus programs,strace
+
+# The hang shape of issue 12, 200 runs under a watchdog; prints the hang rate.
+stress: setup
+	cd tests && ../$(PY) -m conformance.hang --runs 200
+	$(PY) -m pytest -q tests/test_stress.py
 
 # The module tables of docs/architecture.md, from each module's first line (checked by make test).
 docs: venv
