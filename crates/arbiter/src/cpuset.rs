@@ -73,7 +73,10 @@ impl Cpusets {
 
     /// Rewrites the cpus of `pid`'s group; the kernel moves its threads off CPUs taken away.
     pub fn set(&self, pid: u32, cpus: &BTreeSet<i32>) -> Result<(), String> {
-        write(&self.group(pid).join("cpuset.cpus"), &format_cpus(cpus))
+        write(&self.group(pid).join("cpuset.cpus"), &format_cpus(cpus)).map_err(|e| {
+            let parent = fs::read_to_string(self.base.join("cpuset.cpus")).unwrap_or_default();
+            format!("{e} (the arbiter's group has CPUs {})", parent.trim())
+        })
     }
 
     /// Sends every task of `dir` back to the root group (ordinary scheduling) and removes `dir`.

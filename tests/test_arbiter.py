@@ -1,0 +1,243 @@
+"""The arbiter of many-core processes, live (issue 14): admission control, peer credentials,
+grant/yield/revoke, warn-then-preempt of a cooperating and of an uncooperative vcore, a client
+killed mid-revoke, the arbiter killed with nothing left behind, malformed messages, a program
+that never reads its notification queue."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from machine_lock import machine_lock
+
+from coreplane.arbiter.client import Daemon, env_for
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or (os.cpu_count() or 1) < 2,
+                                reason="needs root, a cpuset hierarchy and two CPUs")
+
+CPUSET_ROOT = Path("/sys/fs/cgroup/cpuset")
+
+# A program of the MCP: attaches, obeys commands read from stdin, prints one JSON line each.
+PROGRAM = r"""
+import json, os, sys, time, ctypes
+from coreplane.arbiter.vcore import Vcores
+v = Vcores()
+libc = ctypes.CDLL(None)
+for line in sys.stdin:
+    cmd = line.split()
+    if cmd[0] == "request":
+        out = {"granted": v.request(int(cmd[1])), "cpu": v.cpu(0)}
+    elif cmd[0] == "yield":
+        v.yield_vcore(int(cmd[1])); out = {}
+    elif cmd[0] == "wait_warning":      # cooperating: yields at its safe point
+        while v.preempt_deadline(0) is None: pass
+        out = {"deadline": v.preempt_deadline(0)}
+        v.yield_vcore(0)
+    elif cmd[0] == "spin_on":           # uncooperative: pinned to the vcore's CPU, never yields
+        cpu = v.cpu(0); os.sched_setaffinity(0, {cpu})
+        while libc.sched_getcpu() == cpu: pass
+        out = {"moved_at": time.clock_gettime_ns(time.CLOCK_MONOTONIC), "now_on": libc.sched_getcpu()}
+    elif cmd[0] == "events":
+        out = {"events": v.events(int(cmd[1]))}
+    elif cmd[0] == "cpuset":
+        out = {"cpuset": open("/proc/self/cpuset").read().strip()}
+    print(json.dumps(out), flush=True)
+"""
+
+
+class Program:
+    def __init__(self, state_dir: Path, user: list[str] = ()):
+        self.proc = subprocess.Popen([*user, sys.executable, "-c", PROGRAM], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env_for(state_dir))
+        self.pid = self.proc.pid
+
+    def ask(self, command: str) -> dict:
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def arbiter():
+    state = Path(tempfile.mkdtemp(prefix="coreplane-arbiter-"))
+    name = f"coreplane-arbiter-test-{os.getpid()}"
+    with machine_lock():
+        daemon = Daemon(state, name, ["--warn-us", "200000"]).start()
+        daemon.state_dir, daemon.group = state, CPUSET_ROOT / name
+        yield daemon
+        daemon.stop()
+    assert not daemon.group.exists(), "the arbiter left its cpuset behind"
+
+
+def status(daemon) -> dict:
+    with daemon.client() as c:
+        return c.checked("status")
+
+
+def wait_for(predicate, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_admission_refuses_what_does_not_fit(arbiter):
+    cores = len(status(arbiter)["compute_cores"].split(","))
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        assert c.checked("provision", pid=a.pid, cores=cores)["provision"] == cores
+        refused = c.call("provision", pid=os.getpid(), cores=1)
+        assert not refused["ok"] and "refused" in refused["error"] and f"{cores} of the {cores}" in refused["error"]
+        assert "refused" in c.call("provision", pid=os.getpid(), cores=cores + 5)["error"]
+    a.kill()
+    wait_for(lambda: status(arbiter)["provisioned"] == 0)
+
+
+def test_grant_yield_warm_and_cpuset(arbiter):
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+    assert a.ask("cpuset")["cpuset"].endswith(f"mcp-{a.pid}")
+    first = a.ask("request 1")
+    assert first["granted"] == 1 and first["cpu"] >= 1
+    group = arbiter.group / f"mcp-{a.pid}"
+    assert str(first["cpu"]) in (group / "cpuset.cpus").read_text()
+    assert a.ask("events 0")["events"] == [["granted", first["cpu"]]]
+    a.ask("yield 0")
+    assert a.ask("request 1")["granted"] == 1
+    counters = status(arbiter)["counters"]
+    assert (counters["grants_cold"], counters["grants_warm"], counters["yields"]) == (1, 1, 1)
+    assert a.ask("request 1")["granted"] == 0  # max reached
+    a.kill()
+    wait_for(lambda: not status(arbiter)["mcps"])
+    assert not group.exists()
+
+
+def test_cooperative_yield_before_deadline(arbiter):
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+        a.ask("request 1")
+        a.proc.stdin.write("wait_warning\n")
+        a.proc.stdin.flush()
+        reply = c.checked("revoke", pid=a.pid, vcore=0, warn_us=2_000_000, wait=True)
+    assert reply["revoked"][0]["outcome"] == "yielded" and reply["ns"] < 2_000_000_000
+    assert json.loads(a.proc.stdout.readline())["deadline"] > 0
+    counters = status(arbiter)["counters"]
+    assert counters["yielded_in_time"] == 1 and counters["preempted"] == 0
+    a.kill()
+
+
+def test_uncooperative_vcore_is_moved_off_at_deadline(arbiter):
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+        cpu = a.ask("request 1")["cpu"]
+        a.proc.stdin.write("spin_on\n")
+        a.proc.stdin.flush()
+        time.sleep(0.1)
+        reply = c.checked("revoke", pid=a.pid, vcore=0, warn_us=50_000, wait=True)
+    assert reply["revoked"][0]["outcome"] == "preempted"
+    moved = json.loads(a.proc.stdout.readline())
+    assert moved["now_on"] != cpu
+    assert str(cpu) not in (arbiter.group / f"mcp-{a.pid}" / "cpuset.cpus").read_text().split(",")
+    assert status(arbiter)["counters"]["preempted"] == 1
+    assert ("preempted", cpu) in [tuple(e) for e in a.ask("events 0")["events"]]
+    a.kill()
+
+
+def test_provisioned_core_is_lent_then_taken_back(arbiter):
+    owner, borrower = Program(arbiter.state_dir), Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=owner.pid, cores=1)
+        c.checked("provision", pid=borrower.pid, cores=0)
+    assert borrower.ask("request 1")["granted"] == 1  # the owner's idle core, on loan
+    assert status(arbiter)["mcps"][1 if status(arbiter)["mcps"][1]["pid"] == borrower.pid else 0]["on_loan"] == 1
+    assert owner.ask("request 1")["granted"] == 0     # pending: the borrower is warned
+    wait_for(lambda: any(m["pid"] == owner.pid and m["held"] == 1 for m in status(arbiter)["mcps"]))
+    assert ("preempt_pending" in [e[0] for e in borrower.ask("events 0")["events"]])
+    owner.kill(), borrower.kill()
+
+
+def test_client_killed_mid_revoke_returns_everything(arbiter):
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+        a.ask("request 1")
+        c.checked("revoke", pid=a.pid, vcore=0, warn_us=5_000_000)
+        assert status(arbiter)["pending_preemptions"] == 1
+        a.kill()
+        wait_for(lambda: not status(arbiter)["mcps"])
+        after = c.checked("status")
+    assert after["free"] == len(after["compute_cores"].split(",")) and after["pending_preemptions"] == 0
+    assert not (arbiter.group / f"mcp-{a.pid}").exists()
+
+
+def test_arbiter_sigkill_leaves_programs_runnable_and_no_cpuset(arbiter):
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+    a.ask("request 1")
+    with arbiter.client() as c:
+        c.checked("revoke", pid=a.pid, vcore=0, warn_us=5_000_000)
+    arbiter.proc.send_signal(signal.SIGKILL)
+    arbiter.proc.wait()
+    wait_for(lambda: not arbiter.group.exists())
+    assert Path(f"/proc/{a.pid}/cpuset").read_text().strip() == "/"
+    assert os.sched_getaffinity(a.pid) == os.sched_getaffinity(0) | set(range(os.cpu_count()))
+    assert not arbiter.socket.exists()
+    a.kill()
+
+
+def test_malformed_and_oversized_messages_get_one_line_errors(arbiter):
+    with arbiter.client() as c:
+        assert "not JSON" in c.send_raw(b"{oops\n")["error"]
+        assert "no \"op\"" in c.send_raw(b"[1, 2]\n")["error"]
+        assert "unknown op" in c.call("explode")["error"]
+        assert "non-negative integer" in c.call("provision", pid="x")["error"]
+        assert "belongs to no many-core process" in c.call("request", n=1)["error"]
+        assert "not held" in c.call("revoke", pid=os.getpid())["error"] or "no many-core" in c.call("revoke", pid=os.getpid())["error"]
+        assert "longer than" in c.send_raw(b"x" * (70 * 1024))["error"]
+    assert status(arbiter)["ok"]  # still serving
+
+
+def test_other_user_may_not_provision_or_act_on_others(arbiter):
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+    script = ("import json,socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f=s.makefile('rwb');"
+              "out=[]\nfor d in sys.argv[2:]:\n f.write(d.encode()+b'\\n'); f.flush(); out.append(json.loads(f.readline()))\n"
+              "print(json.dumps(out))")
+    requests = [json.dumps({"op": "provision", "pid": a.pid, "cores": 1}), json.dumps({"op": "revoke", "pid": a.pid}),
+                json.dumps({"op": "request", "n": 1}), json.dumps({"op": "status"})]
+    os.chmod(arbiter.state_dir, 0o755)  # mkdtemp's 0700 would refuse before the arbiter could
+    out = json.loads(subprocess.run([*nobody, "/usr/bin/python3", "-c", script, str(arbiter.socket), *requests],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert "neither root nor trusted" in out[0]["error"] and "neither root nor trusted" in out[1]["error"]
+    assert "no many-core process" in out[2]["error"] and out[3]["ok"]
+    a.kill()
+
+
+def test_program_that_never_reads_its_queue(arbiter):
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+    for _ in range(40):  # each round posts granted + released: more than the queue holds
+        a.ask("request 1")
+        a.ask("yield 0")
+    mcp = status(arbiter)["mcps"][0]
+    assert mcp["dropped_notifications"] > 0 and status(arbiter)["counters"]["dropped_notifications"] > 0
+    events = a.ask("events 0")["events"]
+    assert len(events) == 64 and a.ask("request 1")["granted"] == 1
+    a.kill()
