@@ -53,6 +53,9 @@ COMMANDS = {
                    "report: what delegating which calls would cost or gain each program, and how well the models "
                    "predicted it."),
     "cell": Entry("coreplane.cell.cli:app", "Cells: exclusive compute cores, the machine's other work on control cores."),
+    "arbsim": Entry("coreplane.arbsim.cli:arbsim",
+                    "SIMULATED ROS Tables 1–2 at many compute cores: a SimPy model of the arbiter, from costs "
+                    "measured here."),
     "noise": Entry("coreplane.noise.cli:app",
                    "OS noise: measure it (gap detector, FWQ, FTQ, osnoise/timerlat) and inject it."),
     "sweep": Entry("coreplane.dse.cli:sweep",

@@ -1,0 +1,76 @@
+"""The SimPy model of the arbiter: its operations add up the measured costs on their paths, the
+serial parts grow linearly with the cores, and bad cost files are one-line errors."""
+
+import json
+import random
+
+import pytest
+
+from conftest import run_cli
+from coreplane.arbsim import costs, model
+
+# Fixed, distinct costs (lo == hi) make every simulated time exact.
+FIXED = {name: costs.Cost(v, v, "test") for name, v in {
+    "syscall": 100, "wake": 10_000, "ipi_send": 5_000, "signal": 14_000, "cpuset_write": 120_000,
+    "procs_write": 500_000, "move": 100_000, "pin_self": 15_000, "page": 10_000}.items()}
+S, W, I, SIG, CS, MOVE = 100, 10_000, 5_000, 14_000, 120_000, 100_000
+
+
+def once(operation, cores):
+    return model.simulate(operation, cores, FIXED, 1, seed=0)[0]
+
+
+def test_warm_grant_is_message_wake_and_thread_wake():
+    # send, arbiter woken, recv, shared-page stores, IPI, thread woken (the reply overlaps it)
+    assert once("get_one_warm", 1) == 3 * S + W + I + W
+    assert once("get_one_warm", 64) == once("get_one_warm", 1)  # one vcore costs the same on any machine
+
+
+def test_preempt_is_a_cpuset_write_and_the_kernels_move():
+    assert once("preempt_one", 1) == S + W + S + S + CS + MOVE
+    # the real arbiter rewrites the cpuset once per vcore taken: linear in the cores
+    assert once("preempt_max", 32) - once("preempt_max", 16) == 16 * (S + CS)
+
+
+def test_warn_preempt_max_grows_by_one_warning_per_core():
+    one = once("warn_preempt_one", 1)
+    assert one == S + W + S + (S + I) + SIG + S + W + S + S + S  # warn, signal, yield message served
+    # one arbiter thread sends every warning and serves every yield (recv, bookkeeping, reply): with
+    # many cores each further core adds exactly that much
+    # (past ~50 cores here the last yield finds the arbiter still busy and saves its wake-up once)
+    for n in (16, 64):
+        assert once("warn_preempt_max", 2 * n) - once("warn_preempt_max", n) == n * ((S + I) + 3 * S)
+    assert once("warn_preempt_max", 2) == one + 3 * S  # the second yield queues behind the first
+
+
+def test_draws_stay_in_the_measured_ranges():
+    table = costs.load(None)
+    low = {k: costs.Cost(c.lo, c.lo, "") for k, c in table.items()}
+    high = {k: costs.Cost(c.hi, c.hi, "") for k, c in table.items()}
+    times = model.simulate("get_max_cold", 16, table, 50, seed=3)
+    assert model.simulate("get_max_cold", 16, low, 1, 0)[0] <= min(times)
+    assert max(times) <= model.simulate("get_max_cold", 16, high, 1, 0)[0]
+    summary = model.summarize(times)
+    assert summary["min_ns"] <= summary["p50_ns"] <= summary["p99_ns"] and summary["trials"] == 50
+
+
+def test_cli_rows_are_labelled_simulated(tmp_path):
+    proc = run_cli("arbsim", "--cores", "1,16", "--trials", "20", "--figure", str(tmp_path / "f.png"), "--json",
+                   check=True)
+    doc = json.loads(proc.stdout)
+    assert doc["simulated"] and all(r["simulated"] for r in doc["rows"])
+    assert len(doc["rows"]) == 2 * len(model.OPERATIONS)
+    assert (tmp_path / "f.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("content,message", [
+    ('{"wake": [5, 1]}', "field 'wake': expected [lo_ns, hi_ns]"),
+    ('{"teleport": [1, 2]}', "field 'teleport': unknown cost"),
+    ("[1", "cannot read costs"),
+])
+def test_bad_cost_files_are_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "costs.json"
+    path.write_text(content)
+    proc = run_cli("arbsim", "--costs", str(path), "--trials", "1")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 1 and str(path) in lines[0] and message in lines[0], proc.stderr
