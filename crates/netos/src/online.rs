@@ -1,0 +1,293 @@
+//! Run-time mapping (NetworkedOS Sec. II-C) decided as tasks appear, from what has been observed
+//! so far: a thread shares its creator's memory (same core if it has room), a forked child talks
+//! to its parent (an adjacent core), a task with no known partner is independent (far from the
+//! others), and a task that execs moves next to its heaviest partner seen so far. Every decision
+//! looks at no more than CANDIDATES cores and one partner: O(1) per decision at any core count.
+
+use std::collections::HashMap;
+
+/// Cores examined per decision, nearest first; past them a decision takes any core with room.
+pub const CANDIDATES: usize = 8;
+
+/// Cores and their distances, from `mesh:XxY`, `torus:XxY` or `tree:A,B,...` (arity per level, root first).
+pub struct Topology {
+    pub cores: usize,
+    hops: Vec<u16>,
+    /// Row c: the nearest cores to c (c first), CANDIDATES + 1 of them.
+    nearest: Vec<Vec<u32>>,
+    /// Cores in an order that spreads consecutive ones far apart (for independent tasks).
+    spread: Vec<u32>,
+}
+
+impl Topology {
+    /// Parses a topology spec; a malformed one is a one-line error naming it.
+    pub fn parse(spec: &str) -> Result<Topology, String> {
+        let bad = || format!("topology '{spec}': expected mesh:XxY, torus:XxY or tree:A,B,...");
+        let (kind, rest) = spec.split_once(':').ok_or_else(bad)?;
+        let ints = |sep: char| -> Result<Vec<usize>, String> {
+            rest.split(sep).map(|s| s.parse::<usize>().ok().filter(|&v| v > 0).ok_or_else(bad)).collect()
+        };
+        let (cores, hop): (usize, Box<dyn Fn(usize, usize) -> u16>) = match kind {
+            "mesh" | "torus" => {
+                let d = ints('x')?;
+                if d.len() != 2 {
+                    return Err(bad());
+                }
+                let (x, y) = (d[0], d[1]);
+                let wrap = kind == "torus";
+                let axis = move |a: usize, b: usize, n: usize| {
+                    let d = a.abs_diff(b);
+                    if wrap { d.min(n - d) } else { d }
+                };
+                (x * y, Box::new(move |a, b| (axis(a % x, b % x, x) + axis(a / x, b / x, y)) as u16))
+            }
+            "tree" => {
+                let ar = ints(',')?;
+                let total: usize = ar.iter().product();
+                // leaf index digits, root first; crossing level i's switch costs 2*(L - i) hops
+                let levels = ar.len();
+                let strides: Vec<usize> = (0..levels).map(|i| ar[i + 1..].iter().product()).collect();
+                (total, Box::new(move |a, b| {
+                    let common = (0..levels).take_while(|&i| a / strides[i] == b / strides[i]).count();
+                    (2 * (levels - common)) as u16
+                }))
+            }
+            _ => return Err(bad()),
+        };
+        if cores == 0 || cores > 1 << 16 {
+            return Err(bad());
+        }
+        let mut hops = vec![0u16; cores * cores];
+        for a in 0..cores {
+            for b in 0..cores {
+                hops[a * cores + b] = hop(a, b);
+            }
+        }
+        let nearest = (0..cores)
+            .map(|c| {
+                let mut row: Vec<u32> = (0..cores as u32).collect();
+                let k = (CANDIDATES + 1).min(cores);
+                row.select_nth_unstable_by_key(k - 1, |&d| (hops[c * cores + d as usize], d));
+                row.truncate(k);
+                row.sort_by_key(|&d| (hops[c * cores + d as usize], d));
+                row
+            })
+            .collect();
+        // bit-reversed order: consecutive entries differ in their highest index bits, so they
+        // land in different halves of the machine (different subtrees, far rows of a mesh)
+        let bits = usize::BITS - (cores - 1).leading_zeros();
+        let mut spread: Vec<u32> = (0..1usize << bits)
+            .map(|i| if bits == 0 { 0 } else { (i.reverse_bits() >> (usize::BITS - bits)) as u32 })
+            .filter(|&c| (c as usize) < cores)
+            .collect();
+        spread.dedup();
+        Ok(Topology { cores, hops, nearest, spread })
+    }
+
+    pub fn hops(&self, a: u32, b: u32) -> u16 {
+        self.hops[a as usize * self.cores + b as usize]
+    }
+}
+
+/// How a task came to be, as the launcher sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Birth {
+    /// A thread (clone with CLONE_VM): shares its creator's memory.
+    Thread,
+    /// A forked process: starts with its parent's pipes and sockets.
+    Fork,
+}
+
+/// The run-time greedy: places tasks as they appear, counts communication as it is observed.
+pub struct OnlineMapper {
+    topo: Topology,
+    capacity: u32,
+    count: Vec<u32>,
+    /// Cores with room, in no order, and each core's index in it (u32::MAX: full).
+    free: Vec<u32>,
+    free_at: Vec<u32>,
+    spread_cursor: usize,
+    core_of: HashMap<u64, u32>,
+    /// Each task's heaviest partner observed so far, and the bytes exchanged with it.
+    heaviest: HashMap<u64, (u64, u64)>,
+}
+
+impl OnlineMapper {
+    pub fn new(topo: Topology, capacity: u32) -> OnlineMapper {
+        let n = topo.cores;
+        OnlineMapper {
+            capacity: capacity.max(1),
+            count: vec![0; n],
+            free: (0..n as u32).collect(),
+            free_at: (0..n as u32).collect(),
+            spread_cursor: 0,
+            core_of: HashMap::new(),
+            heaviest: HashMap::new(),
+            topo,
+        }
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    pub fn core_of(&self, task: u64) -> Option<u32> {
+        self.core_of.get(&task).copied()
+    }
+
+    /// Core for a new task (`parent` None: the program's first task, or one whose creator is unknown).
+    pub fn spawn(&mut self, task: u64, parent: Option<u64>, birth: Birth) -> u32 {
+        let core = match parent.and_then(|p| self.core_of(p)) {
+            Some(pc) if birth == Birth::Thread && self.has_room(pc) => pc,
+            Some(pc) => self.near(pc, birth == Birth::Fork),
+            None => self.far(),
+        };
+        self.assign(task, core);
+        core
+    }
+
+    /// A task replaced its program image: it moves next to its heaviest partner seen so far
+    /// (if that partner is elsewhere and has room near it); the core it ends on is returned.
+    pub fn exec(&mut self, task: u64) -> u32 {
+        let here = self.core_of(task).unwrap_or_else(|| self.far());
+        let target = self.heaviest.get(&task).and_then(|&(q, _)| self.core_of(q));
+        self.release(task);
+        let core = match target {
+            Some(tc) if self.topo.hops(tc, here) > 1 => self.near(tc, true),
+            _ if self.has_room(here) => here,
+            _ => self.far(),
+        };
+        self.assign(task, core);
+        core
+    }
+
+    /// `bytes` moved between tasks a and b (a pipe, socket or shared-memory hand-off observed).
+    pub fn observe(&mut self, a: u64, b: u64, bytes: u64) {
+        for (x, y) in [(a, b), (b, a)] {
+            let e = self.heaviest.entry(x).or_insert((y, 0));
+            if e.0 == y {
+                e.1 += bytes;
+            } else if bytes > e.1 {
+                *e = (y, bytes);
+            }
+        }
+    }
+
+    /// A task ended: its slot is free again.
+    pub fn exit(&mut self, task: u64) {
+        self.release(task);
+        self.heaviest.remove(&task);
+    }
+
+    fn has_room(&self, core: u32) -> bool {
+        self.count[core as usize] < self.capacity
+    }
+
+    /// The nearest core with room to `core` among CANDIDATES (skipping `core` itself when
+    /// `adjacent`: a communicating pair wants two cores one hop apart), else any core with room.
+    fn near(&mut self, core: u32, adjacent: bool) -> u32 {
+        let row = &self.topo.nearest[core as usize];
+        let skip = usize::from(adjacent && row.len() > 1 && self.free.len() > 1);
+        if let Some(&c) = row[skip..].iter().find(|&&c| self.has_room(c)) {
+            return c;
+        }
+        self.any()
+    }
+
+    /// A core far from the others: the next core with room in the spread order (CANDIDATES tried).
+    fn far(&mut self) -> u32 {
+        for _ in 0..CANDIDATES {
+            let c = self.topo.spread[self.spread_cursor];
+            self.spread_cursor = (self.spread_cursor + 1) % self.topo.spread.len();
+            if self.has_room(c) {
+                return c;
+            }
+        }
+        self.any()
+    }
+
+    /// Some core with room; when every core is full, the capacity grows by one (overcommit rather than refuse).
+    fn any(&mut self) -> u32 {
+        if self.free.is_empty() {
+            self.capacity += 1;
+            self.free = (0..self.topo.cores as u32).collect();
+            self.free_at = (0..self.topo.cores as u32).collect();
+        }
+        self.free[self.free.len() - 1]
+    }
+
+    fn assign(&mut self, task: u64, core: u32) {
+        self.core_of.insert(task, core);
+        self.count[core as usize] += 1;
+        if !self.has_room(core) {
+            let at = self.free_at[core as usize] as usize;
+            let last = self.free.pop().unwrap();
+            if at < self.free.len() {
+                self.free[at] = last;
+                self.free_at[last as usize] = at as u32;
+            }
+            self.free_at[core as usize] = u32::MAX;
+        }
+    }
+
+    fn release(&mut self, task: u64) {
+        if let Some(core) = self.core_of.remove(&task) {
+            let was_full = !self.has_room(core);
+            self.count[core as usize] -= 1;
+            if was_full {
+                self.free_at[core as usize] = self.free.len() as u32;
+                self.free.push(core);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_share_forks_neighbour_independents_spread() {
+        let mut m = OnlineMapper::new(Topology::parse("mesh:4x4").unwrap(), 2);
+        let root = m.spawn(1, None, Birth::Fork);
+        assert_eq!(m.spawn(2, Some(1), Birth::Thread), root);
+        let child = m.spawn(3, Some(1), Birth::Fork);
+        assert_eq!(m.topology().hops(root, child), 1);
+        let lone = m.spawn(4, None, Birth::Fork);
+        assert!(m.topology().hops(root, lone) >= 2, "independent task at {lone}, root at {root}");
+    }
+
+    #[test]
+    fn capacity_is_respected_until_every_core_is_full() {
+        let mut m = OnlineMapper::new(Topology::parse("tree:2,4").unwrap(), 1);
+        let mut seen = std::collections::HashSet::new();
+        for t in 0..8 {
+            assert!(seen.insert(m.spawn(t, Some(0), Birth::Thread)), "core reused before all were full");
+        }
+        let freed = m.core_of(3).unwrap();
+        m.exit(3);
+        assert_eq!(m.spawn(100, Some(0), Birth::Fork), freed);
+        assert_eq!(m.capacity, 1);
+        m.spawn(101, Some(0), Birth::Fork); // every core full: overcommit by one
+        assert_eq!(m.capacity, 2);
+    }
+
+    #[test]
+    fn exec_moves_next_to_the_heaviest_partner() {
+        let mut m = OnlineMapper::new(Topology::parse("mesh:8x8").unwrap(), 1);
+        m.spawn(1, None, Birth::Fork);
+        m.spawn(2, None, Birth::Fork);
+        m.observe(1, 2, 10);
+        m.observe(2, 1, 5000);
+        let c = m.exec(2);
+        assert_eq!(m.topology().hops(c, m.core_of(1).unwrap()), 1);
+    }
+
+    #[test]
+    fn malformed_topology_is_one_clear_error() {
+        assert!(Topology::parse("ring:4").err().unwrap().contains("ring:4"));
+        assert!(Topology::parse("mesh:0x4").is_err());
+        assert_eq!(Topology::parse("torus:4x4").unwrap().hops(0, 3), 1);
+        assert_eq!(Topology::parse("tree:2,4").unwrap().hops(0, 4), 4);
+    }
+}
