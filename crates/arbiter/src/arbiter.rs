@@ -271,6 +271,9 @@ impl Arbiter {
             Some(v) => return Err(format!("vcore {v} of pid {pid} is not held (or already being revoked)")),
             None => (0..mcp.vcores.len()).filter(|&i| mcp.vcores[i].as_ref().is_some_and(|s| s.revoke.is_none())).collect(),
         };
+        if slots.is_empty() {
+            return Ok(json!({"ok": true, "revoked": [], "ns": 0}));
+        }
         let started = now_ns();
         let batch = client.map(|fd| {
             self.next_batch += 1;
@@ -280,12 +283,8 @@ impl Arbiter {
         for &slot in &slots {
             self.start_revoke(pid, slot, warn_ns, signal, None, batch);
         }
-        if let Some(b) = batch {
-            if self.batches[&b].remaining == 0 {
-                let done = self.batches.remove(&b).unwrap();
-                return Ok(json!({"ok": true, "revoked": done.outcomes, "ns": now_ns() - started}));
-            }
-            return Ok(Value::Null); // the reply follows when the batch completes
+        if batch.is_some() {
+            return Ok(Value::Null); // the reply follows (deferred) when every vcore is given back
         }
         Ok(json!({"ok": true, "revoking": slots}))
     }
@@ -335,7 +334,8 @@ impl Arbiter {
         if let Some(b) = revoke.batch {
             if let Some(batch) = self.batches.get_mut(&b) {
                 batch.remaining -= 1;
-                batch.outcomes.push(json!({"pid": pid, "vcore": slot, "cpu": vcore.cpu, "outcome": if preempted {"preempted"} else {"yielded"}}));
+                batch.outcomes.push(json!({"pid": pid, "vcore": slot, "cpu": vcore.cpu, "outcome": if preempted {"preempted"} else {"yielded"},
+                    "deadline_ns": revoke.deadline, "released_ns": now_ns()}));
                 if batch.remaining == 0 {
                     let done = self.batches.remove(&b).unwrap();
                     self.deferred.push((done.client, json!({"ok": true, "revoked": done.outcomes, "ns": now_ns() - done.started})));

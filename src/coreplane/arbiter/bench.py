@@ -1,0 +1,183 @@
+"""ROS Tables 1-2 on this machine: the latency of creating processes and MCPs, granting,
+yielding, revoking and preempting vcores, and reclaiming a killed MCP, against a private arbiter.
+Run as `python -m coreplane.arbiter.bench [--trials N] [--json]`."""
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from coreplane.arbiter.client import Daemon, env_for
+from coreplane.arbiter.vcore import Vcores
+
+CONTROL_CPU = 0
+# Goals of issue 14, in µs: warm grant p50, cooperative warn-preempt p50, uncooperative off its
+# core after the deadline (p50 and p99).
+GOALS = {"get_one_vcore_warm": 50.0, "warn_preempt_one_cooperative": 100.0, "preempt_uncooperative_after_deadline": 1000.0}
+
+# A child MCP: "coop" yields at its safe point when warned; "spin" pins itself to its vcore's CPU
+# and never yields, printing when it first finds itself elsewhere (CLOCK_MONOTONIC ns).
+CHILD = r"""
+import ctypes, os, sys, time
+from coreplane.arbiter.vcore import Vcores
+sys.stdin.readline()   # provisioned
+mode, v, libc = sys.argv[1], Vcores(), ctypes.CDLL(None)
+while True:
+    while v.request(1) == 0:
+        pass
+    cpu = v.cpu(0)
+    if mode == "spin":
+        os.sched_setaffinity(0, {cpu})
+    print("granted", flush=True)
+    if mode == "coop":
+        while v.preempt_deadline(0) is None:
+            pass
+        v.yield_vcore(0)
+        continue
+    while libc.sched_getcpu() == cpu:
+        pass
+    print(time.clock_gettime_ns(time.CLOCK_MONOTONIC), flush=True)
+"""
+
+
+def stats(samples_ns: list[float]) -> dict:
+    us = np.asarray(samples_ns, dtype=float) / 1e3
+    return {"n": len(us), "min_us": round(float(us.min()), 2), "p50_us": round(float(np.median(us)), 2),
+            "p99_us": round(float(np.percentile(us, 99)), 2)}
+
+
+def timed(fn) -> int:
+    t = time.perf_counter_ns()
+    fn()
+    return time.perf_counter_ns() - t
+
+
+class Child:
+    """A child MCP provisioned one core, in mode `mode`."""
+
+    def __init__(self, state: Path, mode: str, admin):
+        self.admin = admin
+        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, mode], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env_for(state))
+        admin.checked("provision", pid=self.proc.pid, cores=1)
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def line(self) -> str:
+        return self.proc.stdout.readline().strip()
+
+    def stop(self):
+        """Kills the child and waits until the arbiter has reclaimed what it held."""
+        self.proc.kill()
+        self.proc.wait()
+        while any(m["pid"] == self.proc.pid for m in self.admin.checked("status")["mcps"]):
+            time.sleep(0.001)
+
+
+def measure(trials: int) -> dict:
+    os.sched_setaffinity(0, {CONTROL_CPU})
+    state = Path(tempfile.mkdtemp(prefix="coreplane-arbiter-bench-"))
+    os.environ["COREPLANE_ARBITER_SOCKET"] = str(state / "arbiter.sock")
+    short, slow = trials, max(trials // 10, 50)
+    out = {}
+    with Daemon(state, f"coreplane-arbiter-bench-{os.getpid()}") as daemon, daemon.client() as admin:
+        out["create_scp"] = stats([timed(lambda: subprocess.run(["/bin/true"])) for _ in range(slow)])
+
+        samples = []
+        for _ in range(slow):
+            child = subprocess.Popen(["sleep", "60"])
+            samples.append(timed(lambda: admin.checked("provision", pid=child.pid, cores=0)))
+            child.kill()
+            child.wait()
+        out["create_mcp"] = stats(samples)
+
+        # The benchmark itself as an MCP: grants and yields from this process (on the control core).
+        admin.checked("provision", pid=os.getpid(), cores=1)
+        me = Vcores()
+        warm, cold, preempt = [], [], []
+        me.request(1)
+        me.yield_vcore(0)
+        for _ in range(short):
+            warm.append(timed(lambda: me.request(1)))
+            me.yield_vcore(0)
+        out["get_one_vcore_warm"] = stats(warm)
+        out["yield_one_vcore"] = stats([_yield_time(me) for _ in range(short)])
+        for _ in range(short):
+            cold.append(timed(lambda: me.request(1)))
+            preempt.append(timed(lambda: admin.checked("revoke", pid=os.getpid(), vcore=0, warn_us=0, wait=True)))
+        out["get_one_vcore_cold"] = stats(cold)
+        out["get_max_vcores_cold"] = {**stats(cold), "max": 1, "note": "one compute core here: the same trials"}
+        out["preempt_one_no_warning"] = stats(preempt)
+        admin.checked("provision", pid=os.getpid(), cores=0)
+
+        coop = Child(state, "coop", admin)
+        samples = []
+        for _ in range(short):
+            assert coop.line() == "granted"
+            samples.append(timed(lambda: admin.checked("revoke", pid=coop.proc.pid, vcore=0, warn_us=10_000, wait=True)))
+        coop.stop()
+        out["warn_preempt_one_cooperative"] = stats(samples)
+
+        spin = Child(state, "spin", admin)
+        after = []
+        for _ in range(slow):
+            assert spin.line() == "granted"
+            time.sleep(0.002)
+            revoked = admin.checked("revoke", pid=spin.proc.pid, vcore=0, warn_us=1000, wait=True)["revoked"][0]
+            assert revoked["outcome"] == "preempted"
+            after.append(int(spin.line()) - revoked["deadline_ns"])
+        spin.stop()
+        out["preempt_uncooperative_after_deadline"] = stats(after)
+
+        samples = []
+        for _ in range(slow):
+            child = Child(state, "spin", admin)
+            assert child.line() == "granted"
+            t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            child.proc.send_signal(signal.SIGKILL)
+            while True:
+                exits = {e["pid"]: e["reclaimed_ns"] for e in admin.checked("status")["exits"]}
+                if child.proc.pid in exits:
+                    samples.append(exits[child.proc.pid] - t0)
+                    break
+            child.proc.wait()
+        out["kill_mcp_reclaimed"] = stats(samples)
+    return out
+
+
+def _yield_time(me: Vcores) -> int:
+    me.request(1)
+    return timed(lambda: me.yield_vcore(0))
+
+
+def goals(ops: dict) -> dict:
+    return {name: {"goal_us": goal, "p50_us": ops[name]["p50_us"], "met": ops[name]["p50_us"] <= goal}
+            for name, goal in GOALS.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    ops = measure(args.trials)
+    doc = {"machine": os.uname().nodename, "kernel": os.uname().release, "ops": ops, "goals": goals(ops)}
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return
+    for name, s in ops.items():
+        print(f"{name:40s} n={s['n']:5d}  min {s['min_us']:9.1f}  p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f} µs")
+    for name, g in doc["goals"].items():
+        print(f"goal {name}: p50 {g['p50_us']} µs vs ≤ {g['goal_us']} µs: {'met' if g['met'] else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
