@@ -53,6 +53,8 @@ COMMANDS = {
                    "report: what delegating which calls would cost or gain each program, and how well the models "
                    "predicted it."),
     "cell": Entry("coreplane.cell.cli:app", "Cells: exclusive compute cores, the machine's other work on control cores."),
+    "arbiter": Entry("coreplane.arbiter.cli:app",
+                     "The core arbiter of many-core processes: provisions, allocations, loans, warn-then-preempt."),
     "arbsim": Entry("coreplane.arbsim.cli:arbsim",
                     "SIMULATED ROS Tables 1–2 at many compute cores: a SimPy model of the arbiter, from costs "
                     "measured here."),

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from . import real_programs, report, strace_suite
 from .compare import REPO, Case, Verdict, judge
-from .known import EXPLANATIONS
+from .hang import KEPT as HANG
+from .known import explain
 
 WORK = REPO / "target" / "conformance" / "work"
 LABELS = {"programs": "real programs", "strace": "strace test programs"}
@@ -66,7 +67,8 @@ def main() -> int:
             corpora[label] = [Verdict(**v) for v in data["verdicts"]]
             notes += data["notes"]
             elapsed += data["seconds"]
-    report.write(args.out, corpora, notes, EXPLANATIONS, elapsed)
+    hang_result = json.loads(HANG.read_text()) if HANG.exists() else None
+    report.write(args.out, corpora, notes, explain, elapsed, hang_result)
     differ = sum("differ" in v.outcome.values() for vs in corpora.values() for v in vs)
     print(f"conformance: {args.out}: {differ} programs differ", file=sys.stderr)
     return 0

@@ -76,7 +76,7 @@ def programs(tests: Path) -> list[str]:
     printer = "print-check-programs:\n\t@echo $(check_PROGRAMS)\n"
     out = subprocess.run(["make", "-s", "-f", "Makefile", "-f", "-", "print-check-programs"], cwd=tests,
                          input=printer, capture_output=True, text=True, check=True).stdout
-    return sorted(p for p in out.split() if p not in WAIT_FOREVER)
+    return sorted(set(out.split()) - WAIT_FOREVER)
 
 
 def cases(limit: list[str] | None = None) -> list[Case]:

@@ -1,0 +1,94 @@
+"""The `coreplane arbiter` commands: the daemon (foreground or --daemon) and its status."""
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import typer
+from rich.live import Live
+from rich.table import Table
+
+from coreplane.arbiter.client import DEFAULT_STATE_DIR, Client, socket_path
+from coreplane.core import binaries
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.output import console, emit
+
+app = typer.Typer(help="The core arbiter of many-core processes: provisions, allocations, loans, warn-then-preempt.",
+                  invoke_without_command=True)
+JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
+STATE_OPT = typer.Option(DEFAULT_STATE_DIR, "--state-dir", metavar="DIR", help="Where the arbiter's socket lives.")
+
+
+@app.callback()
+def arbiter(
+    ctx: typer.Context,
+    state_dir: Path = STATE_OPT,
+    compute_cores: str = typer.Option(None, "--compute-cores", metavar="LIST",
+                                      help="Compute cores to arbitrate (default: every CPU but the first)."),
+    trust_uid: str = typer.Option(None, "--trust-uid", metavar="UID,...", help="Users besides root who may provision."),
+    warn_us: int = typer.Option(1000, "--warn-us", min=0, help="Warning time before a revoked vcore is preempted, µs."),
+    daemon: bool = typer.Option(False, "--daemon", help="Run in the background; print its pid."),
+    json_flag: bool = JSON_OPT,
+) -> None:
+    """Runs the arbiter (in the foreground unless --daemon); `coreplane arbiter status` shows it."""
+    if ctx.invoked_subcommand:
+        return
+    exe = binaries.locate("coreplane-arbiter")
+    if exe is None:
+        raise CoreplaneError("coreplane-arbiter is not built (make rust)")
+    argv = [exe, "--state-dir", str(state_dir), "--warn-us", str(warn_us)]
+    argv += ["--compute-cores", compute_cores] if compute_cores else []
+    argv += ["--trust-uid", trust_uid] if trust_uid else []
+    if not daemon:
+        os.execv(exe, argv)
+    proc = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise CoreplaneError(proc.stderr.read().strip() or f"coreplane-arbiter exited {proc.returncode}")
+        try:
+            Client(socket_path(state_dir)).close()
+            break
+        except CoreplaneError:
+            time.sleep(0.02)
+    else:
+        raise CoreplaneError("coreplane-arbiter did not come up within 5 s")
+    proc.stderr.close()
+    emit({"pid": proc.pid, "socket": str(socket_path(state_dir))}, json_flag,
+         lambda d: console.print(f"arbiter pid {d['pid']}, socket {d['socket']}"))
+
+
+def _table(doc: dict) -> Table:
+    c = doc["counters"]
+    table = Table(title=f"arbiter: compute cores {doc['compute_cores']} (control {doc['control_cores']}), "
+                        f"{doc['provisioned']} provisioned, {doc['free']} free, "
+                        f"{doc['pending_preemptions']} preemptions pending")
+    for col in ("MCP pid", "uid", "provision", "max", "held", "on loan", "owed", "vcores (vcore:cpu)", "dropped"):
+        table.add_column(col)
+    for m in doc["mcps"]:
+        vcores = " ".join(f"{v['vcore']}:{v['cpu']}{'!' if v['preempt_deadline_ns'] else ''}" for v in m["vcores"])
+        table.add_row(str(m["pid"]), str(m["uid"]), str(m["provision"]), str(m["max"]), str(m["held"]),
+                      str(m["on_loan"]), str(m["owed"]), vcores or "-", str(m["dropped_notifications"]))
+    table.caption = ("grants warm/cold {grants_warm}/{grants_cold}, yields {yields}, warned {warned}, yielded in time "
+                     "{yielded_in_time}, preempted {preempted}, refused provisions {refused_provisions}, "
+                     "MCP exits {exits}; ! = preemption pending").format(**c)
+    return table
+
+
+@app.command()
+def status(state_dir: Path = STATE_OPT, json_flag: bool = JSON_OPT,
+           watch: float = typer.Option(None, "--watch", metavar="SECONDS", help="Redraw every SECONDS until Ctrl-C.")) -> None:
+    """Provisions, allocations, loans and pending preemptions of the running arbiter."""
+    with Client(socket_path(state_dir)) as client:
+        if watch is None:
+            emit(client.checked("status"), json_flag, lambda d: console.print(_table(d)))
+            return
+        with Live(_table(client.checked("status")), console=console) as live:
+            try:
+                while True:
+                    time.sleep(watch)
+                    live.update(_table(client.checked("status")))
+            except KeyboardInterrupt:
+                pass
