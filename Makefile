@@ -88,6 +88,7 @@ bench: setup
 	$(PY) -m coreplane.map.experiments quality --out $(BENCH_OUT)/netos-quality.json
 	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
+	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
 	target/release/coreplane-online-bench > $(BENCH_OUT)/netos-online.json   # run-time placement decision time at 1,024 cores
 	rm -rf $(BENCH_OUT)/noise-b
 	$(CLI) noise experiment b --repetitions 5 --check-goal --out $(BENCH_OUT)/noise-b --figures docs/figures

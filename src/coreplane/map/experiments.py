@@ -1,15 +1,17 @@
 """NetworkedOS experiments for docs/benchmarks.md: (a) IPC pairs same- vs cross-core, (b) mapping
 quality on meshes and real programs, (c) partition and mapping time against size, (d) mapping
-quality on the generated family (families.py) and traced programs against Scotch.
+quality on the generated family (families.py) and traced programs against Scotch, (e) the wall time
+a mapping gains or loses real programs against default Linux placement.
 
 Run by `make bench` (JSON in target/bench/) and `make figures` (PNGs in docs/figures/):
-    python -m coreplane.map.experiments ipc|quality|scaling|family --out FILE.json
+    python -m coreplane.map.experiments ipc|quality|scaling|family|gain --out FILE.json
     python -m coreplane.map.experiments figures --bench DIR --figures DIR
 """
 
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -242,6 +244,54 @@ def family(out: Path = typer.Option(..., "--out"), real: bool = typer.Option(Tru
                   f"(<= its default mapping on {s['at_most_scotch_default']}), worst {s['worst']:.3f} "
                   f"({s['worst_graph']}), median time {s['median_s'] * 1e3:.0f} ms")
     out.write_text(json.dumps({"machine": describe(), "summary": summary, "rows": rows}, indent=1))
+
+
+GAIN_PIPELINE = "dd if=/dev/zero bs=512 count=200000 status=none | dd of=/dev/null bs=512 status=none"
+
+
+def _timed(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=600)
+    return time.perf_counter() - started
+
+
+def _spread(seconds: list[float]) -> dict:
+    return {"median_s": float(np.median(seconds)), "min_s": min(seconds), "max_s": max(seconds), "runs": seconds}
+
+
+@app.command()
+def gain(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option(7, "--repetitions")) -> None:
+    """(e) graph -> map -> run --map against default Linux placement: a 512-byte dd | dd pipeline
+    under `coreplane run` (mapped by the greedy; and everything on one CPU) and the ipc_pairs
+    ping-pong (mapped as in (a)); arms alternated, wall time of every run."""
+    coreplane = str(Path(sys.executable).with_name("coreplane"))
+    command = ["sh", "-c", GAIN_PIPELINE]
+    with tempfile.TemporaryDirectory(prefix="coreplane-gain-") as tmp:
+        comm = from_graph(build(command, Path(tmp, "g.cpg"), "host", layer0=False))
+        topo = parse_spec("host")
+        placement = greedy_map(comm, topo, comm.n)  # room for all on one core: the greedy decides
+        arms = {"mapped": [int(c) for c in placement], "one core": [0] * comm.n}
+        files = {arm: Path(tmp, arm.replace(" ", "-") + ".json") for arm in arms}
+        for arm, cores in arms.items():
+            mapfile.write(files[arm], {"placement": [
+                {"task": comm.keys[p], "cpus": [topo.cpu_ids[c]]} for p, c in enumerate(cores)]})
+        runs: dict[str, list[float]] = {"default": [], **{arm: [] for arm in arms}}
+        ipc_cpus, _ = _mapped_cpus(1, 1024, "pipe")
+        ipc_runs: dict[str, list[float]] = {"default": [], "mapped": []}
+        for _ in range(repetitions):
+            runs["default"].append(_timed([coreplane, "run", "--", *command]))
+            for arm in arms:
+                runs[arm].append(_timed([coreplane, "run", "--map", str(files[arm]), "--", *command]))
+            for arm, cpus in (("default", []), ("mapped", ipc_cpus)):
+                ipc_runs[arm].append(_ipc(1, 1024, "pipe", cpus, 20_000)["wall_ns"] / 1e9)
+    doc = {"machine": describe(), "load_average": Path("/proc/loadavg").read_text().split()[:3],
+           "pipeline": {"command": GAIN_PIPELINE, "placement": {comm.keys[p]: arms["mapped"][p] for p in range(comm.n)},
+                        **{arm: _spread(v) for arm, v in runs.items()}},
+           "ipc_pairs": {"cpus": ipc_cpus, **{arm: _spread(v) for arm, v in ipc_runs.items()}}}
+    for name in ("pipeline", "ipc_pairs"):
+        err.print(name + ": " + ", ".join(f"{arm} {v['median_s'] * 1e3:.0f} ms ({v['min_s'] * 1e3:.0f}-"
+                                          f"{v['max_s'] * 1e3:.0f})" for arm, v in doc[name].items() if isinstance(v, dict) and "median_s" in v))
+    out.write_text(json.dumps(doc, indent=1))
 
 
 @app.command()
