@@ -40,7 +40,12 @@ for line in sys.stdin:
         out = {"deadline": v.preempt_deadline(0)}
         v.yield_vcore(0)
     elif cmd[0] == "spin_on":           # uncooperative: pinned to the vcore's CPU, never yields
-        cpu = v.cpu(0); os.sched_setaffinity(0, {cpu})
+        cpu = v.cpu(0)
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError as e:   # say why (another cpuset owner moved us?) rather than die
+            print(json.dumps({"error": str(e), "cpu": cpu, "cpuset": open("/proc/self/cpuset").read()}), flush=True)
+            continue
         while libc.sched_getcpu() == cpu: pass
         out = {"moved_at": time.clock_gettime_ns(time.CLOCK_MONOTONIC), "now_on": libc.sched_getcpu()}
     elif cmd[0] == "events":
@@ -70,7 +75,7 @@ class Program:
 @pytest.fixture
 def arbiter():
     state = Path(tempfile.mkdtemp(prefix="coreplane-arbiter-"))
-    name = f"coreplane-arbiter-test-{os.getpid()}"
+    name = f"coreplane-arbiter-test-{os.getpid()}-{state.name}"
     with machine_lock():
         daemon = Daemon(state, name, ["--warn-us", "200000"]).start()
         daemon.state_dir, daemon.group = state, CPUSET_ROOT / name
@@ -241,3 +246,17 @@ def test_program_that_never_reads_its_queue(arbiter):
     events = a.ask("events 0")["events"]
     assert len(events) == 64 and a.ask("request 1")["granted"] == 1
     a.kill()
+
+
+def test_run_mcp_and_status_cli(arbiter):
+    from conftest import run_cli
+    proc = run_cli("run", "--mcp", "--provision", "1", "--arbiter-state-dir", str(arbiter.state_dir), "--json", "--",
+                   "sh", "-c", "cat /proc/self/cpuset; grep Cpus_allowed_list /proc/self/status", check=True)
+    group, allowed = proc.stdout.split("\n")[:2]
+    summary = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert group.endswith(f"mcp-{summary['config']['mcp']['pid']}")
+    assert summary["config"]["mcp"]["granted"][0]["cpu"] >= 1 and allowed.split()[-1] != "0"
+    doc = json.loads(run_cli("arbiter", "status", "--state-dir", str(arbiter.state_dir), "--json", check=True).stdout)
+    assert doc["counters"]["exits"] == 1 and doc["mcps"] == [] and doc["free"] >= 1
+    refused = run_cli("run", "--mcp", "--provision", "99", "--arbiter-state-dir", str(arbiter.state_dir), "--", "true")
+    assert refused.returncode != 0 and "refused" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1

@@ -64,7 +64,7 @@ impl Cpusets {
     /// Makes the group of process `pid` with `cpus` and moves the process (all its threads) in.
     pub fn adopt(&self, pid: u32, cpus: &BTreeSet<i32>) -> Result<(), String> {
         let dir = self.group(pid);
-        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mems = fs::read_to_string(self.base.join("cpuset.mems")).map_err(|e| e.to_string())?;
         write(&dir.join("cpuset.mems"), mems.trim())?;
         self.set(pid, cpus)?;

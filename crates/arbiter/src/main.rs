@@ -73,8 +73,9 @@ fn main() {
     std::fs::create_dir_all(&args.state_dir).unwrap_or_else(|e| die(format!("{}: {e}", args.state_dir.display())));
     let socket = args.state_dir.join("arbiter.sock");
     let listener = listen(&socket).unwrap_or_else(|e| die(e));
+    lock(&args.state_dir.join("arbiter.lock"));
     let cpusets = cpuset::Cpusets::create(root, &args.cgroup_name).unwrap_or_else(|e| die(e));
-    start_watchdog(&cpusets, &socket, listener);
+    let watchdog = start_watchdog(&cpusets, &socket, listener);
     // The arbiter itself runs on the control cores, off the cores it hands out.
     pin(&control);
     if args.fifo > 0 {
@@ -92,6 +93,19 @@ fn main() {
     serve(&mut arbiter, listener);
     arbiter.cpusets.remove_all();
     let _ = std::fs::remove_file(&socket);
+    // Tells the watchdog all is clean: it must not touch what a next arbiter may already own.
+    unsafe { libc::write(watchdog, b"x".as_ptr() as *const _, 1) };
+}
+
+/// Holds the state directory's lock for the arbiter's life and its watchdog's (they share the
+/// open file): a new arbiter waits here while a dead one's watchdog is still cleaning up.
+fn lock(path: &std::path::Path) {
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)
+        .unwrap_or_else(|e| die(format!("{}: {e}", path.display())));
+    let fd = std::os::unix::io::IntoRawFd::into_raw_fd(file);
+    if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+        die(format!("{}: flock: {}", path.display(), std::io::Error::last_os_error()));
+    }
 }
 
 fn pin(cpus: &BTreeSet<i32>) {
@@ -123,7 +137,7 @@ fn listen(path: &std::path::Path) -> Result<i32, String> {
 
 /// A child that outlives the arbiter by a moment: when the arbiter dies however it dies (its
 /// end of the pipe closes), every program goes back to the root cpuset and the groups go.
-fn start_watchdog(cpusets: &cpuset::Cpusets, socket: &std::path::Path, listener: i32) {
+fn start_watchdog(cpusets: &cpuset::Cpusets, socket: &std::path::Path, listener: i32) -> i32 {
     let mut fds = [0i32; 2];
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         die(format!("pipe: {}", std::io::Error::last_os_error()));
@@ -138,7 +152,13 @@ fn start_watchdog(cpusets: &cpuset::Cpusets, socket: &std::path::Path, listener:
                 libc::signal(libc::SIGINT, libc::SIG_IGN);
                 libc::signal(libc::SIGTERM, libc::SIG_IGN);
                 let mut byte = 0u8;
-                while libc::read(fds[0], &mut byte as *mut u8 as *mut _, 1) != 0 {}
+                loop {
+                    match libc::read(fds[0], &mut byte as *mut u8 as *mut _, 1) {
+                        1 => std::process::exit(0), // the arbiter cleaned up itself
+                        0 => break,                 // it died
+                        _ => continue,
+                    }
+                }
             }
             cpusets.remove_all();
             // Only a socket nobody answers on is ours to remove (a new arbiter may own it).
@@ -149,7 +169,7 @@ fn start_watchdog(cpusets: &cpuset::Cpusets, socket: &std::path::Path, listener:
         }
         _ => unsafe { libc::close(fds[0]) },
     };
-    // fds[1] stays open, unused, for the arbiter's whole life.
+    fds[1]
 }
 
 fn signal_fd() -> i32 {

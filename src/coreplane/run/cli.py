@@ -57,12 +57,22 @@ def run(
     json_flag: bool = typer.Option(False, "--json", help="The run's JSON summary as the last line of stderr, "
                                    "after the program's end (stdout is the program's)."),
     json_out: Path = o.json_out(),
+    mcp: bool = typer.Option(False, "--mcp", help="Make the program a many-core process of the running arbiter "
+                             "(`coreplane arbiter`): its cores grow and shrink at run time."),
+    provision: int = typer.Option(0, "--provision", metavar="N", min=0, help="With --mcp: cores provisioned "
+                                  "(guaranteed) to it; 0 = best effort, borrowing idle cores."),
+    max_vcores: int = typer.Option(None, "--max", metavar="M", min=0, help="With --mcp: at most M vcores."),
+    arbiter_state_dir: Path = typer.Option(Path("/run/coreplane"), "--arbiter-state-dir", metavar="DIR",
+                                           help="With --mcp: where the arbiter's socket is."),
 ) -> None:
     """Run PROGRAM with every syscall intercepted: `coreplane run [OPTIONS] -- PROGRAM [ARGS...]`.
     Ends as the program did: its exit status, or death by the same signal (a shell shows 128+N)."""
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads, profile,
                     cell, time_every, null_page_sled, vdso, mapping)
     resolved = check(opts)
+    if mcp:
+        from coreplane.arbiter.mcp import become_mcp
+        resolved["mcp"] = become_mcp(provision, max_vcores, arbiter_state_dir)
     result = run_program(opts)
     _emit({**result.as_dict(), "config": resolved}, json_flag, json_out)
     result.end_as_program()
