@@ -15,19 +15,24 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk \
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring
 
-.PHONY: setup apt venv rust workloads demo test bench figures docs heldout conformance stress clean
+.PHONY: setup apt venv rust workloads demo test bench figures docs heldout conformance stress fullsys-setup fullsys clean
 
 setup: apt venv rust workloads
 
-apt: $(STAMPS)/apt
-$(STAMPS)/apt: Makefile
-	@missing=$$(for p in $(APT_PACKAGES); do \
+# Installs those of the Debian packages $(1) that are missing.
+define apt_install
+	@missing=$$(for p in $(1); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	    echo "apt: installing" $$missing; \
 	    $(SUDO) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
+
+apt: $(STAMPS)/apt
+$(STAMPS)/apt: Makefile
+	$(call apt_install,$(APT_PACKAGES))
 	@mkdir -p $(STAMPS) && touch $@
 
 venv: $(VENV)/.installed
@@ -68,6 +73,22 @@ conformance: setup
 stress: setup
 	cd tests && ../$(PY) -m conformance.hang --runs 200
 	$(PY) -m pytest -q tests/test_stress.py
+
+# Full-system OS activity (issue 16): QEMU/TCG and mmdebstrap, only for these targets; the osact
+# plugin against qemu-plugin.h from Debian's qemu source package (plugins/qemu-header.sh, private apt
+# configuration under target/); the static guest workload.
+FULLSYS_PACKAGES := qemu-system-x86 mmdebstrap e2fsprogs
+fullsys-setup: setup
+	$(call apt_install,$(FULLSYS_PACKAGES))
+	@$(MAKE) --no-print-directory -C plugins
+	@mkdir -p target/fullsys
+	$(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/matmul workloads/fullsys/matmul.c
+
+# The full-system regression run (image built and boot-checked if not cached, one node, small matrix);
+# not in `make test`: building an image takes minutes (docs/benchmarks.md).
+fullsys: fullsys-setup
+	$(CLI) fullsys image bookworm
+	COREPLANE_FULLSYS=1 $(PY) -m pytest -q tests/test_fullsys_live.py
 
 # The module tables of docs/architecture.md, from each module's first line (checked by make test).
 docs: venv
