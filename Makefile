@@ -108,6 +108,7 @@ bench: setup
 	$(PY) -m coreplane.map.experiments ipc --out $(BENCH_OUT)/netos-ipc.json
 	$(PY) -m coreplane.map.experiments quality --out $(BENCH_OUT)/netos-quality.json
 	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
+	$(PY) -m coreplane.arbiter.bench --json > $(BENCH_OUT)/arbiter.json   # ROS Tables 1-2 (issue 14)
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
 	target/release/coreplane-online-bench > $(BENCH_OUT)/netos-online.json   # run-time placement decision time at 1,024 cores
