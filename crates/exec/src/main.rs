@@ -3,6 +3,7 @@
 //! the per-process profile files into one JSON profile, and exits as the program did.
 
 mod cores;
+mod mapping;
 mod merge;
 mod policy;
 mod program;
@@ -41,6 +42,11 @@ struct Args {
     /// Thread placement by clone-tree key, `KEY:CPULIST|KEY:CPULIST...` (from `coreplane run --map`).
     #[arg(long)]
     placement: Option<String>,
+    /// Place the program's tasks as they appear by the run-time greedy on this topology
+    /// (mesh:XxY, torus:XxY, tree:A,B,...; core i = the i-th allowed CPU, modulo). Needs
+    /// CAP_NET_ADMIN; not with --placement or a delegation policy (delegates are pinned by the runtime).
+    #[arg(long, conflicts_with = "placement")]
+    online_map: Option<String>,
     /// Profile: time one local call in N on average at rewritten sites, after the first 8 of
     /// each syscall per thread (1: time every call). Counts are always exact.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=coreplane_runtime::config::TIME_EVERY_MAX))]
@@ -210,6 +216,10 @@ fn main() {
         .chain(std::iter::once(CString::new(program.as_os_str().as_bytes()).unwrap()))
         .chain(args.command.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| fail("argument contains NUL"))))
         .collect();
+    if args.online_map.is_some() && delegating {
+        fail("--online-map: not with a delegation policy (its delegates are pinned by the runtime)");
+    }
+    let online = args.online_map.as_deref().map(|s| mapping::subscribe(s).unwrap_or_else(|e| fail(e)));
     let rt_c = CString::new(rt.as_os_str().as_bytes()).unwrap();
     std::env::set_var("COREPLANE_RT", &cfg);
     let started = Instant::now();
@@ -233,6 +243,9 @@ fn main() {
         unsafe { libc::_exit(127) };
     }
     CHILD.store(pid, Ordering::Relaxed);
+    if let Some(online) = online {
+        online.follow(pid);
+    }
     unsafe {
         for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
             libc::signal(sig, forward as *const () as libc::sighandler_t);

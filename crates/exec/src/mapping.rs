@@ -1,0 +1,122 @@
+//! Run-time mapping inside the launcher (`--online-map SPEC`): the kernel's process-events
+//! connector reports every fork, thread creation, exec and exit; each of the program's tasks is
+//! placed by the run-time greedy (coreplane_netos::online) as it appears and pinned there.
+
+use coreplane_netos::online::{Birth, OnlineMapper, Topology};
+use std::collections::HashSet;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+const NETLINK_CONNECTOR: i32 = 11;
+const CN_IDX_PROC: u32 = 1;
+const CN_VAL_PROC: u32 = 1;
+const PROC_CN_MCAST_LISTEN: u32 = 1;
+const PROC_EVENT_FORK: u32 = 0x1;
+const PROC_EVENT_EXEC: u32 = 0x2;
+const PROC_EVENT_EXIT: u32 = 0x8000_0000;
+const NLMSG_DONE: u16 = 3;
+const HEADERS: usize = 16 + 20; // nlmsghdr + cn_msg; the proc_event follows
+
+/// A subscription to process events, made before the program starts so no event is missed.
+pub struct Online {
+    sock: OwnedFd,
+    mapper: OnlineMapper,
+    cpus: Vec<usize>,
+}
+
+fn os_error(what: &str) -> String {
+    format!("--online-map: {what}: {}", std::io::Error::last_os_error())
+}
+
+/// Subscribes to the process-events connector (needs CAP_NET_ADMIN) and builds the topology;
+/// core i of the topology is the (i mod n)-th CPU the launcher may run on.
+pub fn subscribe(spec: &str) -> Result<Online, String> {
+    let topo = Topology::parse(spec).map_err(|e| format!("--online-map: {e}"))?;
+    let cpus = allowed_cpus()?;
+    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, NETLINK_CONNECTOR) };
+    if fd < 0 {
+        return Err(os_error("netlink connector socket"));
+    }
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    addr.nl_family = libc::AF_NETLINK as u16;
+    addr.nl_groups = CN_IDX_PROC;
+    if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, std::mem::size_of_val(&addr) as u32) } < 0 {
+        return Err(os_error("bind to the process-events connector"));
+    }
+    let mut msg = Vec::with_capacity(HEADERS + 4);
+    msg.extend_from_slice(&((HEADERS + 4) as u32).to_ne_bytes()); // nlmsg_len
+    msg.extend_from_slice(&NLMSG_DONE.to_ne_bytes());
+    msg.extend_from_slice(&0u16.to_ne_bytes()); // flags
+    msg.extend_from_slice(&0u32.to_ne_bytes()); // seq
+    msg.extend_from_slice(&std::process::id().to_ne_bytes());
+    for v in [CN_IDX_PROC, CN_VAL_PROC, 0, 0] {
+        msg.extend_from_slice(&v.to_ne_bytes()); // cb_id.idx, cb_id.val, seq, ack
+    }
+    msg.extend_from_slice(&4u16.to_ne_bytes()); // len
+    msg.extend_from_slice(&0u16.to_ne_bytes()); // flags
+    msg.extend_from_slice(&PROC_CN_MCAST_LISTEN.to_ne_bytes());
+    if unsafe { libc::send(fd, msg.as_ptr() as *const libc::c_void, msg.len(), 0) } < 0 {
+        return Err(os_error("listen to process events"));
+    }
+    Ok(Online { sock, mapper: OnlineMapper::new(topo, 1), cpus })
+}
+
+fn allowed_cpus() -> Result<Vec<usize>, String> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } < 0 {
+        return Err(os_error("sched_getaffinity"));
+    }
+    Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+}
+
+impl Online {
+    /// Places `root` (the launcher's child) and then every task descending from it, on a thread
+    /// of the launcher, until the launcher exits.
+    pub fn follow(mut self, root: i32) {
+        std::thread::spawn(move || {
+            let mut ours: HashSet<i32> = HashSet::from([root]);
+            let core = self.mapper.spawn(root as u64, None, Birth::Fork);
+            self.pin(root, core);
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = unsafe { libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+                if n < HEADERS as isize + 32 {
+                    if n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                        return; // ENOBUFS and the like: the tasks keep the places they have
+                    }
+                    continue;
+                }
+                let word = |at: usize| i32::from_ne_bytes(buf[HEADERS + at..HEADERS + at + 4].try_into().unwrap());
+                let what = word(0) as u32;
+                let (a, b, c, d) = (word(16), word(20), word(24), word(28));
+                match what {
+                    PROC_EVENT_FORK if ours.contains(&b) => {
+                        // parent (pid a, tgid b) made child (pid c, tgid d): a thread when d == b
+                        let birth = if d == b { Birth::Thread } else { Birth::Fork };
+                        ours.insert(d);
+                        let core = self.mapper.spawn(c as u64, Some(a as u64), birth);
+                        self.pin(c, core);
+                    }
+                    PROC_EVENT_EXEC if ours.contains(&b) => {
+                        let core = self.mapper.exec(a as u64);
+                        self.pin(a, core);
+                    }
+                    PROC_EVENT_EXIT if ours.contains(&b) => {
+                        self.mapper.exit(a as u64);
+                        if a == b {
+                            ours.remove(&b);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+
+    fn pin(&self, tid: i32, core: u32) {
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::CPU_SET(self.cpus[core as usize % self.cpus.len()], &mut set) };
+        // a task that already ended cannot be pinned, and needs not be
+        unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
+    }
+}

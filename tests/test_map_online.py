@@ -1,0 +1,38 @@
+"""Run-time mapping in the launcher (coreplane-exec --online-map): tasks are pinned as they appear."""
+
+import os
+import subprocess
+
+import pytest
+
+from coreplane.core.native import binary
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or len(os.sched_getaffinity(0)) < 2,
+                                reason="the process-events connector needs CAP_NET_ADMIN; two CPUs needed")
+
+
+def _allowed(line: str) -> str:
+    return line.split(":")[1].strip()
+
+
+def test_forked_child_goes_next_door_exec_stays():
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    # tree:4 on the first two allowed CPUs: core i is CPU cpus[i % 2]. The root is placed on core 0;
+    # the subshell, a fork, on the nearest other core (1); its grep (exec, no partner seen) stays.
+    script = ("(sleep 0.3; grep Cpus_allowed_list /proc/self/status); "
+              "grep Cpus_allowed_list /proc/$$/status")
+    proc = subprocess.run(["taskset", "-c", ",".join(map(str, cpus)), str(binary("coreplane-exec")),
+                           "--online-map", "tree:4", "--", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    child, root = proc.stdout.splitlines()
+    assert _allowed(root) == str(cpus[0]) and _allowed(child) == str(cpus[1]), proc.stdout
+
+
+def test_online_map_refuses_bad_spec_and_delegation():
+    exe = str(binary("coreplane-exec"))
+    bad = subprocess.run([exe, "--online-map", "ring:3", "--", "true"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "ring:3" in bad.stderr and len(bad.stderr.splitlines()) == 1
+    deleg = subprocess.run([exe, "--online-map", "tree:2", "--delegate", "all", "--", "true"],
+                           capture_output=True, text=True)
+    assert deleg.returncode == 2 and "delegation policy" in deleg.stderr
