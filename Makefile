@@ -109,6 +109,8 @@ bench: setup
 	$(PY) -m coreplane.map.experiments quality --out $(BENCH_OUT)/netos-quality.json
 	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
 	$(PY) -m coreplane.arbiter.bench --json > $(BENCH_OUT)/arbiter.json   # ROS Tables 1-2 (issue 14)
+	$(CLI) arbsim --check $(BENCH_OUT)/arbiter.json --json --figure docs/figures/arbsim-tables.png > $(BENCH_OUT)/arbsim.json   # simulated, 1-64 cores
+	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
 	target/release/coreplane-online-bench > $(BENCH_OUT)/netos-online.json   # run-time placement decision time at 1,024 cores

@@ -2,7 +2,6 @@
 serial parts grow linearly with the cores, and bad cost files are one-line errors."""
 
 import json
-import random
 
 import pytest
 
@@ -12,7 +11,7 @@ from coreplane.arbsim import costs, model
 # Fixed, distinct costs (lo == hi) make every simulated time exact.
 FIXED = {name: costs.Cost(v, v, "test") for name, v in {
     "syscall": 100, "wake": 10_000, "ipi_send": 5_000, "signal": 14_000, "cpuset_write": 120_000,
-    "procs_write": 500_000, "move": 100_000, "pin_self": 15_000, "page": 10_000}.items()}
+    "procs_write": 500_000, "move": 100_000, "page": 10_000}.items()}
 S, W, I, SIG, CS, MOVE = 100, 10_000, 5_000, 14_000, 120_000, 100_000
 
 
@@ -20,10 +19,12 @@ def once(operation, cores):
     return model.simulate(operation, cores, FIXED, 1, seed=0)[0]
 
 
-def test_warm_grant_is_message_wake_and_thread_wake():
-    # send, arbiter woken, recv, shared-page stores, IPI, thread woken (the reply overlaps it)
-    assert once("get_one_warm", 1) == 3 * S + W + I + W
+def test_a_warm_grant_is_two_messages_and_no_cpuset_write():
+    # send, arbiter woken, recv, procinfo stores, reply, requester woken
+    assert once("get_one_warm", 1) == 4 * S + 2 * W
     assert once("get_one_warm", 64) == once("get_one_warm", 1)  # one vcore costs the same on any machine
+    assert once("get_one_cold", 1) == once("get_one_warm", 1) + CS
+    assert once("get_max_warm", 64) - once("get_max_warm", 32) == 32 * S
 
 
 def test_preempt_is_a_cpuset_write_and_the_kernels_move():
@@ -32,9 +33,16 @@ def test_preempt_is_a_cpuset_write_and_the_kernels_move():
     assert once("preempt_max", 32) - once("preempt_max", 16) == 16 * (S + CS)
 
 
+def test_batched_cpusets_make_taking_every_core_cost_one_write():
+    batched = model.simulate("preempt_max", 64, FIXED, 1, seed=0, batch_cpusets=True)[0]
+    assert batched == once("preempt_one", 1) + 63 * S
+    cold = model.simulate("get_max_cold", 64, FIXED, 1, seed=0, batch_cpusets=True)[0]
+    assert cold == once("get_max_warm", 64) + CS
+
+
 def test_warn_preempt_max_grows_by_one_warning_per_core():
     one = once("warn_preempt_one", 1)
-    assert one == S + W + S + (S + I) + SIG + S + W + S + S + S  # warn, signal, yield message served
+    assert one == S + W + S + (S + I) + SIG + S + W + S + S + S + W  # warn, signal, yield served, its reply
     # one arbiter thread sends every warning and serves every yield (recv, bookkeeping, reply): with
     # many cores each further core adds exactly that much
     # (past ~50 cores here the last yield finds the arbiter still busy and saves its wake-up once)
@@ -74,3 +82,17 @@ def test_bad_cost_files_are_one_line_errors(tmp_path, content, message):
     proc = run_cli("arbsim", "--costs", str(path), "--trials", "1")
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode != 0 and len(lines) == 1 and str(path) in lines[0] and message in lines[0], proc.stderr
+
+
+def test_check_sets_the_model_beside_the_real_benchmark(tmp_path):
+    from coreplane.arbsim.check import compare
+    from coreplane.core.errors import CoreplaneError
+
+    doc = tmp_path / "bench.json"
+    doc.write_text(json.dumps({"ops": {"get_one_vcore_warm": {"p50_us": 40.8}, "create_scp": {"p50_us": 900}}}))
+    (row,) = compare(doc, 1, FIXED, 1, seed=0)  # only the spans both time the same way
+    assert row["operation"] == "get_one_warm" and row["simulated_p50_us"] == 20.4
+    assert row["simulated_over_measured"] == 0.5
+    doc.write_text(json.dumps({"ops": {"create_scp": {"p50_us": 900}}}))
+    with pytest.raises(CoreplaneError, match="none of"):
+        compare(doc, 1, FIXED, 1, seed=0)

@@ -25,7 +25,15 @@ def arbsim(
     costs: Path = typer.Option(None, "--costs", metavar="FILE",
                                help='JSON {"cost": [lo_ns, hi_ns]} replacing measured defaults.'),
     seed: int = typer.Option(1, "--seed", help="Seed of the cost draws."),
+    batch_cpusets: bool = typer.Option(False, "--batch-cpusets",
+                                       help="What if: rewrite each cpuset once per request, not once per vcore "
+                                            "as the arbiter does today."),
     figure: Path = typer.Option(None, "--figure", metavar="PNG", help="Also draw p50 against cores here."),
+    check: Path = typer.Option(None, "--check", metavar="JSON",
+                               help="The real arbiter's benchmark (python -m coreplane.arbiter.bench --json) to "
+                                    "compare the model with at this machine's compute cores."),
+    machine_cores: int = typer.Option(1, "--machine-cores", min=1, metavar="N",
+                                      help="Compute cores of the machine --check was measured on."),
     as_json: bool = json_flag(),
 ):
     """SIMULATED ROS Tables 1–2 at many compute cores: a SimPy model of the arbiter, from costs measured here.
@@ -36,11 +44,15 @@ def arbsim(
     from coreplane.arbsim.model import table
 
     used = cost_table.load(costs)
-    rows = table(_cores(cores), used, trials, seed)
-    result = {"simulated": True, "costs": {k: vars(c) for k, c in used.items()}, "rows": rows}
+    rows = table(_cores(cores), used, trials, seed, batch_cpusets)
+    result = {"simulated": True, "batch_cpusets": batch_cpusets, "costs": {k: vars(c) for k, c in used.items()},
+              "rows": rows}
     if figure:
         from coreplane.arbsim.plot import draw
         result["figure"] = str(draw(rows, figure))
+    if check:
+        from coreplane.arbsim.check import compare
+        result["check"] = compare(check, machine_cores, used, trials, seed)
 
     def render(data):
         from rich.table import Table
@@ -51,6 +63,10 @@ def arbsim(
             t.add_row(r["operation"], str(r["cores"]), human_ns(r["min_ns"]), human_ns(r["p50_ns"]),
                       human_ns(r["p99_ns"]), f"{r['ros_nehalem_us']} µs")
         console.print(t)
+        for c in data.get("check", []):
+            console.print(f"check {c['operation']} at {c['cores']} core(s): simulated p50 {c['simulated_p50_us']} µs, "
+                          f"measured {c['measured_p50_us']} µs ({c['measured_as']}): "
+                          f"ratio {c['simulated_over_measured']}")
         if "figure" in data:
             console.print(f"figure: {data['figure']}")
     emit(result, as_json, render)

@@ -27,8 +27,7 @@ DEFAULTS = {
     "cpuset_write": Cost(100_000, 140_000, "rewrite cpuset.cpus (cgroup v1); also a group's mkdir/rmdir"),
     "procs_write": Cost(450_000, 550_000, "write a pid to a cpuset's tasks/cgroup.procs"),
     "move": Cost(90_000, 120_000, "a running thread seen on its new CPU after the cpuset shrank (mover SCHED_FIFO)"),
-    "pin_self": Cost(15_000, 15_000, "sched_setaffinity of the calling thread (a cold vcore's thread pins itself)"),
-    "page": Cost(10_600, 10_600, "mmap + touch + munmap of 4 KiB (the shared pages, a cold vcore's stack)"),
+    "page": Cost(10_600, 10_600, "mmap + touch + munmap of 4 KiB (an MCP's shared pages)"),
 }
 
 # The shared pages of one MCP: procinfo, and per vcore a queue of 64 notifications of 24 bytes.

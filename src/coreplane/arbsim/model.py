@@ -18,8 +18,9 @@ OPERATIONS = tuple(ROS_NEHALEM_US)
 class Machine:
     """One trial's world: the clock, the arbiter's inbox and server, and a cost drawn per use."""
 
-    def __init__(self, costs: dict[str, Cost], rng: random.Random):
+    def __init__(self, costs: dict[str, Cost], rng: random.Random, batch_cpusets: bool = False):
         self.env = simpy.Environment()
+        self.batch_cpusets = batch_cpusets
         self.costs = costs
         self.rng = rng
         self.inbox = simpy.Store(self.env)
@@ -34,47 +35,60 @@ class Machine:
         """A SimPy timeout of the sum of the named costs."""
         return self.env.timeout(sum(self.cost(n) for n in names))
 
-    def send(self, handler):
-        """A program's message to the arbiter (a socket write); `handler` is the generator that serves it."""
+    def send(self, handler, reply: bool = True):
+        """A message to the arbiter (a socket write, or with `reply` False the pidfd of an exited
+        program); `handler` is the generator that serves it. The returned event fires when the
+        sender, blocked in recv on its own core, has the reply (or when the handler is done)."""
         done = self.env.event()
-        self.env.process(self._post(handler, done))
+        self.env.process(self._post(handler, done, reply))
         return done
 
-    def _post(self, handler, done):
+    def _post(self, handler, done, reply):
         yield self.delay("syscall")
-        yield self.inbox.put((handler, done))
+        yield self.inbox.put((handler, done, reply))
 
     def _serve(self):
         # The arbiter's event loop: asleep in epoll when its inbox is empty, so the first message
         # of a burst pays a wake-up and the rest queue behind the one being served.
         while True:
             idle = not self.inbox.items
-            handler, done = yield self.inbox.get()
+            handler, done, reply = yield self.inbox.get()
             if idle:
                 yield self.delay("wake")
             yield self.delay("syscall")  # recv
             result = yield self.env.process(handler())
-            yield self.delay("syscall")  # reply
-            done.succeed(result)
+            if reply:
+                yield self.delay("syscall")  # send; the sender wakes on its core meanwhile
+                self.env.process(self._deliver(done, result))
+            else:
+                done.succeed(result)
 
-    def wake_thread(self):
-        """The arbiter wakes a vcore thread on another core: it pays the send, the thread runs later."""
-        yield self.delay("ipi_send")
-        running = self.env.timeout(self.cost("wake"))
-        return running
+    def _deliver(self, done, result):
+        yield self.delay("wake")
+        done.succeed(result)
 
 
 def _all(machine: Machine, events):
     return machine.env.all_of(list(events))
 
 
-def _per_vcore(m: Machine, k: int, step):
-    """One request whose handler runs `step` for `k` vcores one after another; each step returns the
-    event that marks its vcore done, and the operation ends when all are."""
+def _per_vcore(m: Machine, k: int, step, writes: int = 0):
+    """One request whose handler serves `k` vcores one after another: `step` does a vcore's
+    bookkeeping and returns what starts once its `writes` cpuset groups are rewritten (a move, a
+    signal: a function giving the event that marks the vcore done). The groups are rewritten per
+    vcore, as arbiter.rs does, or once for the request when the machine batches them."""
     def handler():
-        done = []
+        done, waiting = [], []
         for _ in range(k):
-            done.append((yield m.env.process(step())))
+            then = yield m.env.process(step())
+            if writes and m.batch_cpusets:
+                waiting.append(then)
+                continue
+            yield m.env.timeout(sum(m.cost("cpuset_write") for _ in range(writes)))
+            done.append(then())
+        if waiting:
+            yield m.env.timeout(sum(m.cost("cpuset_write") for _ in range(writes)))
+            done += [then() for then in waiting]
         return done
     done = yield m.send(handler)
     yield _all(m, done)
@@ -89,23 +103,21 @@ def create_mcp(m: Machine, n: int):
 
 
 def _grant(m: Machine, k: int, cold: bool):
-    """The arbiter grants `k` vcores: per vcore the shared-page stores, a cpuset write if cold, a wake."""
+    """The arbiter grants `k` vcores: per vcore the procinfo stores and the notification, and a cpuset
+    write if cold (the CPU was not retained in the program's cpuset). Done when the requester has the
+    reply, as the real arbiter's benchmark times it; the program then runs its threads there."""
     def step():
         yield m.delay("syscall")  # procinfo stores and the notification, about a syscall's worth
-        if cold:
-            yield m.delay("cpuset_write")
-        return (yield m.env.process(m.wake_thread()))
-    yield from _per_vcore(m, k, step)
-    if cold:  # a new vcore's thread maps its stack and pins itself before it runs the program's code
-        yield m.delay("page", "pin_self")
+        return lambda: m.env.timeout(0)
+    yield from _per_vcore(m, k, step, writes=1 if cold else 0)
 
 
 def _preempt(m: Machine, k: int):
     """Revoke with no warning time: per vcore a cpuset rewrite; the kernel then moves its thread away."""
     def step():
-        yield m.delay("syscall", "cpuset_write")
-        return m.env.timeout(m.cost("move"))
-    yield from _per_vcore(m, k, step)
+        yield m.delay("syscall")
+        return lambda: m.env.timeout(m.cost("move"))
+    yield from _per_vcore(m, k, step, writes=1)
 
 
 def _warn_preempt(m: Machine, k: int):
@@ -114,23 +126,23 @@ def _warn_preempt(m: Machine, k: int):
     def yielded():
         yield m.delay("syscall")
 
-    def vcore(signalled):
-        yield signalled
+    def vcore():
+        yield m.env.timeout(m.cost("signal"))
         yield m.send(yielded)
 
     def step():
         yield m.delay("syscall", "ipi_send")
-        return m.env.process(vcore(m.env.timeout(m.cost("signal"))))
+        return lambda: m.env.process(vcore())
     yield from _per_vcore(m, k, step)
 
 
 def preempt_and_get_max(m: Machine, n: int):
-    """Another MCP asks for its whole provision, all on loan: per core the lender's cpuset shrinks, the
-    asker's grows (cold) and its vcore thread is woken."""
+    """Another MCP asks for its whole provision, all on loan, and the lender gets no warning: per core
+    the lender's cpuset shrinks and the asker's grows; done when the asker has the reply."""
     def step():
-        yield m.delay("syscall", "cpuset_write", "cpuset_write")
-        return (yield m.env.process(m.wake_thread()))
-    yield from _per_vcore(m, n, step)
+        yield m.delay("syscall")
+        return lambda: m.env.timeout(0)
+    yield from _per_vcore(m, n, step, writes=2)
 
 
 def kill_mcp(m: Machine, n: int):
@@ -145,7 +157,7 @@ def kill_mcp(m: Machine, n: int):
     def reclaim():
         yield m.delay("cpuset_write")  # rmdir of the group
         yield m.env.timeout(n * m.cost("syscall"))
-    yield m.send(reclaim)
+    yield m.send(reclaim, reply=False)
 
 
 # Each operation of Tables 1–2 as a SimPy process body on a machine of n compute cores.
@@ -165,13 +177,14 @@ BODIES = {
 assert set(BODIES) == set(OPERATIONS)
 
 
-def simulate(operation: str, cores: int, costs: dict[str, Cost], trials: int, seed: int) -> list[float]:
+def simulate(operation: str, cores: int, costs: dict[str, Cost], trials: int, seed: int,
+             batch_cpusets: bool = False) -> list[float]:
     """`trials` simulated times (ns) of `operation` on a machine of `cores` compute cores."""
     body = BODIES[operation]
     rng = random.Random(f"{seed}:{operation}:{cores}")
     times = []
     for _ in range(trials):
-        m = Machine(costs, rng)
+        m = Machine(costs, rng, batch_cpusets)
         finished = m.env.process(body(m, cores))
         m.env.run(until=finished)
         times.append(m.env.now)
@@ -187,12 +200,13 @@ def summarize(times: list[float]) -> dict:
     return {"min_ns": ordered[0], "p50_ns": rank(0.5), "p99_ns": rank(0.99), "trials": len(ordered)}
 
 
-def table(cores: list[int], costs: dict[str, Cost], trials: int, seed: int) -> list[dict]:
+def table(cores: list[int], costs: dict[str, Cost], trials: int, seed: int, batch_cpusets: bool = False) -> list[dict]:
     """One row per (operation, cores): the simulated summary and, beside it, ROS's Nehalem-EX figure."""
     rows = []
     for operation in OPERATIONS:
         for n in cores:
-            row = {"operation": operation, "cores": n, "simulated": True, "ros_nehalem_us": ROS_NEHALEM_US[operation]}
-            row.update(summarize(simulate(operation, n, costs, trials, seed)))
+            row = {"operation": operation, "cores": n, "simulated": True, "batch_cpusets": batch_cpusets,
+                   "ros_nehalem_us": ROS_NEHALEM_US[operation]}
+            row.update(summarize(simulate(operation, n, costs, trials, seed, batch_cpusets)))
             rows.append(row)
     return rows
