@@ -53,6 +53,8 @@ enum Mode {
     Relocate = 2,
 }
 static MODE: AtomicU8 = AtomicU8::new(Mode::Trap as u8);
+/// The thread rewriting a site (its tid), 0 when none: rewrites, the trampolines and `textmap`
+/// are changed by one thread at a time.
 static REWRITE_LOCK: AtomicU32 = AtomicU32::new(0);
 
 /// Calls made in assembly: neither delegated nor answered by the runtime.
@@ -405,12 +407,14 @@ pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     if !enabled() || crate::dispatch::needs_trap(nr) || !can_take(site, nr) {
         return;
     }
-    lock();
+    if !lock() {
+        return;
+    }
     // Checked under the lock: another thread may have rewritten it meanwhile.
     if can_take(site, nr) && crate::textmap::is_file_text(site) && rewrite(site, nr) {
         crate::profile::count_rewrite();
     }
-    REWRITE_LOCK.store(0, Release);
+    unlock();
 }
 
 /// Rewrites the `mov eax, nr; syscall` the runtime's calibration made in its own stub (not
@@ -419,15 +423,43 @@ pub fn rewrite_for_calibration(site: usize, nr: usize) -> bool {
     if !enabled() || !can_take(site, nr) {
         return false;
     }
-    lock();
+    if !lock() {
+        return false;
+    }
     let done = rewrite(site, nr);
-    REWRITE_LOCK.store(0, Release);
+    unlock();
     done
 }
 
-fn lock() {
-    while REWRITE_LOCK.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
-        core::hint::spin_loop();
+/// Takes REWRITE_LOCK for this thread; false if this thread holds it already (a program signal
+/// handler that ran while the thread was rewriting, and trapped or forked itself).
+fn lock() -> bool {
+    let me = crate::thread::current().tid as u32;
+    loop {
+        match REWRITE_LOCK.compare_exchange(0, me, Acquire, Relaxed) {
+            Ok(_) => return true,
+            Err(owner) if owner == me => return false,
+            Err(_) => core::hint::spin_loop(),
+        }
+    }
+}
+
+fn unlock() {
+    REWRITE_LOCK.store(0, Release);
+}
+
+/// Around fork: no other thread may be half-way through a rewrite when the address space is
+/// copied, and the child, whose only thread is the caller, must not inherit a lock held by a
+/// thread it does not have (it then spun forever at its next new site: `stress_blocking`,
+/// `fork_rewrite`). Returns whether the caller took the lock (it may hold it already).
+pub fn before_fork() -> bool {
+    lock()
+}
+
+/// After fork, in the parent (`taken` as before_fork said) and in the child (always released).
+pub fn after_fork(taken: bool, child: bool) {
+    if taken || child {
+        unlock();
     }
 }
 
