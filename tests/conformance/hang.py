@@ -22,13 +22,14 @@ from .compare import CLI, REPO
 
 PROGRAM = REPO / "tests" / "programs" / "hash_docs.py"
 SHAPE = ["--delegate", "all", "--forward-cost", "20000"]
+DOCS = "/usr/share/doc"
 KEPT = REPO / "target" / "conformance" / "hang.json"
 
 
-def one_run(profile: Path | None, watchdog: float) -> tuple[str, float, bytes]:
+def one_run(profile: Path | None, watchdog: float, files: int) -> tuple[str, float, bytes]:
     """('ok' | 'hang' | 'exit N'), seconds taken, stdout."""
     argv = [CLI, "run", *SHAPE, *(["--profile", str(profile)] if profile else []), "--",
-            sys.executable, str(PROGRAM)]
+            sys.executable, str(PROGRAM), DOCS, str(files)]
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -40,14 +41,16 @@ def one_run(profile: Path | None, watchdog: float) -> tuple[str, float, bytes]:
         return "hang", time.monotonic() - start, b""
 
 
-def campaign(runs: int, watchdog: float, progress=None) -> dict:
-    """Runs the shape `runs` times, alternating without and with a profile; counts per variant."""
-    expected = subprocess.run([sys.executable, str(PROGRAM)], capture_output=True, check=True).stdout
+def campaign(runs: int, watchdog: float, progress=None, files: int = 3000) -> dict:
+    """Runs the shape `runs` times (hashing `files` files), alternating without and with a
+    profile; counts per variant."""
+    expected = subprocess.run([sys.executable, str(PROGRAM), DOCS, str(files)], capture_output=True,
+                              check=True).stdout
     result = {v: {"runs": 0, "hangs": 0, "wrong": 0, "seconds": []} for v in ("plain", "profile")}
     with tempfile.TemporaryDirectory(prefix="coreplane-hang-") as tmp:
         for i in range(runs):
             variant = "profile" if i % 2 else "plain"
-            status, took, out = one_run(Path(tmp) / "p.json" if i % 2 else None, watchdog)
+            status, took, out = one_run(Path(tmp) / "p.json" if i % 2 else None, watchdog, files)
             r = result[variant]
             r["runs"] += 1
             r["hangs"] += status == "hang"

@@ -58,7 +58,12 @@ KNOWN: list[tuple[str, str]] = [
     (r"getppid|print_ppid_tracerpid",
      "Expected, not a runtime difference: the program prints its parent's pid, which natively is the "
      "corpus runner and under `coreplane run` is the launcher coreplane-exec."),
-    (r"statfs|getdents(64)?-v",
+    (r"nlattr_ifaddr(lbl)?msg",
+     "Intermittent, not root-caused (`all` only): timed out (> 40 s) once in one full corpus run on a "
+     "loaded machine, passed in the other full run and in 3 of 3 reruns (0.2-0.4 s each); it may be the "
+     "open delegation hang (issue 12 item 3). Reproducer: `coreplane run --delegate all -- "
+     "target/conformance/src/strace-*/tests/nlattr_ifaddrmsg`, repeated."),
+    (r"f?statfs|getdents(64)?-v",
      "Output that changes between runs on a busy machine (free blocks of a file system; the entries of a "
      "directory other processes write to): agreed in the two native runs, not in the third."),
 ]

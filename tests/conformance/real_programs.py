@@ -171,16 +171,19 @@ def c_project(d: Path) -> None:
     (d / "Makefile").write_text(MAKEFILE)
 
 
-def go_binary(kind: str) -> Path | None:
-    """gowork (tests/programs) built static (CGO_ENABLED=0) or with cgo; None without Go."""
+def go_binary(kind: str) -> Path | str:
+    """gowork (tests/programs) built static (CGO_ENABLED=0) or with cgo, or why it could not be."""
     if not Path(GO).exists():
-        return None
+        return f"no Go toolchain ({GO})"
     exe = BIN / f"gowork-{kind}"
     if not exe.exists():
         BIN.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "GOCACHE": str(REPO / "target" / "gocache"), "GOFLAGS": "-mod=mod",
                "CGO_ENABLED": "1" if kind == "cgo" else "0"}
-        subprocess.run([GO, "build", "-C", str(GO_SOURCE), "-o", str(exe), "."], check=True, env=env)
+        built = subprocess.run([GO, "build", "-o", str(exe), "."], cwd=GO_SOURCE, env=env, capture_output=True,
+                               text=True)
+        if built.returncode:
+            return f"{GO} build failed: {(built.stderr.strip().splitlines() or ['?'])[-1]}"
     return exe
 
 
@@ -290,10 +293,10 @@ def cases() -> tuple[list[Case], list[str]]:
     ]
     for kind in ("static", "cgo"):
         exe = go_binary(kind)
-        if exe:
+        if isinstance(exe, Path):
             c.append(Case(f"go-{kind}", [str(exe)], timeout=60, group="go"))
         else:
-            missing.append(f"go-{kind}: no Go toolchain ({GO})")
+            missing.append(f"go-{kind}: {exe}")
     gofmt = Path(GO).with_name("gofmt")
     if gofmt.exists():
         c.append(Case("gofmt", [str(gofmt), "-s", "x.go"], files(x_go=GO_UNFORMATTED), group="go"))
