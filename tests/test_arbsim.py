@@ -10,9 +10,10 @@ from coreplane.arbsim import costs, model
 
 # Fixed, distinct costs (lo == hi) make every simulated time exact.
 FIXED = {name: costs.Cost(v, v, "test") for name, v in {
-    "syscall": 100, "wake": 10_000, "ipi_send": 5_000, "signal": 14_000, "cpuset_write": 120_000,
+    "syscall": 100, "wake": 10_000, "ipi_send": 5_000, "signal": 14_000, "cpuset_grow": 16_000,
+    "cpuset_shrink": 30_000, "cgroup_dir": 120_000,
     "procs_write": 500_000, "move": 100_000, "page": 10_000}.items()}
-S, W, I, SIG, CS, MOVE = 100, 10_000, 5_000, 14_000, 120_000, 100_000
+S, W, I, SIG, GROW, SHRINK, MOVE = 100, 10_000, 5_000, 14_000, 16_000, 30_000, 100_000
 
 
 def once(operation, cores):
@@ -23,21 +24,21 @@ def test_a_warm_grant_is_two_messages_and_no_cpuset_write():
     # send, arbiter woken, recv, procinfo stores, reply, requester woken
     assert once("get_one_warm", 1) == 4 * S + 2 * W
     assert once("get_one_warm", 64) == once("get_one_warm", 1)  # one vcore costs the same on any machine
-    assert once("get_one_cold", 1) == once("get_one_warm", 1) + CS
+    assert once("get_one_cold", 1) == once("get_one_warm", 1) + GROW
     assert once("get_max_warm", 64) - once("get_max_warm", 32) == 32 * S
 
 
 def test_preempt_is_a_cpuset_write_and_the_kernels_move():
-    assert once("preempt_one", 1) == S + W + S + S + CS + MOVE
+    assert once("preempt_one", 1) == S + W + S + S + SHRINK + MOVE
     # the real arbiter rewrites the cpuset once per vcore taken: linear in the cores
-    assert once("preempt_max", 32) - once("preempt_max", 16) == 16 * (S + CS)
+    assert once("preempt_max", 32) - once("preempt_max", 16) == 16 * (S + SHRINK)
 
 
 def test_batched_cpusets_make_taking_every_core_cost_one_write():
     batched = model.simulate("preempt_max", 64, FIXED, 1, seed=0, batch_cpusets=True)[0]
     assert batched == once("preempt_one", 1) + 63 * S
     cold = model.simulate("get_max_cold", 64, FIXED, 1, seed=0, batch_cpusets=True)[0]
-    assert cold == once("get_max_warm", 64) + CS
+    assert cold == once("get_max_warm", 64) + GROW
 
 
 def test_warn_preempt_max_grows_by_one_warning_per_core():

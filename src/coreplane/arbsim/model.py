@@ -72,9 +72,9 @@ def _all(machine: Machine, events):
     return machine.env.all_of(list(events))
 
 
-def _per_vcore(m: Machine, k: int, step, writes: int = 0):
+def _per_vcore(m: Machine, k: int, step, writes: tuple[str, ...] = ()):
     """One request whose handler serves `k` vcores one after another: `step` does a vcore's
-    bookkeeping and returns what starts once its `writes` cpuset groups are rewritten (a move, a
+    bookkeeping and returns what starts once its cpuset `writes` are done (a move, a
     signal: a function giving the event that marks the vcore done). The groups are rewritten per
     vcore, as arbiter.rs does, or once for the request when the machine batches them."""
     def handler():
@@ -84,10 +84,10 @@ def _per_vcore(m: Machine, k: int, step, writes: int = 0):
             if writes and m.batch_cpusets:
                 waiting.append(then)
                 continue
-            yield m.env.timeout(sum(m.cost("cpuset_write") for _ in range(writes)))
+            yield m.delay(*writes)
             done.append(then())
         if waiting:
-            yield m.env.timeout(sum(m.cost("cpuset_write") for _ in range(writes)))
+            yield m.delay(*writes)
             done += [then() for then in waiting]
         return done
     done = yield m.send(handler)
@@ -97,7 +97,7 @@ def _per_vcore(m: Machine, k: int, step, writes: int = 0):
 def create_mcp(m: Machine, n: int):
     """Provision: the MCP's cpuset group (mkdir, mems, cpus), the process moved in, its shared pages."""
     def handler():
-        yield m.delay("cpuset_write", "cpuset_write", "cpuset_write", "procs_write")
+        yield m.delay("cgroup_dir", "cgroup_dir", "cgroup_dir", "procs_write")
         yield m.env.timeout(shm_pages(n) * m.cost("page"))
     yield m.send(handler)
 
@@ -109,7 +109,7 @@ def _grant(m: Machine, k: int, cold: bool):
     def step():
         yield m.delay("syscall")  # procinfo stores and the notification, about a syscall's worth
         return lambda: m.env.timeout(0)
-    yield from _per_vcore(m, k, step, writes=1 if cold else 0)
+    yield from _per_vcore(m, k, step, writes=("cpuset_grow",) if cold else ())
 
 
 def _preempt(m: Machine, k: int):
@@ -117,7 +117,7 @@ def _preempt(m: Machine, k: int):
     def step():
         yield m.delay("syscall")
         return lambda: m.env.timeout(m.cost("move"))
-    yield from _per_vcore(m, k, step, writes=1)
+    yield from _per_vcore(m, k, step, writes=("cpuset_shrink",))
 
 
 def _warn_preempt(m: Machine, k: int):
@@ -142,7 +142,7 @@ def preempt_and_get_max(m: Machine, n: int):
     def step():
         yield m.delay("syscall")
         return lambda: m.env.timeout(0)
-    yield from _per_vcore(m, n, step, writes=2)
+    yield from _per_vcore(m, n, step, writes=("cpuset_shrink", "cpuset_grow"))
 
 
 def kill_mcp(m: Machine, n: int):
@@ -155,7 +155,7 @@ def kill_mcp(m: Machine, n: int):
     yield _all(m, exits)
 
     def reclaim():
-        yield m.delay("cpuset_write")  # rmdir of the group
+        yield m.delay("cgroup_dir")  # rmdir of the group
         yield m.env.timeout(n * m.cost("syscall"))
     yield m.send(reclaim, reply=False)
 
