@@ -69,6 +69,8 @@ COMMANDS = {
                      "Welch's t-test."),
     "graph": Entry("coreplane.graph.cli:app",
                    "NetworkedOS multi-layer graphs: build (layers 0-3) and partition (quality T)."),
+    "fullsys": Entry("coreplane.fullsys.cli:app",
+                     "Full-system OS activity (paper 001): Debian images under QEMU/TCG with coreplane's plugins."),
     "map": Entry("coreplane.map.cli:map_command",
                  "Thread-to-core mapping: the paper's greedy O(P) mapping or a baseline, with hop-bytes, link load "
                  "under XY routing and the NoC latency/energy model."),

@@ -1,0 +1,29 @@
+"""Where full-system artefacts live: the plugin, the guest workload, the image cache, all under target/fullsys."""
+
+from pathlib import Path
+
+from coreplane.core.errors import CoreplaneError
+
+REPO = Path(__file__).resolve().parents[3]
+ROOT = REPO / "target" / "fullsys"
+IMAGES = ROOT / "images"
+RUNS = ROOT / "runs"
+PLUGIN = ROOT / "plugins" / "libosact.so"
+WORKLOAD = ROOT / "matmul"
+GUEST_INIT = Path(__file__).with_name("guest_init.sh")
+# The Debian suites the study compares (paper 001's "distributions").
+SUITES = ("bullseye", "bookworm", "trixie", "sid")
+
+
+def check_suite(suite: str) -> str:
+    """`suite` if it is one of SUITES, else a one-line error."""
+    if suite not in SUITES:
+        raise CoreplaneError(f"unknown suite {suite!r}: one of {', '.join(SUITES)}")
+    return suite
+
+
+def built(path: Path) -> Path:
+    """`path` if `make fullsys-setup` has built it, else a one-line error saying so."""
+    if not path.exists():
+        raise CoreplaneError(f"{path} is missing: run `make fullsys-setup` first")
+    return path

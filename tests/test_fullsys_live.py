@@ -1,0 +1,50 @@
+"""The full-system regression run (issue 16, MYINSTALL's step): bookworm's image boots under
+QEMU/TCG, the osact plugin loads, the matrix multiply's region of interest is counted, and two
+-icount runs count the same. Runs under `make fullsys` only (COREPLANE_FULLSYS=1, the image
+built there): building an image takes minutes and a boot under -icount minutes more on these
+shared machines, beyond what `make test` may add."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+from coreplane.core.errors import CoreplaneError
+from coreplane.fullsys import guest, image
+from coreplane.fullsys.paths import PLUGIN, WORKLOAD
+
+SIZE = 48
+BOOT_TIMEOUT_S = 1200  # a booting guest gets a fraction of a CPU on the shared 2-vCPU machines
+
+
+def run_matmul() -> dict:
+    proc = run_cli("fullsys", "run", "--image", "bookworm", "--size", str(SIZE), "--json", timeout=BOOT_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+pytestmark = pytest.mark.skipif(not os.environ.get("COREPLANE_FULLSYS"), reason="full-system runs: make fullsys")
+
+
+def test_region_of_interest_counted_and_repeatable():
+    first = run_matmul()
+    native = subprocess.run([str(WORKLOAD), str(SIZE)], capture_output=True, text=True, check=True).stdout
+    assert f"checksum={first['checksum']:.1f}" in native
+    roi = first["roi"]
+    # The multiply's inner loop alone executes SIZE³ iterations of at least a load, a multiply-add
+    # and a store, all in user space.
+    assert roi["insns"]["user"] >= 3 * SIZE**3
+    assert roi["memory"]["user"] >= 2 * SIZE**3
+    assert 0 < roi["kernel_share_insns"] < 0.5
+    second = run_matmul()
+    assert second["roi"]["insns"] == roi["insns"] and second["roi"]["memory"] == roi["memory"]
+
+
+def test_plugin_that_fails_to_load_is_one_line(tmp_path):
+    bad = tmp_path / "libosact.so"
+    bad.write_bytes(PLUGIN.read_bytes()[:4096])  # a truncated ELF file: dlopen refuses it
+    with pytest.raises(CoreplaneError, match=f"plugin {bad} failed to load"):
+        guest.boot(image.image_dir("bookworm"), tmp_path / "console.log", plugin=f"{bad},out={tmp_path}/x.json",
+                   timeout_s=120)
