@@ -25,10 +25,10 @@ DEFAULTS = {
     "ipi_send": Cost(5_000, 5_600, "KVM exit round trip: what the waker pays per cross-CPU wake-up in this guest"),
     "signal": Cost(13_000, 15_000, "cross-CPU tgkill until the handler runs"),
     # A cpuset rewrite: the reference table's 100-140 µs; the real arbiter's own spans on this machine
-    # (cold minus warm grant: 15-18 µs, preempt reply minus warm grant: ≈ 32 µs, p50s of 1,000 trials
-    # under load; docs/benchmarks.md) put adding a CPU and taking one away far lower.
-    "cpuset_grow": Cost(15_000, 18_000, "add a CPU to cpuset.cpus (the real arbiter: cold - warm grant p50)"),
-    "cpuset_shrink": Cost(25_000, 35_000, "take a CPU from cpuset.cpus (the real arbiter: preempt reply - warm grant p50)"),
+    # (cold minus warm grant: 14-18 µs, preempt reply minus warm grant: 21-32 µs, p50s of 1,000
+    # trials in two runs; docs/benchmarks.md) put adding a CPU and taking one away far lower.
+    "cpuset_grow": Cost(14_000, 18_000, "add a CPU to cpuset.cpus (the real arbiter: cold - warm grant p50)"),
+    "cpuset_shrink": Cost(21_000, 32_000, "take a CPU from cpuset.cpus (the real arbiter: preempt reply - warm grant p50)"),
     "cgroup_dir": Cost(100_000, 140_000, "a cpuset group's mkdir, rmdir or first write (reference: rewrite cpuset.cpus)"),
     "procs_write": Cost(450_000, 550_000, "write a pid to a cpuset's tasks/cgroup.procs"),
     "move": Cost(90_000, 120_000, "a running thread seen on its new CPU after the cpuset shrank (mover SCHED_FIFO)"),
