@@ -37,6 +37,13 @@ pub fn subscribe(spec: &str) -> Result<Online, String> {
         return Err(os_error("netlink connector socket"));
     }
     let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // every process of the machine is reported: a large buffer keeps a fork storm elsewhere
+    // from overflowing it (FORCE passes rmem_max; we hold CAP_NET_ADMIN already)
+    let size: libc::c_int = 16 << 20;
+    unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size as *const _ as *const libc::c_void,
+                         std::mem::size_of_val(&size) as u32)
+    };
     let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     addr.nl_family = libc::AF_NETLINK as u16;
     addr.nl_groups = CN_IDX_PROC;
@@ -81,8 +88,10 @@ impl Online {
             loop {
                 let n = unsafe { libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
                 if n < HEADERS as isize + 32 {
-                    if n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                        return; // ENOBUFS and the like: the tasks keep the places they have
+                    // ENOBUFS: events were lost (the tasks they named keep the places they have)
+                    let lost = std::io::Error::last_os_error().raw_os_error();
+                    if n < 0 && !matches!(lost, Some(libc::EINTR) | Some(libc::ENOBUFS)) {
+                        return;
                     }
                     continue;
                 }
