@@ -371,17 +371,11 @@ impl Arbiter {
     pub fn exited(&mut self, pid: u32) {
         let Some(mcp) = self.mcps.get(&pid) else { return };
         let slots: Vec<usize> = (0..mcp.vcores.len()).filter(|&i| mcp.vcores[i].is_some()).collect();
-        let cpus: Vec<i32> = mcp.vcores.iter().flatten().map(|v| v.cpu).collect();
         // Its pending revocations still hand their cores to whoever was owed them.
         for slot in slots {
-            let v = self.mcps.get_mut(&pid).unwrap().vcores[slot].as_mut().unwrap();
-            if v.revoke.is_none() {
-                v.revoke = Some(Revoke { deadline: 0, for_pid: None, batch: None });
-            }
-            let mcp = self.mcps.get_mut(&pid).unwrap();
-            let vcore = mcp.vcores[slot].take().unwrap();
+            let vcore = self.mcps.get_mut(&pid).unwrap().vcores[slot].take().unwrap();
             self.owner.remove(&vcore.cpu);
-            let revoke = vcore.revoke.unwrap();
+            let Some(revoke) = vcore.revoke else { continue };
             if let Some(to) = revoke.for_pid.filter(|p| self.mcps.contains_key(p) && *p != pid) {
                 self.mcps.get_mut(&to).unwrap().owed -= 1;
                 let _ = self.grant(to, vcore.cpu);
@@ -412,7 +406,6 @@ impl Arbiter {
         if self.exits.len() > 16 {
             self.exits.remove(0);
         }
-        let _ = cpus;
         self.refresh_procinfo();
     }
 
