@@ -76,7 +76,8 @@ def explain(case: str) -> str | None:
 
 # What the stress tests (tests/test_stress.py, `make stress`) found in the runtime.
 STRESS = (
-    "- **Hang after fork (both modes)**: a thread forks while another thread holds the fast path's "
+    "- **Hang after fork (both modes), fixed in fd166cb after this corpus found it** (fork_rewrite 3 of 3 "
+    "and the fork stress tests end since): a thread forks while another thread holds the fast path's "
     "rewrite lock (`fastpath::REWRITE_LOCK`, held while a site is checked against /proc/self/maps and "
     "rewritten after its first trap); the child inherits the lock word taken, its only thread traps at "
     "a new site and spins in `fastpath::lock()` forever (gdb: `lock <- maybe_rewrite <- trap::on_sigsys`, "

@@ -86,7 +86,7 @@ def render(corpora: dict[str, list[Verdict]], notes: list[str], explain: Callabl
     if hang:
         out += ["", f"The hang shape of issue 12 (`make stress`, {hang['when']}): "
                 + "; ".join(f"{variant}: {r['hangs']} hangs and {r['wrong']} wrong results in {r['runs']} runs"
-                            for variant, r in hang["result"].items()) + "."]
+                            for variant, r in hang["result"].items()) + "." + (f" {hang['note']}" if "note" in hang else "")]
     for name, verdicts in corpora.items():
         skips = Counter(skip_kind(v.reason[MODES[0]]) for v in verdicts if v.outcome[MODES[0]] == "skip")
         if skips:
