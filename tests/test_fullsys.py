@@ -1,5 +1,6 @@
 """Full-system inputs and the osact plugin's counts without booting anything: unknown suites, the
-node count not yet implemented, kernel shares summed over vCPUs, a region of interest never closed."""
+node count not yet implemented, kernel shares summed over vCPUs, a region of interest never
+closed, the console line an error quotes."""
 
 import json
 
@@ -8,6 +9,7 @@ import pytest
 from conftest import run_cli
 from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys.activity import summarise
+from coreplane.fullsys.guest import console_tail
 
 
 def counts(tmp_path, closed=True, memory=True):
@@ -54,3 +56,11 @@ def test_several_nodes_not_yet():
     proc = run_cli("fullsys", "run", "--image", "bookworm", "--nodes", "2")
     assert proc.returncode != 0
     assert "only one node is implemented so far" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_console_tail_prefers_the_panic_line():
+    console = ("[ 1.5] VFS: Cannot open root device\n[ 1.5] Kernel panic - not syncing: VFS: Unable to mount root fs"
+               " on unknown-block(0,0)\n[ 1.5] Call Trace:\n[ 1.5]  <TASK>\n[ 1.5] </TASK>\n")
+    assert console_tail(console) == "Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)"
+    assert console_tail("a\n b  c\n") == "a b c"
+    assert console_tail("") == "(empty)"

@@ -1,5 +1,6 @@
 """Booting one QEMU/TCG guest from an image, with or without the osact plugin, and classifying how it ended."""
 
+import re
 import shutil
 import subprocess
 import time
@@ -24,8 +25,10 @@ class Boot:
 
 
 def console_tail(text: str) -> str:
-    """The console's last characters on one line, for an error message."""
-    flat = " ".join(text.split())
+    """The console's last characters on one line, for an error message; a kernel panic's own line
+    when there is one (the tail is then the end of its stack trace)."""
+    panic = re.search(r"Kernel panic - .*", text)
+    flat = " ".join((panic.group(0) if panic else text).split())
     return flat[-TAIL_CHARS:] if flat else "(empty)"
 
 
