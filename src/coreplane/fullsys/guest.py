@@ -2,6 +2,7 @@
 
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -78,8 +79,10 @@ def boot(image: Path, log: Path, *, append: str = "", plugin: str | None = None,
     if proc.returncode != 0 and plugin and "plugin" in message.lower():
         raise CoreplaneError(f"plugin {plugin.split(',')[0]} failed to load: {' '.join(message.split())[:200]}")
     if proc.returncode != 0:
-        raise CoreplaneError(f"qemu exited {proc.returncode} for {image.name}: {' '.join(message.split())[:200]} "
-                             f"(console {log})")
+        how = (f"was killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+               else f"exited {proc.returncode}")
+        raise CoreplaneError(f"qemu {how} for {image.name}{' with plugin ' + plugin if plugin else ''}: "
+                             f"'{' '.join(message.split())[:200]}' (console {log})")
     if expect not in text:
         raise CoreplaneError(f"image {image.name} did not boot (no '{expect}' on the console): console ends "
                              f"'{console_tail(text)}' (full log {log})")
