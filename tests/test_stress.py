@@ -58,6 +58,10 @@ def under(mode: str, cost: int, *argv: str) -> subprocess.CompletedProcess:
     return watched(CLI + ["run", "--delegate", mode, "--forward-cost", str(cost), "--", *argv])
 
 
+# Without any signal of the program's and after fd166cb, 2 of 15 runs (5 per cost, 09:40) still failed:
+# one hung (1 µs), one read a byte out of order (`thread 38: iteration 27 read 29`, 20 µs).
+@pytest.mark.xfail(reason="issue 12: a delegated read occasionally returns another byte or never ends under "
+                   "--delegate all even without signals (docs/conformance.md, Under stress)", strict=False)
 @pytest.mark.parametrize("cost", FORWARD_COSTS)
 def test_64_threads_blocking_in_delegated_calls_with_fork_and_exec(built, cost):
     proc = under("all", cost, str(built / "stress_blocking"), "64", "30", "0")

@@ -52,9 +52,12 @@ KNOWN: list[tuple[str, str]] = [
      "(ioctl_nsfs) dies of SIGSEGV under the runtime; a plain `clone(fn, stack, SIGCHLD)` "
      "does not reproduce it. Reproducer: strace's tests `clone-flags`, `ioctl_nsfs`."),
     (r"threads-execve.*",
-     "Not root-caused: execve(argv[0]) made by a non-leader thread while other threads run returns "
-     "ENOENT under the runtime (natively it replaces the process). Reproducer: strace's test "
-     "`threads-execve`."),
+     "**execve from a thread after the main thread ended with exit(2), not exit_group(2), returns ENOENT** "
+     "(both modes); an execve from a thread while the main thread still lives works. Reproducer: "
+     "tests/programs/leader_exit_exec.c (natively prints `exec after the leader exited`, exit 0; under "
+     "`coreplane run` `execv: No such file or directory`, exit 1). Likely cause, not confirmed in the "
+     "runtime's code: the exec path names the program or the runtime through /proc/self, which cannot be "
+     "resolved once the thread-group leader is a zombie."),
     (r"getppid|print_ppid_tracerpid",
      "Expected, not a runtime difference: the program prints its parent's pid, which natively is the "
      "corpus runner and under `coreplane run` is the launcher coreplane-exec."),
@@ -90,5 +93,19 @@ STRESS = (
     "the delegate's read consumed the data. Reproducer: tests/programs/eintr_read.c "
     "(`coreplane run --delegate all -- ./eintr_read 3000` printed `byte 285: read 1 bytes, value 30`, "
     "exit 1, in 3 of 4 runs; natively and with `none` 3 of 3 in order). The same in the pipe ring of "
-    "tests/programs/stress_blocking.c: `thread 25: iteration 46 read 45`."
+    "tests/programs/stress_blocking.c: `thread 25: iteration 46 read 45`.\n"
+    "- **Wrong bytes or a hang without any signal** (`all` only, after fd166cb): `stress_blocking 64 30 0` "
+    "(no signals, forks as usual) under `--delegate all` failed 2 of 15 runs (5 per forward cost 0, 1 µs, "
+    "20 µs): one never ended (1 µs), one read `thread 38: iteration 27 read 29` (20 µs); with no forks "
+    "either (the fork lines removed) `thread 20: iteration 18 read 17` in 1 of 4 runs at 1 µs. A read "
+    "that returns 1 with the byte of an earlier iteration suggests a completion taken by the wrong caller "
+    "or a stale one, not only an interrupted call.\n"
+    "- **A lost completion wake-up** (`all`): a hung `eintr_read 2000` (fc 0, 2 of 10 runs hung) had "
+    "printed its last line (so its final delegated write was made) while its only application thread "
+    "slept in FUTEX_WAIT_PRIVATE on a word in the runtime's memory and all 4 delegates slept on another "
+    "word of the same mapping, no CPU time growing: the issue's hang signature.\n"
+    "- **A process whose application threads are gone cannot be ended by SIGTERM** (`all`): after "
+    "`syscall(SYS_exit)` in the last application thread (see stack-fcall) only delegate threads remain, "
+    "they block SIGTERM, so `timeout 10 coreplane run --delegate all -- ./sys_exit` waits forever "
+    "(launcher alive, the program a zombie leader); only SIGKILL ends it."
 )
