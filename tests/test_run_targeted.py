@@ -85,10 +85,11 @@ def test_profile_times_a_sample_of_local_calls_and_counts_all(tmp_path):
 
 
 def test_profile_keeps_the_call_timeline_and_times_every_wait(many_threads, tmp_path):
-    # 4 threads, 50 rounds each: every thread's calls lie within its life, in order, and its
-    # futex waits are timed one by one (a sample would scale a few long waits up).
+    # 4 threads, 2000 rounds each (long enough that the main thread waits to join the first): every
+    # thread's calls lie within its life, in order, and its futex waits are timed one by one (a
+    # sample would scale a few long waits up).
     prof = tmp_path / "t.json"
-    assert run_cli("run", "--profile", str(prof), "--", str(many_threads), "4", "50").returncode == 0
+    assert run_cli("run", "--profile", str(prof), "--", str(many_threads), "4", "2000").returncode == 0
     doc = json.loads(prof.read_text())
     waits = 0
     for t in doc["threads"]:

@@ -11,9 +11,10 @@
 //! In-place writes are atomic for other threads executing the same bytes (see `store_bytes`);
 //! a site that cannot be written so stays on the Syscall User Dispatch trap.
 
+use crate::rewrite_lock;
 use crate::sys::*;
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::*};
 use coreplane_runtime::profile_layout as L;
 use coreplane_runtime::reloc::{self, Write, MAX_SETUP, SHORT_PATCH_LEN, STUB_SIZE};
 use coreplane_runtime::sysset::SysSet;
@@ -53,9 +54,6 @@ enum Mode {
     Relocate = 2,
 }
 static MODE: AtomicU8 = AtomicU8::new(Mode::Trap as u8);
-/// The thread rewriting a site (its tid), 0 when none: rewrites, the trampolines and `textmap`
-/// are changed by one thread at a time.
-static REWRITE_LOCK: AtomicU32 = AtomicU32::new(0);
 
 /// Calls made in assembly: neither delegated nor answered by the runtime.
 #[no_mangle]
@@ -407,14 +405,14 @@ pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     if !enabled() || crate::dispatch::needs_trap(nr) || !can_take(site, nr) {
         return;
     }
-    if !lock() {
+    if !rewrite_lock::lock() {
         return;
     }
     // Checked under the lock: another thread may have rewritten it meanwhile.
     if can_take(site, nr) && crate::textmap::is_file_text(site) && rewrite(site, nr) {
         crate::profile::count_rewrite();
     }
-    unlock();
+    rewrite_lock::unlock();
 }
 
 /// Rewrites the `mov eax, nr; syscall` the runtime's calibration made in its own stub (not
@@ -423,44 +421,12 @@ pub fn rewrite_for_calibration(site: usize, nr: usize) -> bool {
     if !enabled() || !can_take(site, nr) {
         return false;
     }
-    if !lock() {
+    if !rewrite_lock::lock() {
         return false;
     }
     let done = rewrite(site, nr);
-    unlock();
+    rewrite_lock::unlock();
     done
-}
-
-/// Takes REWRITE_LOCK for this thread; false if this thread holds it already (a program signal
-/// handler that ran while the thread was rewriting, and trapped or forked itself).
-fn lock() -> bool {
-    let me = crate::thread::current().tid as u32;
-    loop {
-        match REWRITE_LOCK.compare_exchange(0, me, Acquire, Relaxed) {
-            Ok(_) => return true,
-            Err(owner) if owner == me => return false,
-            Err(_) => core::hint::spin_loop(),
-        }
-    }
-}
-
-fn unlock() {
-    REWRITE_LOCK.store(0, Release);
-}
-
-/// Around fork: no other thread may be half-way through a rewrite when the address space is
-/// copied, and the child, whose only thread is the caller, must not inherit a lock held by a
-/// thread it does not have (it then spun forever at its next new site: `stress_blocking`,
-/// `fork_rewrite`). Returns whether the caller took the lock (it may hold it already).
-pub fn before_fork() -> bool {
-    lock()
-}
-
-/// After fork, in the parent (`taken` as before_fork said) and in the child (always released).
-pub fn after_fork(taken: bool, child: bool) {
-    if taken || child {
-        unlock();
-    }
 }
 
 /// Whether the site's bytes fit this process's rewrite and can be written atomically.
@@ -505,7 +471,7 @@ fn relocation(site: usize, nr: usize) -> Option<Relocation> {
     reloc::short_jump(at, pad).map(|_| Relocation::Short(pad))
 }
 
-/// Applies this process's rewrite to a site `can_take` accepted; under REWRITE_LOCK.
+/// Applies this process's rewrite to a site `can_take` accepted; under the rewrite lock.
 fn rewrite(site: usize, nr: usize) -> bool {
     let page = site & !(PAGE - 1);
     unsafe {
@@ -622,7 +588,7 @@ unsafe fn cmpxchg16b(block: usize, old: [u8; 16], new: [u8; 16]) -> bool {
 const MAX_TRAMPOLINES: usize = 64;
 const STUBS_FROM: usize = 16;
 static TRAMPOLINES: [AtomicUsize; MAX_TRAMPOLINES] = [const { AtomicUsize::new(0) }; MAX_TRAMPOLINES];
-/// Bytes used in each trampoline page (guarded by REWRITE_LOCK).
+/// Bytes used in each trampoline page (guarded by the rewrite lock).
 static mut TRAMPOLINE_USED: [usize; MAX_TRAMPOLINES] = [0; MAX_TRAMPOLINES];
 /// Reach of a rel32 jump, with room for the page itself.
 const REACH: usize = (1 << 31) - 2 * PAGE;

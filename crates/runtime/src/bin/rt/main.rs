@@ -18,6 +18,7 @@ mod mem;
 mod placement;
 mod process;
 mod profile;
+mod rewrite_lock;
 mod sigaction;
 mod sigframe;
 mod signals;

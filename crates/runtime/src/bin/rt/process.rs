@@ -113,9 +113,9 @@ fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64) -> usize {
 /// A fork-like call (no new stack): the child returns here, inside the trap, then re-arms.
 fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
     let key = placement::child_key(&mut thread::current().place);
-    let taken = crate::fastpath::before_fork();
+    let taken = crate::rewrite_lock::before_fork();
     let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
-    crate::fastpath::after_fork(taken, r == 0);
+    crate::rewrite_lock::after_fork(taken, r == 0);
     if r == 0 {
         after_fork(&key);
         sud::arm_thread();

@@ -1,0 +1,40 @@
+//! The lock under which one thread at a time rewrites syscall sites (the sites, the trampoline
+//! pages, `textmap`), and what fork does with it. Its own module so that the fast path and
+//! fork (process) both use it without depending on each other.
+
+use core::sync::atomic::{AtomicU32, Ordering::*};
+
+/// The thread holding the lock (its tid), 0 when none.
+static OWNER: AtomicU32 = AtomicU32::new(0);
+
+/// Takes the lock for this thread; false if this thread holds it already (a program signal
+/// handler that ran while the thread was rewriting, and trapped or forked itself).
+pub fn lock() -> bool {
+    let me = crate::thread::current().tid as u32;
+    loop {
+        match OWNER.compare_exchange(0, me, Acquire, Relaxed) {
+            Ok(_) => return true,
+            Err(owner) if owner == me => return false,
+            Err(_) => core::hint::spin_loop(),
+        }
+    }
+}
+
+pub fn unlock() {
+    OWNER.store(0, Release);
+}
+
+/// Around fork: no other thread may be half-way through a rewrite when the address space is
+/// copied, and the child, whose only thread is the caller, must not inherit a lock held by a
+/// thread it does not have (it then spun forever at its next new site: `stress_blocking`,
+/// `fork_rewrite`). Returns whether the caller took the lock (it may hold it already).
+pub fn before_fork() -> bool {
+    lock()
+}
+
+/// After fork, in the parent (`taken` as before_fork said) and in the child (always released).
+pub fn after_fork(taken: bool, child: bool) {
+    if taken || child {
+        unlock();
+    }
+}
