@@ -326,6 +326,13 @@ fn unlock() {
     POOL.lock.store(0, Release);
 }
 
+/// In a forked child, whose only thread is the caller: the pool's lock may have been held by
+/// another thread of the parent (growing the pool) at the fork, and no thread of the child will
+/// release it; the child's first delegated call (`ensure_pool`) then rebuilds the pool anyway.
+pub fn child_after_fork() {
+    unlock();
+}
+
 /// Makes sure this process has its delegates (the first call, and the first after a fork,
 /// whose copy of the slots may hold the parent's requests in flight).
 fn ensure_pool(pid: i32) {

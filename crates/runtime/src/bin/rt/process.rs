@@ -91,6 +91,10 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
 
 /// In a child process with its own copy of memory: own profile, its clone-tree name.
 fn after_fork(key: &Key) {
+    // Locks another thread of the parent held at the fork (a clone with its own stack and
+    // memory does not pass through fork_here) are free: no thread here holds them.
+    crate::rewrite_lock::unlock();
+    crate::delegate::child_after_fork();
     profile::reopen_after_fork();
     let t = thread::adopt_after_fork();
     placement::adopt(&mut t.place, key, 0);
