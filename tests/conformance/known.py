@@ -88,7 +88,7 @@ STRESS = (
     "while the main thread forks and execs /bin/true): `coreplane run --delegate none -- ./fork_rewrite` "
     "hung in 2 of 3 runs, natively 2.4 s; `stress_blocking 64 100` hung in 5 of 6 runs with `none`. A "
     "killed run leaves the spinning child behind (re-parented to init). Fix: take the lock around fork "
-    "in the parent and release it in both, as pthread_atfork handlers do.\n"
+    "in the parent and release it in both, as pthread_atfork handlers do. A second lock of the same kind, the delegate pool's (taken while the pool grows), was left taken in a child forked meanwhile; the child frees both since 2896372.\n"
     "- **Bytes lost when a signal interrupts a delegated read** (`all` only): the reader gets EINTR after "
     "the delegate's read consumed the data. Reproducer: tests/programs/eintr_read.c "
     "(`coreplane run --delegate all -- ./eintr_read 3000` printed `byte 285: read 1 bytes, value 30`, "
