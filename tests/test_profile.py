@@ -7,6 +7,7 @@ import pytest
 
 from conftest import REPO, run_cli
 from coreplane.profile import io as profiles
+from coreplane.core.errors import CoreplaneError
 from coreplane.profile.io import ProfileError
 
 FIXTURES = REPO / "tests" / "fixtures" / "profiles"
@@ -100,7 +101,7 @@ def test_bad_profile_names_file_and_field(edit, message, tmp_path):
 def test_not_json_names_the_line(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('{\n "format": "coreplane-profile/1",\n "wall_ns": 5,,\n}')
-    with pytest.raises(ProfileError, match=rf"^{path}: line 3: not JSON"):
+    with pytest.raises(CoreplaneError, match=rf"^{path}: line 3: not JSON"):
         profiles.load(path)
 
 

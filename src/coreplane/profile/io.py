@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from coreplane.core import documents
 from coreplane.core.errors import CoreplaneError
 from coreplane.profile.records import FORMAT, CallStats, Profile, Thread
 
@@ -162,15 +163,7 @@ def from_dict(doc: Any, source: str = "<profile>") -> Profile:
 def load(path: str | os.PathLike) -> Profile:
     """Reads and checks a profile file; a bad file raises ProfileError naming it and the field."""
     path = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileError(f"{path}: line {exc.lineno}: not JSON: {exc.msg}") from None
-    return from_dict(doc, path)
+    return from_dict(documents.read_json(path), path)
 
 
 def fill_thread_ends(doc: dict) -> dict:
