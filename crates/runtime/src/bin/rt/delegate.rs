@@ -14,7 +14,7 @@ use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_RESTART, S
 use crate::sys::{self, *};
 use crate::thread::Thread;
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 
 const MAX_SLOTS: usize = 4096;
 const MAX_DELEGATES: usize = 64;
@@ -163,9 +163,18 @@ fn forward_cost_ticks() -> u64 {
     cfg.forward_cost_ns * cfg.tsc_khz / 1_000_000
 }
 
-/// How long a caller polls before it sleeps, in TSC ticks (see APP_SPIN_SLACK_NS).
+/// How long a caller polls before it sleeps, in TSC ticks (see APP_SPIN_SLACK_NS); worked out
+/// at the first delegated call, not with two divisions on every one.
 fn app_spin_ticks() -> u64 {
-    2 * forward_cost_ticks() + APP_SPIN_SLACK_NS * crate::env::config().tsc_khz / 1_000_000
+    static TICKS: AtomicU64 = AtomicU64::new(0);
+    match TICKS.load(Relaxed) {
+        0 => {
+            let t = 2 * forward_cost_ticks() + APP_SPIN_SLACK_NS * crate::env::config().tsc_khz / 1_000_000;
+            TICKS.store(t, Relaxed);
+            t
+        }
+        t => t,
+    }
 }
 
 /// The SIG_INTERRUPT handler: a delegate blocked in a call whose caller gave up (a signal
