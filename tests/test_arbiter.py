@@ -161,9 +161,6 @@ def test_uncooperative_vcore_is_moved_off_at_deadline(arbiter):
     a.kill()
 
 
-@pytest.mark.xfail(strict=False, reason="issue 14: races with the program's own registration (Vcores() at its "
-                   "start against the test's provision): the program exits before answering in 2 of 3 runs from a "
-                   "clean clone; open")
 def test_provisioned_core_is_lent_then_taken_back(arbiter):
     owner, borrower = Program(arbiter.state_dir), Program(arbiter.state_dir)
     with arbiter.client() as c:
@@ -175,6 +172,24 @@ def test_provisioned_core_is_lent_then_taken_back(arbiter):
     wait_for(lambda: any(m["pid"] == owner.pid and m["held"] == 1 for m in status(arbiter)["mcps"]))
     assert ("preempt_pending" in [e[0] for e in borrower.ask("events 0")["events"]])
     owner.kill(), borrower.kill()
+
+
+def test_attach_waits_for_the_provision_then_gives_up(arbiter):
+    # Started before anyone provisions it, a program's attach waits for the provision ...
+    late = Program(arbiter.state_dir)
+    time.sleep(0.5)
+    with arbiter.client() as c:
+        c.checked("provision", pid=late.pid, cores=1)
+    assert late.ask("request 1")["granted"] == 1
+    late.kill()
+    # ... and a program nobody provisions is told so once its wait is over.
+    env = {**env_for(arbiter.state_dir), "COREPLANE_VCORE_ATTACH_MS": "300"}
+    t = time.monotonic()
+    never = subprocess.run([sys.executable, "-c", "from coreplane.arbiter.vcore import Vcores; Vcores()"],
+                           env=env, capture_output=True, text=True)
+    assert never.returncode != 0 and "belongs to no many-core process (waited 300 ms" in never.stderr
+    assert time.monotonic() - t >= 0.3
+    assert not status(arbiter)["mcps"]
 
 
 def test_client_killed_mid_revoke_returns_everything(arbiter):

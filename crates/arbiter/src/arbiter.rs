@@ -83,6 +83,17 @@ pub struct Arbiter {
     pub exits: Vec<(u32, u64)>,
     /// Replies to send once revocations finish: (client fd, reply).
     pub deferred: Vec<(i32, Value)>,
+    /// Attaches of processes not (yet) in a many-core process, waiting for their provision.
+    pub attaches: Vec<WaitingAttach>,
+}
+
+/// A client's attach held until its process is provisioned (or `until`, CLOCK_MONOTONIC ns).
+pub struct WaitingAttach {
+    pub fd: i32,
+    pub uid: u32,
+    pub pid: u32,
+    pub until: u64,
+    pub wait_ms: u32,
 }
 
 pub type Reply = Result<Value, String>;

@@ -87,7 +87,7 @@ fn main() {
     let mut arbiter = Arbiter {
         compute, control, cpusets, mcps: BTreeMap::new(), owner: HashMap::new(), batches: HashMap::new(),
         next_batch: 0, counters: Counters::default(), trusted: args.trust_uid.clone(),
-        default_warn_ns: args.warn_us * 1000, exits: vec![], deferred: vec![],
+        default_warn_ns: args.warn_us * 1000, exits: vec![], deferred: vec![], attaches: vec![],
     };
     eprintln!("coreplane-arbiter: {} compute cores {}, socket {}", arbiter.compute.len(), cpuset::format_cpus(&arbiter.compute), socket.display());
     serve(&mut arbiter, listener);
@@ -203,7 +203,7 @@ fn serve(arbiter: &mut Arbiter, listener: i32) {
     let sfd = signal_fd();
     let mut conns: HashMap<i32, Conn> = HashMap::new();
     loop {
-        let next = arbiter.expire();
+        let next = [arbiter.expire(), settle_attaches(arbiter, &mut conns)].into_iter().flatten().min();
         flush_deferred(arbiter, &mut conns);
         let mut pollfds = vec![libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: sfd, events: libc::POLLIN, revents: 0 }];
         pollfds.extend(conns.keys().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
@@ -227,8 +227,8 @@ fn serve(arbiter: &mut Arbiter, listener: i32) {
         }
         for p in &pollfds[2..first_pidfd] {
             // A deferred reply that could not be sent may have closed this client already.
-            if p.revents != 0 && conns.contains_key(&p.fd) && !read_client(arbiter, &mut conns, p.fd) && conns.remove(&p.fd).is_some() {
-                unsafe { libc::close(p.fd) };
+            if p.revents != 0 && conns.contains_key(&p.fd) && !read_client(arbiter, &mut conns, p.fd) {
+                close(arbiter, &mut conns, p.fd);
             }
         }
         for (i, p) in pollfds[first_pidfd..].iter().enumerate() {
@@ -239,13 +239,54 @@ fn serve(arbiter: &mut Arbiter, listener: i32) {
     }
 }
 
+/// Closes a client and forgets its waiting attach (its descriptor number will be reused).
+fn close(arbiter: &mut Arbiter, conns: &mut HashMap<i32, Conn>, fd: i32) {
+    if conns.remove(&fd).is_some() {
+        unsafe { libc::close(fd) };
+    }
+    arbiter.attaches.retain(|a| a.fd != fd);
+}
+
 fn flush_deferred(arbiter: &mut Arbiter, conns: &mut HashMap<i32, Conn>) {
     for (fd, reply) in std::mem::take(&mut arbiter.deferred) {
         if conns.contains_key(&fd) && !send(fd, &reply) {
-            unsafe { libc::close(fd) };
-            conns.remove(&fd);
+            close(arbiter, conns, fd);
         }
     }
+}
+
+/// Answers the attaches that were waiting for their process to become a many-core process:
+/// those whose provision has come (with the pages), those refused, those whose wait is over.
+/// Returns the next wait's end.
+fn settle_attaches(arbiter: &mut Arbiter, conns: &mut HashMap<i32, Conn>) -> Option<u64> {
+    let now = now_ns();
+    let mut next = None;
+    for waiting in std::mem::take(&mut arbiter.attaches) {
+        let fd = waiting.fd;
+        let sent = match attach(arbiter, waiting.uid, waiting.pid) {
+            Ok(Some(handled)) => deliver(fd, handled),
+            Err(e) => send(fd, &json!({"ok": false, "error": e})),
+            Ok(None) if waiting.until <= now => send(fd, &json!({"ok": false, "error": format!(
+                "pid {} belongs to no many-core process (waited {} ms for its provision)", waiting.pid, waiting.wait_ms)})),
+            Ok(None) => {
+                next = Some(next.map_or(waiting.until, |n: u64| n.min(waiting.until)));
+                arbiter.attaches.push(waiting);
+                true
+            }
+        };
+        if !sent {
+            close(arbiter, conns, fd);
+        }
+    }
+    next
+}
+
+/// The attach reply (the shared pages ride along) once `pid` belongs to a many-core process.
+fn attach(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<Option<Handled>, String> {
+    Ok(find_mcp(arbiter, uid, pid)?.map(|mcp| {
+        let pages = &arbiter.mcps[&mcp].pages;
+        Handled::WithFds(json!({"ok": true, "mcp": mcp}), vec![pages.info_fd, pages.data_fd])
+    }))
 }
 
 fn accept(listener: i32, conns: &mut HashMap<i32, Conn>) {
@@ -285,16 +326,7 @@ fn read_client(arbiter: &mut Arbiter, conns: &mut HashMap<i32, Conn>, fd: i32) -
             lines.push(line);
         }
         for line in lines {
-            let sent = match handle(arbiter, fd, uid, pid, &line[..line.len() - 1]) {
-                Handled::Reply(r) => send(fd, &r),
-                Handled::WithFds(r, fds) => {
-                    let mut text = r.to_string();
-                    text.push('\n');
-                    wire::send_with_fds(fd, text.as_bytes(), &fds).is_ok_and(|n| n == text.len())
-                }
-                Handled::Later => true,
-            };
-            if !sent {
+            if !deliver(fd, handle(arbiter, fd, uid, pid, &line[..line.len() - 1])) {
                 return false;
             }
             flush_deferred(arbiter, conns);
@@ -316,22 +348,40 @@ enum Handled {
     Later,
 }
 
-/// The many-core process the caller belongs to: its own, or the nearest ancestor's.
-fn mcp_of(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<u32, String> {
+/// Sends a handled request's reply; false when the client is to be closed.
+fn deliver(fd: i32, handled: Handled) -> bool {
+    match handled {
+        Handled::Reply(r) => send(fd, &r),
+        Handled::WithFds(r, fds) => {
+            let mut text = r.to_string();
+            text.push('\n');
+            wire::send_with_fds(fd, text.as_bytes(), &fds).is_ok_and(|n| n == text.len())
+        }
+        Handled::Later => true,
+    }
+}
+
+/// The many-core process the caller belongs to (its own, or the nearest ancestor's), None when
+/// it belongs to none yet; an error when that process is another user's.
+fn find_mcp(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<Option<u32>, String> {
     let mut p = pid;
     for _ in 0..64 {
         if let Some(mcp) = arbiter.mcps.get(&p) {
             if uid != 0 && uid != mcp.uid {
                 return Err(format!("pid {pid} (uid {uid}) may not act on many-core process {p} of uid {}", mcp.uid));
             }
-            return Ok(p);
+            return Ok(Some(p));
         }
         match parent(p) {
             Some(pp) if pp > 1 => p = pp,
             _ => break,
         }
     }
-    Err(format!("pid {pid} belongs to no many-core process"))
+    Ok(None)
+}
+
+fn mcp_of(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<u32, String> {
+    find_mcp(arbiter, uid, pid)?.ok_or_else(|| format!("pid {pid} belongs to no many-core process"))
 }
 
 fn field_u32(doc: &Value, name: &str) -> Result<Option<u32>, String> {
@@ -364,9 +414,18 @@ fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Ha
                 Handled::Reply(arbiter.provision(pid, 0, field_u32(&doc, "max")?)?)
             }
             "attach" => {
-                let mcp = mcp_of(arbiter, uid, pid)?;
-                let pages = &arbiter.mcps[&mcp].pages;
-                Handled::WithFds(json!({"ok": true, "mcp": mcp}), vec![pages.info_fd, pages.data_fd])
+                // A program started before its provision arrives waits for it up to wait_ms
+                // (it would otherwise race whoever provisions it after launching it).
+                let wait_ms = field_u32(&doc, "wait_ms")?.unwrap_or(0);
+                match attach(arbiter, uid, pid)? {
+                    Some(handled) => handled,
+                    None if wait_ms == 0 => return Err(format!("pid {pid} belongs to no many-core process")),
+                    None => {
+                        let until = now_ns() + wait_ms as u64 * 1_000_000;
+                        arbiter.attaches.push(arbiter::WaitingAttach { fd, uid, pid, until, wait_ms });
+                        Handled::Later
+                    }
+                }
             }
             "request" => {
                 let mcp = mcp_of(arbiter, uid, pid)?;

@@ -54,14 +54,30 @@ fn map(fd: c_int, size: usize, prot: c_int) -> Result<*mut libc::c_void, String>
     Ok(p)
 }
 
+/// How long cp_vcore_open waits for this process's provision by default, ms
+/// ($COREPLANE_VCORE_ATTACH_MS overrides it).
+const DEFAULT_ATTACH_WAIT_MS: c_int = 5000;
+
 /// Attaches this process to its many-core process at the arbiter (socket from
-/// $COREPLANE_ARBITER_SOCKET, else /run/coreplane/arbiter.sock). 0 or -1 (see cp_vcore_error).
+/// $COREPLANE_ARBITER_SOCKET, else /run/coreplane/arbiter.sock), waiting up to
+/// $COREPLANE_VCORE_ATTACH_MS (default 5000) for it to be provisioned. 0 or -1 (see cp_vcore_error).
 #[no_mangle]
 pub extern "C" fn cp_vcore_open() -> c_int {
+    let wait_ms = std::env::var("COREPLANE_VCORE_ATTACH_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_ATTACH_WAIT_MS);
+    cp_vcore_open_wait(wait_ms)
+}
+
+/// cp_vcore_open waiting up to `wait_ms` (0: not at all) for a provision that has not come yet:
+/// a program started by whoever provisions it may run this before the provision arrives.
+#[no_mangle]
+pub extern "C" fn cp_vcore_open_wait(wait_ms: c_int) -> c_int {
     let path = std::env::var("COREPLANE_ARBITER_SOCKET").unwrap_or_else(|_| wire::DEFAULT_SOCKET.into());
     let result = (|| {
         let fd = wire::connect(&path)?;
-        let (reply, fds) = wire::call(fd, &serde_json::json!({"op": "attach"}), true)?;
+        let request = serde_json::json!({"op": "attach", "wait_ms": wait_ms.max(0)});
+        let (reply, fds) = wire::call(fd, &request, true).inspect_err(|_| unsafe {
+            libc::close(fd);
+        })?;
         if fds.len() != 2 {
             unsafe { libc::close(fd) };
             return Err(format!("attach: {}", reply["error"].as_str().unwrap_or("no shared pages received")));

@@ -23,7 +23,9 @@ struct cp_procinfo {
     struct cp_vcore_info vcores[CP_MAX_VCORES];
 };
 
-int cp_vcore_open(void);                 /* attach ($COREPLANE_ARBITER_SOCKET); 0 or -1 */
+int cp_vcore_open(void);                 /* attach ($COREPLANE_ARBITER_SOCKET), waiting up to
+                                            $COREPLANE_VCORE_ATTACH_MS (5000) for the provision; 0 or -1 */
+int cp_vcore_open_wait(int wait_ms);     /* the same, waiting up to wait_ms (0: not at all) */
 void cp_vcore_close(void);
 int cp_vcore_request(int n);             /* vcores granted now, or -1 */
 int cp_vcore_yield(int vcore);           /* 0 or -1 */
