@@ -160,6 +160,31 @@ def test_builtin_suites_meet_the_goal_shape():
     assert suites.missing_programs(default) == []
 
 
+def _programs_run(suite, stages: bool) -> set[str]:
+    """The executables a suite's programs start: the first word of each command, or with `stages`
+    the first word of each stage of a shell line too."""
+    names = set()
+    for p in (p for p in suite.programs if p.command):
+        if stages and p.command[:2] == ("sh", "-c"):
+            names |= {stage.split()[0] for stage in p.command[2].split("|")}
+        names.add(p.command[0].rsplit("/", 1)[-1])
+    return names
+
+
+def test_held_out_suites_share_no_program_with_what_came_before():
+    """Issue 13: a held-out suite is unseen only if none of its programs was in a suite the models
+    were developed on or in an earlier held-out suite (the first one let find and sort in as
+    pipeline stages; the second lets in no stage either)."""
+    dev = suites.load("default").programs + suites.load("quick").programs
+    first, second = (suites.load(str(REPO / "examples" / "suites" / f)) for f in ("heldout.toml", "heldout2.toml"))
+    for suite in (first, second):
+        assert len(suite.programs) >= 15 and all(p.package for p in suite.programs)
+    earlier = _programs_run(suites.Suite("dev", dev), stages=True)
+    assert not (_programs_run(first, stages=False) - {"sh"}) & earlier
+    earlier |= _programs_run(first, stages=True)
+    assert not (_programs_run(second, stages=True) - {"sh"}) & earlier
+
+
 def test_quick_study_end_to_end(tmp_path):
     """The CI run: calibrate, profile, project, validate (5 rounds) and report, for real."""
     out = tmp_path / "study"
