@@ -1,9 +1,10 @@
 //! Pure, testable pieces of the coreplane runtime (no_std): configuration, ELF parsing,
-//! syscall sets, the relocating rewrite's encodings and the profile file layout shared with the supervisor (coreplane-exec).
+//! syscall sets, the delegate hand-off, the relocating rewrite's encodings and the profile file layout shared with the supervisor (coreplane-exec).
 #![cfg_attr(not(test), no_std)]
 
 pub mod config;
 pub mod elf;
+pub mod handoff;
 pub mod profile_layout;
 pub mod reloc;
 pub mod sysset;

@@ -13,6 +13,7 @@ use crate::sigframe::{gregs, REG_RAX, REG_RIP};
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_RESTART, SA_RESTORER, SA_SIGINFO};
 use crate::sys::{self, *};
 use crate::thread::Thread;
+use coreplane_runtime::handoff::Sequence;
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 
@@ -37,10 +38,8 @@ const STACK_SIZE: usize = 64 * 1024;
 /// Written by the application, read by delegates.
 #[repr(C, align(64))]
 struct Request {
-    /// Sequence number of the latest request posted in this slot.
-    posted: AtomicU32,
-    /// Sequence number of the latest request a delegate claimed.
-    taken: AtomicU32,
+    /// The latest request posted in this slot and the latest a delegate claimed.
+    seq: Sequence,
     nr: usize,
     args: [usize; 6],
 }
@@ -89,7 +88,7 @@ struct Sleep {
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_SLOT: Slot = Slot {
-    request: Request { posted: AtomicU32::new(0), taken: AtomicU32::new(0), nr: 0, args: [0; 6] },
+    request: Request { seq: Sequence::new(), nr: 0, args: [0; 6] },
     response: Response { done: AtomicU32::new(0), waiting: AtomicU32::new(0), result: 0, t_start: 0, cancel: AtomicU32::new(0) },
 };
 #[allow(clippy::declare_interior_mutable_const)]
@@ -206,14 +205,6 @@ pub fn install_interrupt_handler() {
     sigaction(SIG_INTERRUPT, Some(&act), None);
 }
 
-/// Claims the request in slot `index` if one is waiting there.
-fn claim(index: u32) -> Option<u32> {
-    let r = &slot(index).request;
-    let posted = r.posted.load(Acquire);
-    let taken = r.taken.load(Relaxed);
-    (posted != taken && r.taken.compare_exchange(taken, posted, AcqRel, Relaxed).is_ok()).then_some(posted)
-}
-
 /// Executes the request `seq` of slot `index`; `fc` is the forward cost in TSC ticks and
 /// `timed` says whether anyone reads timestamps (a profile, or a forward cost to spend).
 fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
@@ -270,7 +261,7 @@ extern "C" fn delegate_main(index: usize) {
         // Round-robin from the cursor; no division on this path, where a request may be waiting.
         let mut i = if cursor >= n { 0 } else { cursor };
         for _ in 0..n {
-            if let Some(seq) = claim(i) {
+            if let Some(seq) = slot(i).request.seq.claim() {
                 serve(i, seq, me, fc, timed);
                 cursor = i + 1;
                 served = true;
@@ -298,10 +289,7 @@ extern "C" fn delegate_main(index: usize) {
         let seen = SLEEP.work_seq.load(SeqCst);
         // Sleep unless a request came in meanwhile: a poster that saw no sleeper is seen here.
         let n = POOL.slots.load(SeqCst).min(MAX_SLOTS as u32);
-        if (0..n).all(|i| {
-            let r = &slot(i).request;
-            r.posted.load(SeqCst) == r.taken.load(SeqCst)
-        }) {
+        if (0..n).all(|i| !slot(i).request.seq.waiting()) {
             sys::futex_wait(word, seen, 0);
         }
         SLEEP.sleepers.fetch_sub(1, SeqCst);
@@ -352,8 +340,7 @@ fn ensure_pool(pid: i32) {
     if POOL.pid.load(Acquire) != pid {
         for i in 0..POOL.slots.load(Relaxed).min(MAX_SLOTS as u32) {
             let s = slot(i);
-            s.request.taken.store(s.request.posted.load(Relaxed), Relaxed);
-            s.response.done.store(s.request.posted.load(Relaxed), Relaxed);
+            s.response.done.store(s.request.seq.settle(), Relaxed);
         }
         POOL.slots.store(0, Relaxed);
         POOL.delegates.store(0, Relaxed);
@@ -429,7 +416,6 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     let index = t.slots[depth];
     t.depth += 1;
     let s = slot(index);
-    let seq = s.request.posted.load(Relaxed).wrapping_add(1);
     // Reading first keeps the response line shared: it is written only after a cancel.
     if s.response.cancel.load(Relaxed) != 0 {
         s.response.cancel.store(0, Relaxed);
@@ -440,7 +426,7 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     let t_post = if timed { sys::rdtsc() } else { 0 };
     // No full barrier here either: a delegate that fell asleep without seeing this request is
     // woken again below, once the caller stops polling.
-    s.request.posted.store(seq, Release);
+    let seq = s.request.seq.post();
     wake_a_sleeper();
     let mut handlers_seen = handlers_done(t);
     let spin_until = sys::rdtsc() + app_spin_ticks();
@@ -464,7 +450,7 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
             core::hint::spin_loop();
             continue;
         }
-        if s.request.taken.load(Acquire) != seq {
+        if !s.request.seq.claimed(seq) {
             wake_a_sleeper();
             maybe_grow();
         } else if cancelled {
