@@ -315,6 +315,7 @@ impl Arbiter {
     /// Takes vcore `slot` from `pid`: on a preemption its CPU leaves the cpuset now (the kernel
     /// moves its threads away); on a yield it stays there, warm, until someone else needs it.
     fn release(&mut self, pid: u32, slot: usize, preempted: bool) {
+        let started = now_ns();
         let mcp = self.mcps.get_mut(&pid).unwrap();
         let vcore = mcp.vcores[slot].take().unwrap();
         let info = &mcp.pages.info().vcores[slot];
@@ -346,7 +347,7 @@ impl Arbiter {
             if let Some(batch) = self.batches.get_mut(&b) {
                 batch.remaining -= 1;
                 batch.outcomes.push(json!({"pid": pid, "vcore": slot, "cpu": vcore.cpu, "outcome": if preempted {"preempted"} else {"yielded"},
-                    "deadline_ns": revoke.deadline, "released_ns": now_ns()}));
+                    "deadline_ns": revoke.deadline, "started_ns": started, "released_ns": now_ns()}));
                 if batch.remaining == 0 {
                     let done = self.batches.remove(&b).unwrap();
                     self.deferred.push((done.client, json!({"ok": true, "revoked": done.outcomes, "ns": now_ns() - done.started})));

@@ -19,12 +19,14 @@ from coreplane.arbiter.client import Daemon, env_for
 from coreplane.arbiter.vcore import Vcores
 
 CONTROL_CPU = 0
-# Goals of issue 14, in µs: warm grant p50, cooperative warn-preempt p50, uncooperative off its
-# core after the deadline (p50 and p99).
-GOALS = {"get_one_vcore_warm": 50.0, "warn_preempt_one_cooperative": 100.0, "preempt_uncooperative_after_deadline": 1000.0}
+# Goals of issue 14, in µs, with the statistic each bounds: warm grant p50, cooperative
+# warn-preempt p50, an uncooperative vcore off its core after the deadline (every time: p99).
+GOALS = {"get_one_vcore_warm": ("p50_us", 50.0), "warn_preempt_one_cooperative": ("p50_us", 100.0),
+         "preempt_uncooperative_after_deadline": ("p99_us", 1000.0)}
 
 # A child MCP: "coop" yields at its safe point when warned; "spin" pins itself to its vcore's CPU
-# and never yields, printing when it first finds itself elsewhere (CLOCK_MONOTONIC ns).
+# and never yields, printing when it last ran there and when it first found itself elsewhere
+# (CLOCK_MONOTONIC ns: it left the core between the two).
 CHILD = r"""
 import ctypes, os, sys, time
 from coreplane.arbiter.vcore import Vcores
@@ -45,9 +47,13 @@ while True:
         except Exception:   # preempted before it yielded (the bench counts it)
             pass
         continue
-    while libc.sched_getcpu() == cpu:
-        pass
-    print(time.clock_gettime_ns(time.CLOCK_MONOTONIC), flush=True)
+    last_on = 0
+    while True:   # the clock first: when the CPU then still is the vcore's, it ran there after
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if libc.sched_getcpu() != cpu:
+            break
+        last_on = now
+    print(last_on, time.clock_gettime_ns(time.CLOCK_MONOTONIC), flush=True)
 """
 
 
@@ -134,16 +140,7 @@ def measure(trials: int) -> dict:
         coop.stop()
         out["warn_preempt_one_cooperative"] = {**stats(samples), "missed_10ms_deadline": missed}
 
-        spin = Child(state, "spin", admin)
-        after = []
-        for _ in range(slow):
-            assert spin.line() == "granted"
-            time.sleep(0.002)
-            revoked = admin.checked("revoke", pid=spin.proc.pid, vcore=0, warn_us=1000, wait=True)["revoked"][0]
-            assert revoked["outcome"] == "preempted"
-            after.append(int(spin.line()) - revoked["deadline_ns"])
-        spin.stop()
-        out["preempt_uncooperative_after_deadline"] = stats(after)
+        out.update(uncooperative(state, admin, slow))
 
         samples = []
         for _ in range(slow):
@@ -161,14 +158,37 @@ def measure(trials: int) -> dict:
     return out
 
 
+def uncooperative(state: Path, admin, trials: int) -> dict:
+    """A pinned spinner that never yields, preempted at a 1 ms deadline, times after the deadline:
+    the arbiter began taking the CPU; the spinner was last seen on it; the arbiter's cpuset write
+    returned (the kernel returns once it has moved the spinner: it left its core between these
+    two, and the later one is the goal's measure); the spinner next ran, elsewhere (after a wait
+    for a turn on the control core, which has nothing to do with the core taken)."""
+    spin = Child(state, "spin", admin)
+    spans = {"arbiter_woke": [], "last_seen_on_core": [], "off_core": [], "running_elsewhere": []}
+    for _ in range(trials):
+        assert spin.line() == "granted"
+        time.sleep(0.002)
+        revoked = admin.checked("revoke", pid=spin.proc.pid, vcore=0, warn_us=1000, wait=True)["revoked"][0]
+        assert revoked["outcome"] == "preempted"
+        last_on, elsewhere = map(int, spin.line().split())
+        deadline = revoked["deadline_ns"]
+        for name, t in zip(spans, (revoked["started_ns"], last_on, revoked["released_ns"], elsewhere)):
+            spans[name].append(t - deadline)
+    spin.stop()
+    out = {f"preempt_uncooperative_{name}": stats(samples) for name, samples in spans.items()}
+    out["preempt_uncooperative_after_deadline"] = out.pop("preempt_uncooperative_off_core")
+    return out
+
+
 def _yield_time(me: Vcores) -> int:
     me.request(1)
     return timed(lambda: me.yield_vcore(0))
 
 
 def goals(ops: dict) -> dict:
-    return {name: {"goal_us": goal, "p50_us": ops[name]["p50_us"], "met": ops[name]["p50_us"] <= goal}
-            for name, goal in GOALS.items()}
+    return {name: {"goal_us": goal, "statistic": stat, "us": ops[name][stat], "met": ops[name][stat] <= goal}
+            for name, (stat, goal) in GOALS.items()}
 
 
 def main() -> None:
@@ -184,7 +204,7 @@ def main() -> None:
     for name, s in ops.items():
         print(f"{name:40s} n={s['n']:5d}  min {s['min_us']:9.1f}  p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f} µs")
     for name, g in doc["goals"].items():
-        print(f"goal {name}: p50 {g['p50_us']} µs vs ≤ {g['goal_us']} µs: {'met' if g['met'] else 'MISSED'}")
+        print(f"goal {name}: {g['statistic']} {g['us']} vs ≤ {g['goal_us']} µs: {'met' if g['met'] else 'MISSED'}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ def arbiter(
                                       help="Compute cores to arbitrate (default: every CPU but the first)."),
     trust_uid: str = typer.Option(None, "--trust-uid", metavar="UID,...", help="Users besides root who may provision."),
     warn_us: int = typer.Option(1000, "--warn-us", min=0, help="Warning time before a revoked vcore is preempted, µs."),
+    fifo: int = typer.Option(None, "--fifo", min=0, metavar="PRIO",
+                             help="The arbiter's SCHED_FIFO priority (0: ordinary scheduling; default 10 where allowed)."),
     daemon: bool = typer.Option(False, "--daemon", help="Run in the background; print its pid."),
     json_flag: bool = JSON_OPT,
 ) -> None:
@@ -40,6 +42,7 @@ def arbiter(
     argv = [exe, "--state-dir", str(state_dir), "--warn-us", str(warn_us)]
     argv += ["--compute-cores", compute_cores] if compute_cores else []
     argv += ["--trust-uid", trust_uid] if trust_uid else []
+    argv += ["--fifo", str(fifo)] if fifo is not None else []
     if not daemon:
         os.execv(exe, argv)
     proc = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
