@@ -83,13 +83,13 @@ stress: setup
 
 # Full-system OS activity (issue 16): QEMU/TCG and mmdebstrap, only for these targets; the osact
 # plugin against qemu-plugin.h from Debian's qemu source package (plugins/qemu-header.sh, private apt
-# configuration under target/); the static guest workload.
+# configuration under target/); the static guest programs (the workloads and netup).
 FULLSYS_PACKAGES := qemu-system-x86 mmdebstrap e2fsprogs
 fullsys-setup: setup
 	$(call apt_install,$(FULLSYS_PACKAGES))
 	@$(MAKE) --no-print-directory -C plugins
-	@mkdir -p target/fullsys
-	$(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/matmul workloads/fullsys/matmul.c
+	@mkdir -p target/fullsys/bin
+	for p in matmul dmm netup; do $(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/bin/$$p workloads/fullsys/$$p.c || exit 1; done
 
 # The full-system regression run (image built and boot-checked if not cached, one node, small matrix);
 # not in `make test`: building an image takes minutes (docs/benchmarks.md).

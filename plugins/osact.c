@@ -6,8 +6,12 @@
  * (66 87 c9) to close it; compilers never emit either, and both are no-ops on the CPU.
  * Instructions are split by the MSB of their own address (x86-64 kernel text lies in the upper
  * half); memory accesses by the MSB of the address they touch, which is the paper's rule.
+ * Kernel code in the region is also counted per translation block (start address, length, times
+ * executed, memory accesses made): the host names the functions afterwards from the guest's own
+ * /proc/kallsyms, so no symbols are needed at run time and KASLR does not matter.
  * Arguments: out=PATH (required), mem=on|off (count memory accesses; default on). */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +42,20 @@ static char *out_path;
 static volatile int roi_state = ROI_BEFORE;
 static int roi_opened_by = -1;
 static uint64_t start_ns, roi_begin_ns, roi_end_ns, roi_begin_cpu_ns, roi_end_cpu_ns;
+
+/* One kernel translation block's work in the region, found again by (address, length) when QEMU
+ * translates the same code anew. */
+typedef struct KernelBlock {
+    uint64_t vaddr;
+    uint64_t n_insns;
+    uint64_t execs;   /* in the region of interest */
+    uint64_t memory;  /* loads and stores its instructions made in the region */
+    struct KernelBlock *next;
+} KernelBlock;
+
+enum { BLOCK_BUCKETS = 1 << 16 };
+static KernelBlock *blocks[BLOCK_BUCKETS];
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const uint8_t ROI_BEGIN[3] = {0x66, 0x87, 0xdb};
 static const uint8_t ROI_END[3] = {0x66, 0x87, 0xc9};
@@ -75,11 +93,40 @@ static void on_tb(unsigned int vcpu, void *packed)
     }
 }
 
-static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t address, void *unused)
+static KernelBlock *kernel_block(uint64_t vaddr, size_t n_insns)
 {
-    (void)unused;
+    size_t bucket = (size_t)((vaddr ^ (vaddr >> 16) ^ n_insns) & (BLOCK_BUCKETS - 1));
+    pthread_mutex_lock(&blocks_lock);
+    KernelBlock *block = blocks[bucket];
+    while (block != NULL && !(block->vaddr == vaddr && block->n_insns == n_insns)) {
+        block = block->next;
+    }
+    if (block == NULL && (block = calloc(1, sizeof *block)) != NULL) {
+        *block = (KernelBlock){.vaddr = vaddr, .n_insns = n_insns, .next = blocks[bucket]};
+        blocks[bucket] = block;
+    }
+    pthread_mutex_unlock(&blocks_lock);
+    return block;
+}
+
+static void on_kernel_tb(unsigned int vcpu, void *data)
+{
+    KernelBlock *block = data;
+    counts[vcpu].run_insns += block->n_insns;
+    if (roi_state == ROI_INSIDE) {
+        counts[vcpu].insns[KERNEL] += block->n_insns;
+        __atomic_fetch_add(&block->execs, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* `data` is the kernel block of the instruction making the access, NULL in user code. */
+static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t address, void *data)
+{
     if (roi_state != ROI_INSIDE) {
         return;
+    }
+    if (data != NULL) {
+        __atomic_fetch_add(&((KernelBlock *)data)->memory, 1, __ATOMIC_RELAXED);
     }
     if (qemu_plugin_mem_is_store(info)) {
         counts[vcpu].stores[side(address)]++;
@@ -122,8 +169,13 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         return;
     }
     uint64_t first = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
-    uintptr_t packed = ((uintptr_t)n << 1) | (uintptr_t)side(first);
-    qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb, QEMU_PLUGIN_CB_NO_REGS, (void *)packed);
+    KernelBlock *block = side(first) == KERNEL ? kernel_block(first, n) : NULL;
+    if (block != NULL) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_kernel_tb, QEMU_PLUGIN_CB_NO_REGS, block);
+    } else {
+        uintptr_t packed = ((uintptr_t)n << 1) | (uintptr_t)side(first);
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb, QEMU_PLUGIN_CB_NO_REGS, (void *)packed);
+    }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (is_marker(insn, ROI_BEGIN)) {
@@ -132,7 +184,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_roi_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
         }
         if (count_memory) {
-            qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+            qemu_plugin_register_vcpu_mem_cb(insn, on_memory, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, block);
         }
     }
 }
@@ -151,7 +203,7 @@ static void write_counts(qemu_plugin_id_t id, void *unused)
         qemu_plugin_outs("osact: cannot write the output file\n");
         return;
     }
-    fprintf(f, "{\"plugin\": \"osact\", \"format\": 1, \"memory_counted\": %s,\n", count_memory ? "true" : "false");
+    fprintf(f, "{\"plugin\": \"osact\", \"format\": 2, \"memory_counted\": %s,\n", count_memory ? "true" : "false");
     bool closed = roi_state == ROI_AFTER;
     fprintf(f, " \"roi\": {\"opened\": %s, \"closed\": %s, \"opened_by_vcpu\": %d, \"wall_ns\": %" PRIu64
             ", \"cpu_ns\": %" PRIu64 "},\n", roi_state != ROI_BEFORE ? "true" : "false", closed ? "true" : "false",
@@ -165,7 +217,18 @@ static void write_counts(qemu_plugin_id_t id, void *unused)
         write_pair(f, "stores", counts[v].stores, "");
         fprintf(f, "}%s\n", v + 1 < n_vcpus ? "," : "");
     }
-    fprintf(f, " ]}\n");
+    fprintf(f, " ],\n \"kernel_blocks\": [");
+    const char *separator = "\n  ";
+    for (size_t bucket = 0; bucket < BLOCK_BUCKETS; bucket++) {
+        for (const KernelBlock *b = blocks[bucket]; b != NULL; b = b->next) {
+            if (b->execs > 0) {
+                fprintf(f, "%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", separator, b->vaddr, b->n_insns,
+                        b->execs, b->memory);
+                separator = ",\n  ";
+            }
+        }
+    }
+    fprintf(f, "\n ]}\n");
     fclose(f);
 }
 

@@ -1,6 +1,7 @@
-"""Full-system inputs and the osact plugin's counts without booting anything: unknown suites, the
-node count not yet implemented, kernel shares summed over vCPUs, a region of interest never
-closed, the console line an error quotes."""
+"""Full-system inputs and the osact plugin's counts without booting anything: unknown suites, node
+and thread counts out of range, kernel shares summed over vCPUs and over nodes, kernel blocks named
+and put into parts of the kernel, a region of interest never closed, the console line an error
+quotes, the nodes' scripts and TCP counters."""
 
 import json
 
@@ -8,8 +9,10 @@ import pytest
 
 from conftest import run_cli
 from coreplane.core.errors import CoreplaneError
+from coreplane.fullsys import kernelparts
 from coreplane.fullsys.activity import summarise
 from coreplane.fullsys.guest import console_tail
+from coreplane.fullsys.run import node_script, tcp_counters, totals
 
 
 def counts(tmp_path, closed=True, memory=True):
@@ -52,10 +55,76 @@ def test_unknown_suite_is_one_line():
     assert proc.stderr.strip() == "coreplane: error: unknown suite 'etch': one of bullseye, bookworm, trixie, sid"
 
 
-def test_several_nodes_not_yet():
-    proc = run_cli("fullsys", "run", "--image", "bookworm", "--nodes", "2")
+@pytest.mark.parametrize("args, message", [
+    (["--nodes", "9"], "--nodes 9: between 1 and 8"),
+    (["--nodes", "4", "--size", "3"], "the size must be at least the number of nodes"),
+    (["--nodes", "2", "--threads", "2"], "threads are for a single node's multiply"),
+])
+def test_bad_node_counts_are_one_line(args, message):
+    proc = run_cli("fullsys", "run", "--image", "bookworm", *args)
     assert proc.returncode != 0
-    assert "only one node is implemented so far" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_node_scripts():
+    worker = node_script(1, 3, 96, 1)
+    assert "./netup 10.16.0.2/24 || exit 1" in worker and "./dmm 96 1 3 10.16.0.1" in worker
+    alone = node_script(0, 1, 64, 4)
+    assert "netup" not in alone and "./matmul 64 4" in alone
+    assert "/proc/kallsyms > out/kallsyms" in alone  # after the work: outside the region
+
+
+def test_tcp_counters():
+    snmp = ("Ip: Forwarding DefaultTTL\nIp: 2 64\nTcp: RtoAlgorithm OutSegs RetransSegs\n"
+            "Tcp: 1 147 3\nUdp: InDatagrams\nUdp: 0\n")
+    assert tcp_counters(snmp) == {"RtoAlgorithm": 1, "OutSegs": 147, "RetransSegs": 3}
+    assert tcp_counters("") == {}
+
+
+KALLSYMS = ("ffffffff81000000 T _stext\nffffffff81000100 t tcp_sendmsg\nffffffff81000200 T clear_page_rep\n"
+            "ffffffff81000300 d some_data\nffffffff81000400 t schedule\n"
+            "ffffffffc0000000 t receive_buf\t[virtio_net]\n")
+
+
+def test_kernel_blocks_named_and_split_into_parts(tmp_path):
+    path = tmp_path / "kallsyms"
+    path.write_text(KALLSYMS)
+    symbols = kernelparts.load_symbols(path)
+    # [address, instructions, executions, memory accesses]: two blocks in tcp_sendmsg, one in the
+    # page clearing, one in the module's function, one in schedule (the data symbol is no function)
+    blocks = [[0xffffffff81000110, 10, 3, 7], [0xffffffff81000180, 5, 2, 1], [0xffffffff81000210, 20, 1, 0],
+              [0xffffffffc0000040, 4, 5, 2], [0xffffffff81000410, 50, 1, 9]]
+    prof = kernelparts.attribute(blocks, symbols, region_insns=1000)
+    parts = prof["parts"]
+    assert parts["network stack"]["insns"] == 10 * 3 + 5 * 2 + 4 * 5
+    assert parts["network stack"]["memory"] == 10
+    assert parts["memory management"]["insns"] == 20
+    assert parts["scheduling, idle"]["insns"] == 50
+    assert parts["network stack"]["share_of_region"] == pytest.approx(60 / 1000)
+    assert parts["network stack"]["share_of_kernel"] == pytest.approx(60 / 130)
+    assert prof["top_functions"][:2] == [{"function": "schedule", "part": "scheduling, idle", "insns": 50, "memory": 9},
+                                         {"function": "tcp_sendmsg", "part": "network stack", "insns": 40, "memory": 8}]
+    assert {"function": "virtio_net:receive_buf", "part": "network stack", "insns": 20, "memory": 2} in prof["top_functions"]
+
+
+def test_kallsyms_without_addresses_is_an_error(tmp_path):
+    path = tmp_path / "kallsyms"
+    path.write_text("0000000000000000 T _stext\n0000000000000000 t tcp_sendmsg\n")
+    with pytest.raises(CoreplaneError, match="kptr_restrict"):
+        kernelparts.load_symbols(path)
+    path.write_text("zzzz T _stext\n")
+    with pytest.raises(CoreplaneError, match=r"kallsyms:1: not a kallsyms line"):
+        kernelparts.load_symbols(path)
+
+
+def test_totals_over_nodes(tmp_path):
+    node = summarise(counts(tmp_path))
+    node["kernel_parts"] = {"parts": {"network stack": {"insns": 15}, "other": {"insns": 5}}}
+    total = totals([node, node])
+    assert total["insns"] == {"kernel": 40, "user": 160}
+    assert total["kernel_share_insns"] == pytest.approx(0.2)
+    assert total["kernel_parts_share_of_region"] == {"network stack": pytest.approx(30 / 200),
+                                                     "other": pytest.approx(10 / 200)}
 
 
 def test_console_tail_prefers_the_panic_line():

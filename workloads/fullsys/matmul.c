@@ -1,13 +1,11 @@
-/* matmul: the full-system guest's workload, an N×N double matrix multiply whose multiply is the
- * region of interest it marks for the osact plugin (plugins/osact.c); statically linked so it
- * runs in any Debian image. Usage: matmul N [THREADS]. Prints one result line on stdout. */
+/* matmul: the full-system guest's single-node workload, an N×N double matrix multiply whose
+ * multiply is the region of interest it marks for the osact plugin (plugins/osact.c); statically
+ * linked so it runs in any Debian image. Usage: matmul N [THREADS]. Prints one result line. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The markers the plugin recognises: no-ops to the CPU, never emitted by a compiler. */
-#define ROI_BEGIN() __asm__ volatile("xchg %%bx, %%bx" ::: "memory")
-#define ROI_END() __asm__ volatile("xchg %%cx, %%cx" ::: "memory")
+#include "blockmul.h"
 
 typedef struct {
     const double *a, *b;
@@ -15,17 +13,10 @@ typedef struct {
     int n, first_row, last_row;
 } Rows;
 
-static void *multiply_rows(void *arg)
+static void *multiply_thread(void *arg)
 {
     const Rows *r = arg;
-    for (int i = r->first_row; i < r->last_row; i++) {
-        for (int k = 0; k < r->n; k++) {
-            double aik = r->a[(size_t)i * r->n + k];
-            for (int j = 0; j < r->n; j++) {
-                r->c[(size_t)i * r->n + j] += aik * r->b[(size_t)k * r->n + j];
-            }
-        }
-    }
+    multiply_rows(r->a, r->b, r->c, r->n, r->first_row, r->last_row);
     return NULL;
 }
 
@@ -43,16 +34,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "matmul: out of memory for N=%d\n", n);
         return 1;
     }
-    for (size_t i = 0; i < cells; i++) {
-        a[i] = (double)(i % 7) - 3.0;
-        b[i] = (double)(i % 5) - 2.0;
-    }
+    fill_inputs(a, b, cells);
     pthread_t tid[64];
     Rows rows[64];
     ROI_BEGIN();
     for (int t = 0; t < threads; t++) {
         rows[t] = (Rows){a, b, c, n, n * t / threads, n * (t + 1) / threads};
-        pthread_create(&tid[t], NULL, multiply_rows, &rows[t]);
+        pthread_create(&tid[t], NULL, multiply_thread, &rows[t]);
     }
     for (int t = 0; t < threads; t++) {
         pthread_join(tid[t], NULL);

@@ -24,7 +24,8 @@ def speed(insns: int, wall_ns: int, cpu_ns: int) -> dict:
 
 def summarise(counts_path: Path) -> dict:
     """The plugin's file summed over vCPUs: per kind the kernel/user counts and kernel share, the
-    region of interest's and the whole run's speed; per vCPU the raw counts."""
+    region of interest's and the whole run's speed; per vCPU the raw counts; the kernel blocks
+    executed in the region (for kernelparts)."""
     try:
         raw = json.loads(counts_path.read_text())
     except (OSError, json.JSONDecodeError) as e:
@@ -43,4 +44,5 @@ def summarise(counts_path: Path) -> dict:
         "run": {"insns": run_insns, **speed(run_insns, raw["run_wall_ns"], raw["run_cpu_ns"])},
         "memory_counted": raw["memory_counted"],
         "vcpus": raw["vcpus"],
+        "kernel_blocks": raw.get("kernel_blocks", []),
     }

@@ -36,14 +36,23 @@ def _speed(part: dict) -> str:
 
 
 def _render_run(doc: dict) -> None:
-    roi = doc["roi"]
-    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} matmul, "
-                  f"{doc['threads']} thread(s), checksum {doc['checksum']:.1f}")
-    console.print(f"  region of interest: {roi['insns']['kernel'] + roi['insns']['user']:,} instructions, kernel "
-                  f"share {_percent(roi['kernel_share_insns'])}; memory accesses kernel share "
-                  f"{_percent(roi['kernel_share_memory'])}; {_speed(roi)}")
-    console.print(f"  whole run (boot included): {doc['run']['insns']:,} instructions, {_speed(doc['run'])}; "
-                  f"output {doc['out']}")
+    total = doc["total"]
+    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} matmul on "
+                  f"{doc['nodes']} node(s), {doc['threads']} thread(s) each, checksum {doc['checksum']:.1f}")
+    console.print(f"  region of interest, all nodes: {sum(total['insns'].values()):,} instructions, kernel share "
+                  f"{_percent(total['kernel_share_insns'])}; memory accesses kernel share "
+                  f"{_percent(total['kernel_share_memory'])}")
+    console.print("  kernel parts (share of all instructions): " + ", ".join(
+        f"{part} {_percent(x)}" for part, x in total["kernel_parts_share_of_region"].items()), highlight=False)
+    for node in doc["per_node"]:
+        roi = node["roi"]
+        console.print(f"  node {node['node']}: {roi['insns']['kernel'] + roi['insns']['user']:,} instructions, "
+                      f"kernel share {_percent(roi['kernel_share_insns'])} (memory "
+                      f"{_percent(roi['kernel_share_memory'])}), TCP segments out "
+                      f"{node['tcp'].get('OutSegs', 0)}, retransmitted {node['tcp'].get('RetransSegs', 0)}; "
+                      f"region {_speed(roi)}")
+        console.print(f"    whole run (boot included): {node['run']['insns']:,} instructions, {_speed(node['run'])}")
+    console.print(f"  output {doc['out']}")
 
 
 @app.command()
@@ -55,14 +64,18 @@ def image(suite: str = typer.Argument(..., help="Debian suite: bullseye, bookwor
 
 @app.command()
 def run(suite: str = typer.Option(..., "--image", help="The suite whose image to boot."),
-        nodes: int = typer.Option(1, "--nodes", help="Simulated nodes (1 so far)."),
+        nodes: int = typer.Option(1, "--nodes", help="Simulated nodes, each its own guest, on one network."),
         size: int = typer.Option(128, "--size", help="The matrices are SIZE×SIZE doubles."),
-        threads: int = typer.Option(1, "--threads", help="Workload threads, one vCPU each."),
+        threads: int = typer.Option(1, "--threads", help="Workload threads, one vCPU each (a single node only)."),
         memory: bool = typer.Option(True, "--memory/--no-memory", help="Count memory accesses (slower)."),
         icount: bool = typer.Option(True, "--icount/--no-icount",
                                     help="Deterministic instruction counting (-icount); off is faster, not repeatable."),
-        timeout: float = typer.Option(900, "--timeout", help="Seconds before the guest is stopped."),
+        idle_sleep: bool | None = typer.Option(None, "--idle-sleep/--idle-leap", show_default=False,
+                                        help="An idle guest's clock follows the host's (sleep=on; default with "
+                                             "several nodes) or leaps to its next timer (sleep=off; default on one)."),
+        timeout: float = typer.Option(900, "--timeout", help="Seconds before the guests are stopped."),
         as_json: bool = JSON_OPT) -> None:
-    """Boot a node under QEMU/TCG with the osact plugin, run the matrix multiply, report the kernel/user
-    split of its region of interest and the simulation speed."""
-    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout), as_json, _render_run)
+    """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
+    multiply, report the kernel/user split of its region of interest per node and in total, the
+    kernel's part by function (network stack, copies, ...), and the simulation speed."""
+    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep), as_json, _render_run)

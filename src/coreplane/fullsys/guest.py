@@ -1,4 +1,4 @@
-"""Booting one QEMU/TCG guest from an image, with or without the osact plugin, and classifying how it ended."""
+"""Booting QEMU/TCG guests from an image, with or without the osact plugin, a workload disk and a network, and classifying how each ended."""
 
 import re
 import shutil
@@ -14,6 +14,28 @@ QEMU = "qemu-system-x86_64"
 BOOT_MARKER = "coreplane-fullsys: booted"
 WORKLOAD_MARKER = "coreplane-fullsys: workload exit"
 TAIL_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Extras:
+    """What a guest gets beyond the image: its workload disk (written by the guest) and its NIC on a
+    QEMU network shared with other guests (a -netdev specification and the NIC's MAC)."""
+
+    disk: Path | None = None
+    netdev: str | None = None
+    mac: str | None = None
+
+
+@dataclass
+class Running:
+    """A started guest: the QEMU process, its console log and what it must print to count as done."""
+
+    proc: subprocess.Popen
+    image: Path
+    log: Path
+    plugin: str | None
+    expect: str
+    started: float
 
 
 @dataclass(frozen=True)
@@ -39,43 +61,68 @@ def console_tail(text: str) -> str:
 ICOUNT_APPEND = "tsc_early_khz=1000000"
 
 
-def command(image: Path, memory_mb: int, vcpus: int, append: str, plugin: str | None, icount: bool) -> list[str]:
-    """The QEMU command line: TCG, with -icount when asked (one instruction per virtual ns, idle
-    time skipped) so repetitions execute the same instruction stream; the image's own kernel
-    booted directly; the disk opened copy-on-write so runs never change the cached image."""
+def command(image: Path, memory_mb: int, vcpus: int, append: str, plugin: str | None, icount: bool,
+            extras: Extras = Extras(), idle_sleep: bool = False) -> list[str]:
+    """The QEMU command line: TCG, with -icount when asked (one instruction per virtual ns) so
+    repetitions execute the same instruction stream; an idle guest's clock leaps to its next timer
+    (sleep=off) or, with `idle_sleep`, follows the host's clock while the guest waits (sleep=on:
+    a guest waiting for a peer does not race through its timers); the image's own kernel
+    booted directly; the image's disk opened copy-on-write so runs never change the cached image,
+    the workload disk (second virtio disk, /dev/vdb) read-write; a virtio NIC when a netdev is given."""
     if shutil.which(QEMU) is None:
         raise CoreplaneError(f"{QEMU} is missing: run `make fullsys-setup` first")
-    timing = ["-icount", "shift=0,sleep=off", "-rtc", "clock=vm"] if icount else []
+    sleep = "on" if idle_sleep else "off"
+    timing = ["-icount", f"shift=0,sleep={sleep}", "-rtc", "clock=vm"] if icount else []
     append = f"{append} {ICOUNT_APPEND}" if icount else append
     cmd = [QEMU, "-accel", "tcg", *timing, "-m", str(memory_mb), "-smp", str(vcpus), "-no-user-config", "-vga", "none", "-display", "none",
            "-monitor", "none",
            "-no-reboot", "-kernel", str(image / "vmlinuz"), "-initrd", str(image / "initrd.img"),
            "-append", f"console=ttyS0 root=/dev/vda ro init=/coreplane/init panic=-1 quiet {append}",
            "-drive", f"file={image / 'rootfs.ext4'},if=virtio,format=raw,snapshot=on",
-           "-serial", "stdio", "-nic", "none"]
+           "-serial", "stdio"]
+    if extras.disk:
+        cmd += ["-drive", f"file={extras.disk},if=virtio,format=raw"]
+    if extras.netdev:
+        # romfile= : no PXE option ROM, the kernel is booted directly.
+        cmd += ["-netdev", f"{extras.netdev},id=net0", "-device", f"virtio-net-pci,netdev=net0,mac={extras.mac},romfile="]
+    else:
+        cmd += ["-nic", "none"]
     return cmd + (["-plugin", plugin] if plugin else [])
 
 
-def boot(image: Path, log: Path, *, append: str = "", plugin: str | None = None, memory_mb: int = 1024,
-         vcpus: int = 1, icount: bool = True, timeout_s: float = 900, expect: str = BOOT_MARKER) -> Boot:
-    """Boots `image` until it powers off, console to `log`; one-line errors for a plugin that does
-    not load, a guest that never prints `expect`, and a time-out."""
+def start(image: Path, log: Path, *, append: str = "", plugin: str | None = None, memory_mb: int = 1024,
+          vcpus: int = 1, icount: bool = True, expect: str = BOOT_MARKER, extras: Extras = Extras(),
+          idle_sleep: bool = False) -> Running:
+    """Starts a guest booting `image`, console to `log`; `finish` waits for it."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(command(image, memory_mb, vcpus, append, plugin, icount), stdout=out,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        try:
-            _, stderr = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            text = log.read_text(errors="replace")
-            raise CoreplaneError(f"guest {image.name} did not finish in {timeout_s:.0f} s: console ends "
-                                 f"'{console_tail(text)}' (full log {log})") from None
-    wall = time.monotonic() - started
+    cmd = command(image, memory_mb, vcpus, append, plugin, icount, extras, idle_sleep)
+    # QEMU's messages go to a file, not a pipe: guests started together are waited for one by one.
+    with open(log, "wb") as out, open(log.with_suffix(".stderr"), "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    return Running(proc, image, log, plugin, expect, time.monotonic())
+
+
+def stop(guest: Running) -> None:
+    """Kills a guest still running (its peers failed); nothing when it has ended."""
+    if guest.proc.poll() is None:
+        guest.proc.kill()
+    guest.proc.wait()
+
+
+def finish(guest: Running, deadline: float) -> Boot:
+    """Waits until the guest powers off or the monotonic `deadline`; one-line errors for a plugin
+    that does not load, a guest that never prints what it must, and a time-out."""
+    proc, image, log, plugin, expect = guest.proc, guest.image, guest.log, guest.plugin, guest.expect
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        stop(guest)
+        text = log.read_text(errors="replace")
+        raise CoreplaneError(f"guest {image.name} did not finish in {deadline - guest.started:.0f} s: console ends "
+                             f"'{console_tail(text)}' (full log {log})") from None
+    wall = time.monotonic() - guest.started
     text = log.read_text(errors="replace")
-    message = stderr.decode(errors="replace").strip()
+    message = log.with_suffix(".stderr").read_text(errors="replace").strip()
     if proc.returncode != 0 and plugin and "plugin" in message.lower():
         raise CoreplaneError(f"plugin {plugin.split(',')[0]} failed to load: {' '.join(message.split())[:200]}")
     if proc.returncode != 0:
@@ -87,3 +134,9 @@ def boot(image: Path, log: Path, *, append: str = "", plugin: str | None = None,
         raise CoreplaneError(f"image {image.name} did not boot (no '{expect}' on the console): console ends "
                              f"'{console_tail(text)}' (full log {log})")
     return Boot(text, log, wall)
+
+
+def boot(image: Path, log: Path, *, timeout_s: float = 900, **how) -> Boot:
+    """Boots `image` until it powers off (`start`'s options), console to `log`; `finish`'s errors."""
+    guest = start(image, log, **how)
+    return finish(guest, guest.started + timeout_s)

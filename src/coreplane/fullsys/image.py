@@ -1,4 +1,4 @@
-"""GENIMAGE: a bootable Debian image per suite (mmdebstrap, the suite's own kernel, coreplane's init and the static workload), cached by the hash of what went in and boot-checked before use."""
+"""GENIMAGE: a bootable Debian image per suite (mmdebstrap, the suite's own kernel, coreplane's init), cached by the hash of what went in and boot-checked before use."""
 
 import hashlib
 import json
@@ -11,14 +11,15 @@ from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys import guest
-from coreplane.fullsys.paths import GUEST_INIT, IMAGES, WORKLOAD, built, check_suite
+from coreplane.fullsys.paths import GUEST_INIT, IMAGES, check_suite
 
 # minbase plus the kernel (initramfs-tools comes with it); documentation is left out to keep the
 # image small. Part of the cache key: changing it builds new images.
 MMDEBSTRAP_OPTIONS = ("--variant=minbase", "--include=linux-image-amd64",
                       "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
                       "--dpkgopt=path-exclude=/usr/share/locale/*")
-FORMAT = 1
+# 2: the workload moved out of the image onto a disk of its own (fullsys/workdisk.py).
+FORMAT = 2
 # Room beyond the files' bytes for ext4's metadata, journal and partly filled blocks (a 560 MiB
 # bookworm tree did not fit in 600 MiB); the guest mounts the file system read-only.
 HEADROOM = 1.3
@@ -26,10 +27,9 @@ HEADROOM_BYTES = 128 << 20
 
 
 def cache_key(suite: str) -> str:
-    """The hash of everything an image is made from: suite, options, init script, workload binary."""
+    """The hash of everything an image is made from: suite, options, init script."""
     digest = hashlib.sha256(f"{FORMAT}\0{suite}\0{chr(0).join(MMDEBSTRAP_OPTIONS)}\0".encode())
     digest.update(GUEST_INIT.read_bytes())
-    digest.update(built(WORKLOAD).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -69,7 +69,6 @@ def build(suite: str) -> Path:
     log = scratch / "build.log"
     bootstrap_s = _run(["mmdebstrap", "--quiet", *MMDEBSTRAP_OPTIONS, suite, str(root)], f"mmdebstrap {suite}", log)
     (root / "coreplane").mkdir()
-    shutil.copy2(WORKLOAD, root / "coreplane" / "matmul")
     shutil.copy2(GUEST_INIT, root / "coreplane" / "init")
     os.chmod(root / "coreplane" / "init", 0o755)
     kernel = _only(root / "boot", "vmlinuz-*")

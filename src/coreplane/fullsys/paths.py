@@ -1,4 +1,4 @@
-"""Where full-system artefacts live: the plugin, the guest workload, the image cache, all under target/fullsys."""
+"""Where full-system artefacts live: the plugin, the guest programs, the image cache, the runs, all under target/fullsys."""
 
 from pathlib import Path
 
@@ -9,7 +9,9 @@ ROOT = REPO / "target" / "fullsys"
 IMAGES = ROOT / "images"
 RUNS = ROOT / "runs"
 PLUGIN = ROOT / "plugins" / "libosact.so"
-WORKLOAD = ROOT / "matmul"
+# The guests' static programs (workloads/fullsys/, built by `make fullsys-setup`).
+PROGRAMS = ROOT / "bin"
+GUEST_PROGRAMS = ("matmul", "dmm", "netup")
 GUEST_INIT = Path(__file__).with_name("guest_init.sh")
 # The Debian suites the study compares (paper 001's "distributions").
 SUITES = ("bullseye", "bookworm", "trixie", "sid")

@@ -1,35 +1,121 @@
-"""`fullsys run`: boots a suite's image under TCG with the osact plugin, runs the matrix multiply and reports the OS activity of its region of interest."""
+"""`fullsys run`: boots N nodes of a suite's image under TCG with the osact plugin, networked together, runs the matrix multiply across them and reports the OS activity of its region of interest per node and in total, the kernel's part split by function."""
 
+import os
 import re
 import time
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.fullsys import activity, guest, image
+from coreplane.fullsys import activity, guest, image, kernelparts, workdisk
 from coreplane.fullsys.paths import PLUGIN, RUNS, built
 
-RESULT = re.compile(r"coreplane-matmul n=(\d+) threads=(\d+) checksum=(\S+)")
+RESULT = re.compile(r"coreplane-(?:matmul|dmm) n=(\d+) .*checksum=(\S+)")
+MAX_NODES = 8
+SUBNET = "10.16.0."
+# Every node's NIC is on one QEMU multicast socket network (an Ethernet segment through the
+# host's loopback); the port is the run's own so that concurrent runs do not share a segment.
+MCAST_GROUP = "230.0.16.1"
+MCAST_PORTS = (41000, 8000)
 
 
-def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float) -> dict:
-    """One node of `suite` running an N×N multiply with `threads` threads on as many vCPUs."""
-    if nodes != 1:
-        raise CoreplaneError(f"--nodes {nodes}: only one node is implemented so far (issue 16: multi-node is a "
-                             "later step)")
-    if size < 1 or threads < 1:
-        raise CoreplaneError(f"--size {size} --threads {threads}: both must be positive")
-    plugin = built(PLUGIN)
-    img = image.ensure(suite)
-    out = RUNS / f"{suite}-n{size}-t{threads}-{time.strftime('%Y%m%d-%H%M%S')}"
-    counts = out / "osact.json"
-    out.mkdir(parents=True, exist_ok=True)
-    booted = guest.boot(image.image_dir(suite), out / "console.log",
-                        append=f"coreplane.size={size} coreplane.threads={threads}",
-                        plugin=f"{plugin},out={counts},mem={'on' if memory_counted else 'off'}",
-                        vcpus=threads, icount=icount, timeout_s=timeout_s, expect=guest.WORKLOAD_MARKER)
+def address(rank: int) -> str:
+    """Node `rank`'s IPv4 address on the guests' network."""
+    return f"{SUBNET}{rank + 1}"
+
+
+def node_script(rank: int, nodes: int, size: int, threads: int) -> str:
+    """What node `rank` runs from its workload disk: the network up (several nodes), the multiply
+    (the distributed one, or the threaded one on a single node), then, outside the region, the
+    kernel's text symbols (to name the kernel blocks), TCP's counters (retransmissions), the kernel log."""
+    if threads > 1:
+        work = f"./matmul {size} {threads}"
+    else:
+        work = f"./dmm {size} {rank} {nodes} {address(0)}"
+    network = f"modprobe virtio_net 2>/dev/null\n./netup {address(rank)}/24 || exit 1\n" if nodes > 1 else ""
+    return (f"# coreplane fullsys: node {rank} of {nodes}\nexport PATH=/usr/sbin:/usr/bin:/sbin:/bin\ncd /mnt\n"
+            f"{network}{work}\nstatus=$?\ngrep ' [tT] ' /proc/kallsyms > out/kallsyms\n"
+            "cat /proc/net/snmp > out/snmp\ndmesg > out/dmesg\nexit $status\n")
+
+
+def tcp_counters(snmp_text: str) -> dict:
+    """The Tcp: line pair of /proc/net/snmp as {name: value}."""
+    rows = [line.split()[1:] for line in snmp_text.splitlines() if line.startswith("Tcp:")]
+    return dict(zip(rows[0], map(int, rows[1]))) if len(rows) == 2 else {}
+
+
+def _check(nodes: int, size: int, threads: int) -> None:
+    if not 1 <= nodes <= MAX_NODES:
+        raise CoreplaneError(f"--nodes {nodes}: between 1 and {MAX_NODES}")
+    if size < nodes or threads < 1:
+        raise CoreplaneError(f"--size {size} --threads {threads}: the size must be at least the number of nodes "
+                             "and the threads positive")
+    if threads > 1 and nodes > 1:
+        raise CoreplaneError(f"--threads {threads} with --nodes {nodes}: threads are for a single node's "
+                             "multiply; several nodes run one thread each")
+
+
+def _node_result(rank: int, booted: guest.Boot, node_dir, disk) -> dict:
     result = RESULT.search(booted.console)
     if result is None or "workload exit 0" not in booted.console:
-        raise CoreplaneError(f"the workload failed in {suite}: console ends '{guest.console_tail(booted.console)}' "
-                             f"(full log {booted.console_path})")
-    return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "icount": icount, "image": img["path"],
-            "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": float(result.group(3)),
-            "wall_s": round(booted.wall_s, 2), "out": str(out), **activity.summarise(counts)}
+        raise CoreplaneError(f"the workload failed on node {rank}: console ends "
+                             f"'{guest.console_tail(booted.console)}' (full log {booted.console_path})")
+    out = workdisk.read_back(disk, node_dir)
+    counts = activity.summarise(node_dir / "osact.json")
+    blocks = counts.pop("kernel_blocks")
+    region = counts["roi"]["insns"]["kernel"] + counts["roi"]["insns"]["user"]
+    snmp = out / "snmp"
+    return {"node": rank, "checksum": float(result.group(2)), "wall_s": round(booted.wall_s, 2),
+            "kernel_parts": kernelparts.attribute(blocks, kernelparts.load_symbols(out / "kallsyms"), region),
+            "tcp": tcp_counters(snmp.read_text()) if snmp.exists() else {}, **counts}
+
+
+def totals(per_node: list[dict]) -> dict:
+    """The region of interest summed over nodes: kernel/user instructions and memory accesses, the
+    kernel's shares, and each part of the kernel's share of all instructions."""
+    pairs = {kind: {side: sum(n["roi"][kind][side] for n in per_node) for side in activity.SIDES}
+             for kind in ("insns", "memory")}
+    region = sum(pairs["insns"].values())
+    parts = {}
+    for node in per_node:
+        for part, counts in node["kernel_parts"]["parts"].items():
+            parts[part] = parts.get(part, 0) + counts["insns"]
+    return {**pairs, "kernel_share_insns": activity.share(pairs["insns"]),
+            "kernel_share_memory": activity.share(pairs["memory"]) if per_node[0]["memory_counted"] else None,
+            "kernel_parts_share_of_region": {p: n / region if region else None
+                                             for p, n in sorted(parts.items(), key=lambda item: -item[1])}}
+
+
+def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
+        idle_sleep: bool | None = None) -> dict:
+    """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
+    gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
+    follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
+    would otherwise leap through its timers, 2.3x the kernel share at 2 nodes, TCP retransmitting)."""
+    _check(nodes, size, threads)
+    idle_sleep = nodes > 1 if idle_sleep is None else idle_sleep
+    plugin = built(PLUGIN)
+    img = image.ensure(suite)
+    out = RUNS / f"{suite}-N{nodes}-n{size}-t{threads}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    port = MCAST_PORTS[0] + os.getpid() % MCAST_PORTS[1]
+    netdev = f"socket,mcast={MCAST_GROUP}:{port},localaddr=127.0.0.1" if nodes > 1 else None
+    guests, disks = [], []
+    try:
+        for rank in range(nodes):
+            node_dir = out / f"node{rank}"
+            node_dir.mkdir(parents=True)
+            disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads)))
+            extras = guest.Extras(disks[-1], netdev, f"52:54:00:16:00:{rank + 1:02x}")
+            guests.append(guest.start(image.image_dir(suite), node_dir / "console.log",
+                                      plugin=f"{plugin},out={node_dir / 'osact.json'},mem={'on' if memory_counted else 'off'}",
+                                      vcpus=threads, icount=icount, expect=guest.WORKLOAD_MARKER, extras=extras,
+                                      idle_sleep=idle_sleep))
+        deadline = guests[0].started + timeout_s
+        booted = [guest.finish(g, deadline) for g in guests]
+    finally:
+        for g in guests:  # after a failure the other nodes would wait for their peer forever
+            guest.stop(g)
+    per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank]) for rank, b in enumerate(booted)]
+    wall = max(b.wall_s for b in booted)
+    return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "icount": icount,
+            "idle_sleep": idle_sleep, "image": img["path"],
+            "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],
+            "wall_s": round(wall, 2), "out": str(out), "total": totals(per_node), "per_node": per_node}

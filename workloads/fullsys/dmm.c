@@ -1,0 +1,161 @@
+/* dmm: the full-system guests' distributed workload, an N×N double matrix multiply over TCP in the
+ * message-passing style of paper 001: node 0 holds A and B, sends each other node its block of
+ * A's rows and all of B, multiplies its own block, gathers the blocks of C. Each node marks its
+ * part (from the first byte of work to its last block sent or gathered) as the region of interest
+ * for the osact plugin. Statically linked. Usage: dmm N RANK NODES NODE0_ADDRESS. Prints one
+ * result line; node 0's checksum is the whole product's. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blockmul.h"
+
+enum { PORT = 7016, MAX_NODES = 64 };
+
+static void die(const char *what)
+{
+    fprintf(stderr, "dmm: %s: %s\n", what, errno ? strerror(errno) : "peer closed the connection");
+    exit(1);
+}
+
+static void send_all(int fd, const void *data, size_t bytes)
+{
+    for (const char *p = data; bytes > 0;) {
+        ssize_t n = send(fd, p, bytes, 0);
+        if (n <= 0) {
+            die("send");
+        }
+        p += n;
+        bytes -= (size_t)n;
+    }
+}
+
+static void recv_all(int fd, void *data, size_t bytes)
+{
+    for (char *p = data; bytes > 0;) {
+        ssize_t n = recv(fd, p, bytes, 0);
+        if (n <= 0) {
+            errno = n == 0 ? 0 : errno;
+            die("recv");
+        }
+        p += n;
+        bytes -= (size_t)n;
+    }
+}
+
+static int first_row(int n, int rank, int nodes)
+{
+    return (int)((long)n * rank / nodes);
+}
+
+/* The other nodes, accepted in any order, indexed by the rank each sends first. */
+static void accept_workers(int nodes, int peer[])
+{
+    int listener = socket(AF_INET, SOCK_STREAM, 0), yes = 1;
+    struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons(PORT), .sin_addr.s_addr = htonl(INADDR_ANY)};
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&any, sizeof any) < 0 || listen(listener, MAX_NODES) < 0) {
+        die("listen");
+    }
+    for (int i = 1; i < nodes; i++) {
+        int fd = accept(listener, NULL, NULL);
+        int32_t rank;
+        if (fd < 0) {
+            die("accept");
+        }
+        recv_all(fd, &rank, sizeof rank);
+        if (rank < 1 || rank >= nodes || peer[rank] >= 0) {
+            fprintf(stderr, "dmm: a node announced rank %d\n", (int)rank);
+            exit(1);
+        }
+        peer[rank] = fd;
+    }
+    close(listener);
+}
+
+/* Node 0's address is reachable once that node has booted and listens: until then, retry, without
+ * a limit: under -icount,sleep=off an idle guest's clock leaps ahead, so any limit in guest time
+ * could pass in a few host seconds while node 0 still boots; the host's time-out ends a run. */
+static int connect_to_node0(const char *address, int32_t rank)
+{
+    struct sockaddr_in node0 = {.sin_family = AF_INET, .sin_port = htons(PORT)};
+    if (inet_pton(AF_INET, address, &node0.sin_addr) != 1) {
+        fprintf(stderr, "dmm: %s is not an IPv4 address\n", address);
+        exit(2);
+    }
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&node0, sizeof node0) == 0) {
+            send_all(fd, &rank, sizeof rank);
+            return fd;
+        }
+        close(fd);
+        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+    }
+}
+
+static double sum(const double *x, size_t cells)
+{
+    double s = 0;
+    for (size_t i = 0; i < cells; i++) {
+        s += x[i];
+    }
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc == 5 ? atoi(argv[1]) : 0, rank = argc == 5 ? atoi(argv[2]) : -1;
+    int nodes = argc == 5 ? atoi(argv[3]) : 0;
+    if (n < 1 || nodes < 1 || nodes > MAX_NODES || rank < 0 || rank >= nodes) {
+        fprintf(stderr, "usage: dmm N RANK NODES NODE0_ADDRESS (1 <= NODES <= %d, 0 <= RANK < NODES)\n", MAX_NODES);
+        return 2;
+    }
+    size_t cells = (size_t)n * n, row = (size_t)n * sizeof(double);
+    double *a = malloc(cells * sizeof *a), *b = malloc(cells * sizeof *b), *c = calloc(cells, sizeof *c);
+    if (a == NULL || b == NULL || c == NULL) {
+        fprintf(stderr, "dmm: out of memory for N=%d\n", n);
+        return 1;
+    }
+    int lo = first_row(n, rank, nodes), hi = first_row(n, rank + 1, nodes);
+    if (rank == 0) {
+        int peer[MAX_NODES];
+        memset(peer, -1, sizeof peer);
+        fill_inputs(a, b, cells);
+        accept_workers(nodes, peer);
+        ROI_BEGIN();
+        for (int r = 1; r < nodes; r++) {
+            int r_lo = first_row(n, r, nodes), r_hi = first_row(n, r + 1, nodes);
+            send_all(peer[r], a + (size_t)r_lo * n, (size_t)(r_hi - r_lo) * row);
+            send_all(peer[r], b, cells * sizeof *b);
+        }
+        multiply_rows(a, b, c, n, lo, hi);
+        for (int r = 1; r < nodes; r++) {
+            int r_lo = first_row(n, r, nodes), r_hi = first_row(n, r + 1, nodes);
+            recv_all(peer[r], c + (size_t)r_lo * n, (size_t)(r_hi - r_lo) * row);
+        }
+        ROI_END();
+        printf("coreplane-dmm n=%d rank=0 nodes=%d rows=%d checksum=%.1f\n", n, nodes, hi - lo, sum(c, cells));
+    } else {
+        int fd = connect_to_node0(argv[4], rank);
+        double *block = a + (size_t)lo * n;
+        /* The first row's first byte opens the region: the wait for node 0 to boot is not work. */
+        recv_all(fd, block, sizeof *block);
+        ROI_BEGIN();
+        recv_all(fd, block + 1, (size_t)(hi - lo) * row - sizeof *block);
+        recv_all(fd, b, cells * sizeof *b);
+        multiply_rows(a, b, c, n, lo, hi);
+        send_all(fd, c + (size_t)lo * n, (size_t)(hi - lo) * row);
+        ROI_END();
+        printf("coreplane-dmm n=%d rank=%d nodes=%d rows=%d checksum=%.1f\n", n, rank, nodes, hi - lo,
+               sum(c + (size_t)lo * n, (size_t)(hi - lo) * n));
+    }
+    return 0;
+}
