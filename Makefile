@@ -15,7 +15,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk \
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring
 
-.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 conformance stress fullsys-setup fullsys clean
+.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 conformance stress fullsys-setup fullsys arbiter-cgroup2 clean
 
 setup: apt venv rust workloads
 
@@ -96,6 +96,15 @@ fullsys-setup: setup
 fullsys: fullsys-setup
 	$(CLI) fullsys image bookworm
 	COREPLANE_FULLSYS=1 $(PY) -m pytest -q tests/test_fullsys_live.py
+
+# The arbiter on cgroup v2 (issue 14), live in a QEMU/TCG guest (this machine binds the cpuset
+# controller to cgroup v1): Debian's kernel package unpacked under target/ (downloaded, not installed).
+arbiter-cgroup2: setup
+	$(call apt_install,qemu-system-x86)
+	@if ! ls target/arbiter-cgroup2/boot/vmlinuz-* >/dev/null 2>&1; then \
+	    pkg=$$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: \(linux-image-[^ ]*\).*/\1/p' | head -1); \
+	    mkdir -p target/arbiter-cgroup2 && cd target/arbiter-cgroup2 && apt-get download $$pkg && dpkg-deb -x $${pkg}_*.deb . && rm $${pkg}_*.deb; fi
+	$(PY) -m pytest -q tests/test_arbiter_cgroup2.py
 
 # The module tables of docs/architecture.md, from each module's first line (checked by make test).
 docs: venv

@@ -24,6 +24,11 @@ struct Args {
     /// Name of the arbiter's cpuset group below the cpuset root.
     #[arg(long, default_value = "coreplane-arbiter")]
     cgroup_name: String,
+    /// Where the arbiter's group goes: a delegated cgroup v2 directory offering the cpuset
+    /// controller (or a v1 cpuset directory). Default: the v1 cpuset hierarchy if mounted, else
+    /// the v2 root.
+    #[arg(long)]
+    cgroup_root: Option<PathBuf>,
     /// Users besides root who may create provisions (uids, comma-separated).
     #[arg(long, value_delimiter = ',')]
     trust_uid: Vec<u32>,
@@ -73,12 +78,13 @@ fn main() {
     if compute.is_empty() || control.is_empty() || !compute.is_subset(&online) {
         die(format!("--compute-cores must be online CPUs leaving at least one control core (online: {})", cpuset::format_cpus(&online)));
     }
-    let root = cpuset::find_root().unwrap_or_else(|e| die(e));
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_else(|e| die(format!("/proc/self/mountinfo: {e}")));
+    let (root, version) = cpuset::find_root(&mountinfo, args.cgroup_root.as_deref()).unwrap_or_else(|e| die(e));
     std::fs::create_dir_all(&args.state_dir).unwrap_or_else(|e| die(format!("{}: {e}", args.state_dir.display())));
     let socket = args.state_dir.join("arbiter.sock");
     let listener = listen(&socket).unwrap_or_else(|e| die(e));
     lock(&args.state_dir.join("arbiter.lock"));
-    let cpusets = cpuset::Cpusets::create(root, &args.cgroup_name).unwrap_or_else(|e| die(e));
+    let cpusets = cpuset::Cpusets::create(root, version, &args.cgroup_name).unwrap_or_else(|e| die(e));
     let watchdog = start_watchdog(&cpusets, &socket, listener);
     // The arbiter itself runs on the control cores, off the cores it hands out.
     pin(&control);
@@ -102,7 +108,8 @@ fn main() {
         next_batch: 0, counters: Counters::default(), trusted: args.trust_uid.clone(),
         default_warn_ns: args.warn_us * 1000, exits: vec![], deferred: vec![], attaches: vec![],
     };
-    eprintln!("coreplane-arbiter: {} compute cores {}, socket {}", arbiter.compute.len(), cpuset::format_cpus(&arbiter.compute), socket.display());
+    eprintln!("coreplane-arbiter: {} compute cores {}, socket {}, cpusets in {} (cgroup {:?})", arbiter.compute.len(),
+        cpuset::format_cpus(&arbiter.compute), socket.display(), arbiter.cpusets.base.display(), arbiter.cpusets.version);
     serve(&mut arbiter, listener);
     arbiter.cpusets.remove_all();
     let _ = std::fs::remove_file(&socket);

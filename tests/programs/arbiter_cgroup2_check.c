@@ -1,0 +1,133 @@
+/* arbiter_cgroup2_check.c: run inside a guest whose cpuset controller lives in cgroup v2 (see
+ * tests/test_arbiter_cgroup2.py), beside a running coreplane-arbiter. A child attaches through
+ * libcoreplane-vcore (a C client), is provisioned a core, takes it as a vcore and spins pinned to
+ * it without ever yielding; the check reads its group, revokes the vcore with a 20 ms warning and
+ * sees the child moved off its core, its CPU gone from the group, and everything reclaimed when
+ * the child dies. Mode "hold" stops after the grant (the arbiter is then killed by the caller).
+ * Prints one "CHECK ..." line per step; exit 0 when every step held. */
+#define _GNU_SOURCE
+#include <coreplane/vcore.h>
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *BASE = "/sys/fs/cgroup/coreplane-arbiter";
+
+static void fail(const char *what) {
+    printf("CHECK FAILED %s (%s)\n", what, strerror(errno));
+    exit(1);
+}
+
+/* One request line to the arbiter, its one reply line into reply. */
+static void call(int fd, const char *request, char *reply, size_t size) {
+    if (write(fd, request, strlen(request)) != (ssize_t)strlen(request)) fail("send");
+    size_t n = 0;
+    while (n + 1 < size) {
+        ssize_t got = read(fd, reply + n, 1);
+        if (got <= 0) fail("arbiter reply");
+        if (reply[n++] == '\n') break;
+    }
+    reply[n] = 0;
+}
+
+static void read_file(const char *path, char *out, size_t size) {
+    FILE *f = fopen(path, "r");
+    if (!f) fail(path);
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = 0;
+    out[strcspn(out, "\n")] = 0;
+    fclose(f);
+}
+
+static int cpu_listed(const char *list, int cpu) {
+    for (const char *p = list; *p;) {
+        int a = (int)strtol(p, (char **)&p, 10), b = a;
+        if (*p == '-') b = (int)strtol(p + 1, (char **)&p, 10);
+        if (cpu >= a && cpu <= b) return 1;
+        if (*p == ',') p++;
+        else break;
+    }
+    return 0;
+}
+
+/* The child MCP: attach (waiting for the provision), take a vcore, spin on it, report the move. */
+static void spinner(int report) {
+    if (cp_vcore_open() != 0) { printf("CHECK FAILED attach: %s\n", cp_vcore_error()); _exit(2); }
+    if (cp_vcore_request(1) != 1) { printf("CHECK FAILED request: %s\n", cp_vcore_error()); _exit(2); }
+    int cpu = cp_vcore_cpu(0);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(3);
+    if (write(report, &cpu, sizeof cpu) != sizeof cpu) _exit(4);
+    while (sched_getcpu() == cpu) {
+    }
+    int now = sched_getcpu();
+    if (write(report, &now, sizeof now) != sizeof now) _exit(4);
+    pause();
+    _exit(0);
+}
+
+int main(int argc, char **argv) {
+    int hold = argc > 1 && strcmp(argv[1], "hold") == 0;
+    int pipefd[2];
+    if (pipe(pipefd) != 0) fail("pipe");
+    pid_t child = fork();
+    if (child == 0) spinner(pipefd[1]);
+    alarm(30);
+
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strncpy(addr.sun_path, getenv("COREPLANE_ARBITER_SOCKET"), sizeof addr.sun_path - 1);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail("connect");
+    char request[256], reply[65536], path[256], text[256];
+    snprintf(request, sizeof request, "{\"op\":\"provision\",\"pid\":%d,\"cores\":1}\n", child);
+    call(fd, request, reply, sizeof reply);
+    if (!strstr(reply, "\"ok\":true")) { printf("CHECK FAILED provision: %s", reply); return 1; }
+
+    int cpu, now;
+    if (read(pipefd[0], &cpu, sizeof cpu) != sizeof cpu) fail("the child's grant");
+    snprintf(path, sizeof path, "/proc/%d/cgroup", child);
+    read_file(path, text, sizeof text);
+    printf("CHECK child %d in %s, vcore 0 on CPU %d\n", child, text, cpu);
+    char want[128];
+    snprintf(want, sizeof want, "0::/coreplane-arbiter/mcp-%d", child);
+    if (strcmp(text, want) != 0) { printf("CHECK FAILED the child is not in its group\n"); return 1; }
+    snprintf(path, sizeof path, "%s/mcp-%d/cpuset.cpus", BASE, child);
+    read_file(path, text, sizeof text);
+    printf("CHECK group cpuset.cpus %s\n", text);
+    if (!cpu_listed(text, cpu)) { printf("CHECK FAILED the vcore's CPU is not in the group\n"); return 1; }
+    if (hold) {
+        printf("CHECK HOLDING %d\n", child);
+        fflush(stdout);
+        pause();
+    }
+
+    snprintf(request, sizeof request, "{\"op\":\"revoke\",\"pid\":%d,\"vcore\":0,\"warn_us\":20000,\"wait\":true}\n", child);
+    call(fd, request, reply, sizeof reply);
+    if (!strstr(reply, "\"outcome\":\"preempted\"")) { printf("CHECK FAILED revoke: %s", reply); return 1; }
+    if (read(pipefd[0], &now, sizeof now) != sizeof now) fail("the child's move");
+    read_file(path, text, sizeof text);
+    printf("CHECK preempted at the deadline: the child now on CPU %d, group cpuset.cpus %s\n", now, text);
+    if (now == cpu || cpu_listed(text, cpu)) { printf("CHECK FAILED the child kept its core\n"); return 1; }
+
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    for (int i = 0;; i++) {
+        call(fd, "{\"op\":\"status\"}\n", reply, sizeof reply);
+        if (strstr(reply, "\"mcps\":[]")) break;
+        if (i == 1000) { printf("CHECK FAILED the dead child's MCP was not reclaimed\n"); return 1; }
+        usleep(1000);
+    }
+    snprintf(path, sizeof path, "%s/mcp-%d", BASE, child);
+    if (access(path, F_OK) == 0) { printf("CHECK FAILED %s is left\n", path); return 1; }
+    printf("CHECK OK\n");
+    return 0;
+}
