@@ -1,14 +1,16 @@
 """Full-system inputs and the osact plugin's counts without booting anything: unknown suites, node
 and thread counts out of range, kernel shares summed over vCPUs and over nodes, kernel blocks named
 and put into parts of the kernel, a region of interest never closed, the console line an error
-quotes, the nodes' scripts and TCP counters."""
+quotes, the nodes' scripts and TCP counters, the study's INFOFILE."""
 
 import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import REPO, run_cli
 from coreplane.core.errors import CoreplaneError
+from coreplane.dse.metrics import json_field
+from coreplane.dse.specfile import load as load_spec
 from coreplane.fullsys import kernelparts
 from coreplane.fullsys.activity import summarise
 from coreplane.fullsys.guest import console_tail
@@ -133,3 +135,19 @@ def test_console_tail_prefers_the_panic_line():
     assert console_tail(console) == "Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)"
     assert console_tail("a\n b  c\n") == "a b c"
     assert console_tail("") == "(empty)"
+
+
+
+def test_the_study_infofile_reads_what_a_run_reports(tmp_path):
+    spec = load_spec(REPO / "examples" / "sweeps" / "fullsys.info")
+    assert spec.parameters == {"distro": ["bullseye", "bookworm", "trixie"], "nodes": [1, 2, 4], "size": [64, 128, 256]}
+    assert spec.repetitions >= 2
+    fields = {name: path for m in spec.metrics if m.source == "json" for name, path in m.fields.items()}
+    assert fields["network_share"] == "total.kernel_parts_share_of_region.network stack"
+    # a single node has no network code in its region: the part is there, with 0
+    (tmp_path / "kallsyms").write_text(KALLSYMS)
+    node = summarise(counts(tmp_path))
+    node["kernel_parts"] = kernelparts.attribute([[0xffffffff81000210, 20, 1, 0]],
+                                                 kernelparts.load_symbols(tmp_path / "kallsyms"), 100)
+    doc = {"wall_s": 60.0, "total": totals([node]), "per_node": [node]}
+    assert {name: json_field(doc, path) for name, path in fields.items()}["network_share"] == 0

@@ -107,8 +107,11 @@ def parse_infofile(text: str, source: str) -> Spec:
         elif prefix == "metric" and rest:
             where.origin[("metrics", len(doc["metrics"]))] = number
             doc["metrics"].append({"source": "regex", "name": rest, "pattern": value})
+        elif prefix == "json" and rest:
+            where.origin[("metrics", len(doc["metrics"]))] = number
+            doc["metrics"].append({"source": "json", "fields": {rest: value}})
         elif rest:
-            raise CoreplaneError(f"{source}:{number}: {key}: unknown prefix '{prefix}.' (env., tag., metric.)")
+            raise CoreplaneError(f"{source}:{number}: {key}: unknown prefix '{prefix}.' (env., tag., metric., json.)")
         elif key in INFO_SETTINGS:
             if key == "metrics":
                 for i in range(len(value.split(","))):

@@ -70,7 +70,8 @@ def attribute(blocks: list[list[int]], symbols: tuple[list[int], list[str]], reg
         name = names[index] if index >= 0 else "?"
         functions[name][0] += n_insns * execs
         functions[name][1] += memory
-    parts = defaultdict(lambda: {"insns": 0, "memory": 0})
+    # Every part, also those with nothing: a sweep's metric must exist in every run.
+    parts = {part: {"insns": 0, "memory": 0} for part in [*(p for p, _ in PARTS), OTHER]}
     for name, (insns, memory) in functions.items():
         part = parts[part_of(name)]
         part["insns"] += insns
