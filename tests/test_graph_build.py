@@ -93,6 +93,12 @@ def test_build_a_real_pipeline_end_to_end(tmp_path):
     assert part["results"][0]["t"] <= part["results"][1]["t"]
     mapped = cli_json("map", str(out), "--topology", "mesh:2x2")
     assert len(mapped["results"][0]["placement"]) == len(threads)
+    # graph -> map -> run: the thread count the partition proposes reaches the program's arguments
+    assert 1 <= part["threads"] <= 4 and mapped["threads"] == part["threads"]
+    mapping = tmp_path / "m.json"
+    cli_json("map", str(out), "--topology", "host", "--out", str(mapping))
+    ran = run_cli("run", "--map", str(mapping), "--", "sh", "-c", "echo threads={threads}", check=True)
+    assert f"threads={part['threads']}" in ran.stdout
 
 
 def test_missing_graph_directory_is_one_line(tmp_path):

@@ -71,6 +71,10 @@ def test_map_cli_writes_a_mapping_file_run_can_apply(tmp_path):
     cpus = mapfile.cpu_lists(out)
     assert len(cpus) == 16 and all(len(c) == 1 for c in cpus.values())
     assert sorted(c[0] for c in cpus.values()) == list(range(16))
+    # a pattern carries no proposed thread count: {threads} in the arguments is then an error
+    assert mapfile.with_threads(out, ["xz", "-T2"]) == ["xz", "-T2"]
+    with pytest.raises(CoreplaneError, match=r"m.json: field 'threads' is None"):
+        mapfile.with_threads(out, ["xz", "-T{threads}"])
 
 
 def test_malformed_mapping_file_rejected(tmp_path):

@@ -1,15 +1,26 @@
-//! Partitioning the application layer by the quality function T (eq. 1-4 of the NetworkedOS
-//! paper) with the greedy multilevel local-moving scheme of Sec. II-B, then overlapping clusters.
+//! Partitioning the application layer by a quality function T (the paper's eq. 1-4, or
+//! coreplane's critical-path T): greedy multilevel local moving as in section II-B of the
+//! NetworkedOS paper, then packing and overlapping clusters.
 //!
-//! T = W_seq + W_par/N + W_c/N  (eq. 1), with, for clusters u:
+//! Two models of T, for clusters u:
 //!   W_u   = sum of edge weights with both ends in u (plus the internal weight of aggregated nodes);
+//!   S_u   = sum of weights of edges with one end in u (eq. 4): every message counted at both ends;
 //!   d_u   = depth of u in the cluster graph (longest path from a cluster with no predecessor,
-//!           strongly connected clusters condensed into one step);
-//!   W_seq = sum of W_u over clusters alone at their depth (eq. 2);
-//!   W_par = sum of W_u over clusters sharing their depth with a cluster of another component (eq. 3);
-//!   W_c   = sum over u of S_u, the weight of edges with one end in u (eq. 4): every message is
-//!           counted at its sender and at its receiver.
-//! N is the number of available cores.
+//!           strongly connected clusters condensed into one step, which they take together).
+//! `Model::Eq1`, the paper taken literally (eq. 1-4), N the number of available cores:
+//!   T = W_seq + W_par/N + W_c/N, W_seq = sum of W_u over clusters alone at their depth (eq. 2),
+//!   W_par = the rest (eq. 3), W_c = sum of S_u.
+//!   Its optimum on real programs is the set of weakly connected components: at depth 0 they are
+//!   all "parallel", so T = W/N whatever their sizes (one component can hold 99 % of the work).
+//! `Model::Critical` (coreplane's): a cluster is a process and runs on one core, so a depth
+//!   cannot finish before its largest step, nor before its total load spread over N cores
+//!   (Graham's bound), and a process handles its own messages:
+//!     L_u = W_u + a*S_u,   L_X = sum of L_u over the clusters u of a condensed step X,
+//!     T = sum over depths d of max( max_{X at d} L_X , sum_{X at d} L_X / N ).
+//!   a (the message cost) is what one unit of message weight costs in units of internal work. With
+//!   a = 1 and every depth balanced (largest step <= share), T is eq. (1) except that a lone
+//!   cluster's messages are charged whole, not /N; with unbalanced depths it charges the
+//!   critical path eq. (1) ignores. T >= eq. (1)'s T whenever a >= 1.
 
 use std::collections::HashMap;
 
@@ -22,6 +33,24 @@ pub struct Graph {
     pub self_w: Vec<f64>,
 }
 
+/// The quality function to minimise and the number of cores N it assumes.
+#[derive(Clone, Copy)]
+pub enum Model {
+    Eq1 { cores: f64 },
+    Critical { cores: f64, message_cost: f64 },
+}
+
+impl Model {
+    fn cores(&self) -> f64 {
+        match *self {
+            Model::Eq1 { cores } | Model::Critical { cores, .. } => cores,
+        }
+    }
+}
+
+/// T and its parts. Eq1: w_seq, w_par, w_c of eq. (1)-(4), t = w_seq + w_par/N + w_c/N.
+/// Critical: w_seq = the charge of depths whose largest step dominates (the critical path),
+/// w_par = the load of the other depths (charged /N), w_c = sum of S_u (inside the loads).
 pub struct Quality {
     pub t: f64,
     pub w_seq: f64,
@@ -29,6 +58,8 @@ pub struct Quality {
     pub w_c: f64,
     pub clusters: usize,
     pub depths: usize,
+    /// the most clusters sharing one depth: how many processes run at once
+    pub width: usize,
 }
 
 struct Rng(u64);
@@ -47,9 +78,17 @@ impl Rng {
     }
 }
 
-/// Depth level of every cluster id (clusters = 0..k) and whether it is parallel (eq. 2/3).
-/// `qedges` are the directed cluster-to-cluster edges (no self loops; duplicates allowed).
-fn parallel_status(k: usize, present: &[bool], qedges: &mut Vec<(u32, u32)>) -> (Vec<bool>, usize) {
+/// Condensed steps of the cluster graph: `comp[u]` for every present cluster u (clusters on a
+/// common cycle share one), `depth[X]` of every step X, and how many clusters each step holds.
+struct Steps {
+    comp: Vec<u32>,
+    depth: Vec<u32>,
+    members: Vec<u32>,
+}
+
+/// Steps of clusters 0..k from the directed cluster-to-cluster edges `qedges` (no self loops;
+/// duplicates allowed).
+fn steps(k: usize, present: &[bool], qedges: &mut Vec<(u32, u32)>) -> Steps {
     qedges.sort_unstable();
     qedges.dedup();
     let mut ptr = vec![0usize; k + 1];
@@ -128,52 +167,169 @@ fn parallel_status(k: usize, present: &[bool], qedges: &mut Vec<(u32, u32)>) -> 
             depth[b as usize] = d;
         }
     }
-    let mut per_depth: HashMap<u32, u32> = HashMap::new();
-    for &d in &depth {
-        *per_depth.entry(d).or_insert(0) += 1;
+    let mut members = vec![0u32; nc];
+    for c in 0..k {
+        if present[c] {
+            members[comp[c] as usize] += 1;
+        }
     }
-    let parallel = (0..k)
-        .map(|c| present[c] && per_depth[&depth[comp[c] as usize]] >= 2)
-        .collect();
-    (parallel, per_depth.len())
+    Steps { comp, depth, members }
 }
 
-/// (W_seq, W_par) of eq. (2) and (3): cluster work summed by whether the cluster is parallel.
-fn split_work(parallel: &[bool], w_u: &[f64]) -> (f64, f64) {
-    parallel.iter().zip(w_u).fold((0.0, 0.0), |(s, p), (&par, &w)| if par { (s, p + w) } else { (s + w, p) })
+/// The critical model's loads: per cluster L_u = W_u + a*S_u, per step, and per depth the
+/// largest step and the sum.
+struct Loads {
+    load: Vec<f64>,
+    step_load: Vec<f64>,
+    largest: Vec<f64>,
+    sum: Vec<f64>,
 }
 
-/// Exact T (eq. 1-4) of a disjoint partition of `g` (cluster ids < k).
-pub fn quality(g: &Graph, member: &[u32], k: usize, cores: f64) -> (Quality, Vec<bool>) {
+fn loads(st: &Steps, present: &[bool], w_u: &[f64], s_u: &[f64], message_cost: f64) -> Loads {
+    let load: Vec<f64> = w_u.iter().zip(s_u).map(|(&w, &s)| w + message_cost * s).collect();
+    let n_depths = st.depth.iter().map(|&d| d as usize + 1).max().unwrap_or(0);
+    let mut step_load = vec![0.0f64; st.depth.len()];
+    for c in (0..load.len()).filter(|&c| present[c]) {
+        step_load[st.comp[c] as usize] += load[c];
+    }
+    let (mut largest, mut sum) = (vec![0.0f64; n_depths], vec![0.0f64; n_depths]);
+    for (x, &l) in step_load.iter().enumerate() {
+        let d = st.depth[x] as usize;
+        largest[d] = largest[d].max(l);
+        sum[d] += l;
+    }
+    Loads { load, step_load, largest, sum }
+}
+
+/// T of `model` from per-cluster internal work `w_u`, message weight `s_u` and the cluster graph;
+/// also each cluster's marginal factor (what T gains per unit of load added to it, statuses
+/// fixed: 1 on the critical path or alone at its depth, 1/N where the load is shared) and steps.
+fn assemble(model: &Model, k: usize, present: &[bool], w_u: &[f64], s_u: &[f64], qedges: &mut Vec<(u32, u32)>) -> (Quality, Vec<f64>, Steps) {
+    let st = steps(k, present, qedges);
+    let n_depths = st.depth.iter().map(|&d| d as usize + 1).max().unwrap_or(0);
+    let mut clusters_at = vec![0usize; n_depths];
+    let mut steps_at = vec![0usize; n_depths];
+    for c in (0..k).filter(|&c| present[c]) {
+        clusters_at[st.depth[st.comp[c] as usize] as usize] += 1;
+    }
+    for &d in &st.depth {
+        steps_at[d as usize] += 1;
+    }
+    let n = model.cores();
+    let w_c: f64 = s_u.iter().sum();
+    let mut factor = vec![0.0f64; k];
+    let (t, w_seq, w_par) = match *model {
+        Model::Eq1 { .. } => {
+            let (mut w_seq, mut w_par) = (0.0, 0.0);
+            for c in (0..k).filter(|&c| present[c]) {
+                if steps_at[st.depth[st.comp[c] as usize] as usize] >= 2 {
+                    w_par += w_u[c];
+                    factor[c] = 1.0 / n;
+                } else {
+                    w_seq += w_u[c];
+                    factor[c] = 1.0;
+                }
+            }
+            (w_seq + w_par / n + w_c / n, w_seq, w_par)
+        }
+        Model::Critical { message_cost, .. } => {
+            let Loads { step_load, largest, sum, .. } = loads(&st, present, w_u, s_u, message_cost);
+            let (mut w_seq, mut w_par) = (0.0, 0.0);
+            for d in 0..n_depths {
+                if largest[d] >= sum[d] / n {
+                    w_seq += largest[d];
+                } else {
+                    w_par += sum[d];
+                }
+            }
+            for c in (0..k).filter(|&c| present[c]) {
+                let x = st.comp[c] as usize;
+                let d = st.depth[x] as usize;
+                let critical = largest[d] >= sum[d] / n && step_load[x] >= largest[d];
+                factor[c] = if critical { 1.0 } else { 1.0 / n };
+            }
+            (w_seq + w_par / n, w_seq, w_par)
+        }
+    };
+    let q = Quality {
+        t,
+        w_seq,
+        w_par,
+        w_c,
+        clusters: present.iter().filter(|&&p| p).count(),
+        depths: n_depths,
+        width: clusters_at.iter().copied().max().unwrap_or(0),
+    };
+    (q, factor, st)
+}
+
+/// Exact T of a disjoint partition of `g` (cluster ids < k), with each cluster's marginal factor.
+pub fn quality(g: &Graph, member: &[u32], k: usize, model: &Model) -> (Quality, Vec<f64>) {
+    let (q, factor, _) = disjoint(g, member, k, model);
+    (q, factor)
+}
+
+fn disjoint(g: &Graph, member: &[u32], k: usize, model: &Model) -> (Quality, Vec<f64>, Steps) {
+    let (present, w_u, s_u, mut qedges) = weights(g, member, k);
+    assemble(model, k, &present, &w_u, &s_u, &mut qedges)
+}
+
+/// Which clusters are used, W_u, S_u, and the cluster-to-cluster edges of a disjoint partition.
+fn weights(g: &Graph, member: &[u32], k: usize) -> (Vec<bool>, Vec<f64>, Vec<f64>, Vec<(u32, u32)>) {
     let mut w_u = vec![0.0f64; k];
+    let mut s_u = vec![0.0f64; k];
     let mut present = vec![false; k];
     for i in 0..g.n {
         present[member[i] as usize] = true;
         w_u[member[i] as usize] += g.self_w[i];
     }
-    let mut cut = 0.0;
     let mut qedges = Vec::new();
     for e in 0..g.src.len() {
         let (a, b) = (member[g.src[e] as usize], member[g.dst[e] as usize]);
         if a == b {
             w_u[a as usize] += g.w[e];
         } else {
-            cut += g.w[e];
+            s_u[a as usize] += g.w[e];
+            s_u[b as usize] += g.w[e];
             qedges.push((a, b));
         }
     }
-    let (parallel, depths) = parallel_status(k, &present, &mut qedges);
-    let (w_seq, w_par) = split_work(&parallel, &w_u);
-    let w_c = 2.0 * cut;
-    let q = Quality {
-        t: w_seq + w_par / cores + w_c / cores,
-        w_seq,
-        w_par,
-        w_c,
-        clusters: present.iter().filter(|&&p| p).count(),
-        depths,
+    (present, w_u, s_u, qedges)
+}
+
+/// Packs the clusters of each depth into as few processes as the critical model's T allows: two
+/// clusters at one depth in different steps have no path between them, so merging them changes
+/// no message and no depth, only the load of one process. First-fit decreasing into processes of
+/// the depth's charge, max(largest step, load/N), times 1 + `slack`: T rises by at most that
+/// fraction (0 keeps it exact; a little slack stops a process being kept for a fraction of a per
+/// cent of the work), and what remains is the number of processes the program needs. Clusters on
+/// a cycle with others are left as they are.
+/// Returns the new membership (cluster ids < k). Eq1 charges a lone cluster in full, so it is
+/// returned unchanged.
+pub fn pack(g: &Graph, member: &[u32], k: usize, model: &Model, slack: f64) -> Vec<u32> {
+    let Model::Critical { cores, message_cost } = *model else {
+        return member.to_vec();
     };
-    (q, parallel)
+    let (present, w_u, s_u, mut qedges) = weights(g, member, k);
+    let st = steps(k, &present, &mut qedges);
+    let Loads { load, largest, sum, .. } = loads(&st, &present, &w_u, &s_u, message_cost);
+    let cap: Vec<f64> = largest.iter().zip(&sum).map(|(&l, &s)| l.max(s / cores) * (1.0 + slack + 1e-9)).collect();
+    let n_depths = cap.len();
+    let mut items: Vec<usize> = (0..k).filter(|&c| present[c] && st.members[st.comp[c] as usize] == 1).collect();
+    items.sort_unstable_by(|&a, &b| load[b].total_cmp(&load[a]).then(a.cmp(&b)));
+    let mut bins: Vec<Vec<(u32, f64)>> = vec![Vec::new(); n_depths]; // per depth: (cluster id, load)
+    let mut into = (0..k as u32).collect::<Vec<u32>>();
+    for c in items {
+        let d = st.depth[st.comp[c] as usize] as usize;
+        match bins[d].iter_mut().find(|b| b.1 + load[c] <= cap[d]) {
+            Some(bin) => {
+                bin.1 += load[c];
+                into[c] = bin.0;
+            }
+            None => bins[d].push((c as u32, load[c])),
+        }
+    }
+    member.iter().map(|&c| into[c as usize]).collect()
 }
 
 struct Neighbours {
@@ -212,7 +368,7 @@ fn undirected(g: &Graph) -> Neighbours {
 }
 
 /// One level of local moving (nodes start in singleton clusters). Returns the membership.
-fn local_moving(g: &Graph, cores: f64, rng: &mut Rng, max_passes: usize) -> Vec<u32> {
+fn local_moving(g: &Graph, model: &Model, rng: &mut Rng, max_passes: usize) -> Vec<u32> {
     let n = g.n;
     let nb = undirected(g);
     let mut member: Vec<u32> = (0..n as u32).collect();
@@ -221,17 +377,17 @@ fn local_moving(g: &Graph, cores: f64, rng: &mut Rng, max_passes: usize) -> Vec<
     let mut order: Vec<u32> = (0..n as u32).collect();
     let mut k_to = vec![0.0f64; n];
     let mut touched: Vec<u32> = Vec::new();
-    let (mut best_t, mut par) = {
-        let (q, p) = quality(g, &member, n, cores);
+    let cores = model.cores();
+    let (mut best_t, mut factor) = {
+        let (q, p) = quality(g, &member, n, model);
         (q.t, p)
     };
-    // Statuses (sequential/parallel) are fixed during a pass, so a pass of many moves can raise
+    // Marginal factors (sequential/critical or parallel) are fixed during a pass, so a pass of many moves can raise
     // the exact T; it is then undone and retried with half as many moves allowed.
     let mut budget = usize::MAX;
     let mut passes = 0;
     while passes < max_passes {
         passes += 1;
-        let f = |c: usize, par: &Vec<bool>| if par[c] { 1.0 / cores } else { 1.0 };
         let saved = (member.clone(), size.clone(), empty.clone());
         rng.shuffle(&mut order);
         let mut moves = 0usize;
@@ -251,21 +407,34 @@ fn local_moving(g: &Graph, cores: f64, rng: &mut Rng, max_passes: usize) -> Vec<
             let k_a = k_to[a];
             let s = g.self_w[i];
             // leaving a: W_a loses k_a + s, messages gain 2*k_a (eq. 4 counts both ends)
-            let leave = -f(a, &par) * (k_a + s) + 2.0 * k_a / cores;
+            let total: f64 = touched.iter().map(|&c| k_to[c as usize]).sum();
+            // Eq1: W_a loses k_a + s, messages (all charged /N) gain 2*k_a (eq. 4 counts both ends).
+            // Critical: L_a loses k_a + s; its messages gain k_a (now cut) and lose i's others.
+            let (leave, join) = match *model {
+                Model::Eq1 { .. } => (-factor[a] * (k_a + s) + 2.0 * k_a / cores, None),
+                Model::Critical { message_cost, .. } => {
+                    (factor[a] * (-(k_a + s) + message_cost * (2.0 * k_a - total)), Some(message_cost))
+                }
+            };
+            // joining c: W_c gains k_c + s; (Critical) its messages lose k_c and gain i's others
+            let cost = |k_c: f64, f_c: f64| match join {
+                None => f_c * (k_c + s) - 2.0 * k_c / cores,
+                Some(m) => f_c * ((k_c + s) + m * (total - 2.0 * k_c)),
+            };
             let mut best = (0.0f64, a);
             for &c in &touched {
                 let c = c as usize;
                 if c == a {
                     continue;
                 }
-                let delta = leave + f(c, &par) * (k_to[c] + s) - 2.0 * k_to[c] / cores;
+                let delta = leave + cost(k_to[c], factor[c]);
                 if delta < best.0 - 1e-12 {
                     best = (delta, c);
                 }
             }
             if size[a] > 1 {
                 if let Some(&e) = empty.last() {
-                    let delta = leave + s; // a new cluster, assumed sequential
+                    let delta = leave + cost(0.0, 1.0); // a new cluster, assumed sequential
                     if delta < best.0 - 1e-12 {
                         best = (delta, e as usize);
                     }
@@ -292,7 +461,7 @@ fn local_moving(g: &Graph, cores: f64, rng: &mut Rng, max_passes: usize) -> Vec<
         if moves == 0 {
             break;
         }
-        let (q, p) = quality(g, &member, n, cores);
+        let (q, p) = quality(g, &member, n, model);
         if q.t > best_t - 1e-12 * best_t.abs().max(1.0) {
             (member, size, empty) = saved;
             if moves == 1 {
@@ -302,7 +471,7 @@ fn local_moving(g: &Graph, cores: f64, rng: &mut Rng, max_passes: usize) -> Vec<
             continue;
         }
         best_t = q.t;
-        par = p;
+        factor = p;
         budget = budget.saturating_mul(2);
     }
     member
@@ -352,24 +521,27 @@ pub struct Level {
     pub t: f64,
 }
 
-/// Greedy multilevel local moving (Sec. II-B): move nodes between neighbouring clusters while T
-/// falls, merge each cluster into one node, repeat until a level changes nothing. Returns the
-/// membership of the original nodes (cluster ids 0..k) at the level with the lowest T.
-pub fn multilevel(g0: &Graph, cores: f64, seed: u64, max_levels: usize) -> (Vec<u32>, Vec<Level>) {
+/// Greedy multilevel local moving (Sec. II-B): move nodes between neighbouring clusters while
+/// `search`'s T falls, merge each cluster into one node, repeat until a level changes nothing.
+/// Returns the membership of the original nodes (cluster ids 0..k) at the level with the lowest
+/// `judge` T. The critical model's T is a sum over depths that one move can reshuffle, so from
+/// singletons its own local moves stall; searching with eq. (1), whose levels run from the
+/// singletons to the connected components, and judging by the critical T finds its coarse optima.
+pub fn multilevel(g0: &Graph, search: &Model, judge: &Model, seed: u64, max_levels: usize) -> (Vec<u32>, Vec<Level>) {
     let mut rng = Rng(seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut to_top: Vec<u32> = (0..g0.n as u32).collect();
-    let (q0, _) = quality(g0, &to_top, g0.n, cores);
+    let (q0, _) = quality(g0, &to_top, g0.n, judge);
     let mut levels = vec![Level { nodes: g0.n, clusters: g0.n, t: q0.t }];
     let mut best = (q0.t, to_top.clone());
     let mut owned: Option<Graph> = None;
     for _ in 0..max_levels {
         let g = owned.as_ref().unwrap_or(g0);
-        let member = local_moving(g, cores, &mut rng, 50);
+        let member = local_moving(g, search, &mut rng, 50);
         let (next, map) = aggregate(g, &member);
         for c in to_top.iter_mut() {
             *c = map[*c as usize];
         }
-        let (q, _) = quality(&next, &(0..next.n as u32).collect::<Vec<_>>(), next.n, cores);
+        let (q, _) = quality(&next, &(0..next.n as u32).collect::<Vec<_>>(), next.n, judge);
         levels.push(Level { nodes: g.n, clusters: next.n, t: q.t });
         if q.t < best.0 - 1e-12 {
             best = (q.t, to_top.clone());
@@ -383,6 +555,26 @@ pub fn multilevel(g0: &Graph, cores: f64, seed: u64, max_levels: usize) -> (Vec<
     (best.1, levels)
 }
 
+/// The weakly connected components of `g` as a membership: no messages at all, the partition
+/// eq. (1) prefers and the critical model's when messages cost much more than work.
+pub fn components(g: &Graph) -> Vec<u32> {
+    let mut parent: Vec<u32> = (0..g.n as u32).collect();
+    fn root(parent: &mut [u32], mut i: u32) -> u32 {
+        while parent[i as usize] != i {
+            parent[i as usize] = parent[parent[i as usize] as usize]; // path halving
+            i = parent[i as usize];
+        }
+        i
+    }
+    for e in 0..g.src.len() {
+        let (a, b) = (root(&mut parent, g.src[e]), root(&mut parent, g.dst[e]));
+        if a != b {
+            parent[a.max(b) as usize] = a.min(b);
+        }
+    }
+    (0..g.n as u32).map(|i| root(&mut parent, i)).collect()
+}
+
 /// Overlapping clusters (Sec. II-B): an instruction may be replicated into a cluster that consumes
 /// its result when that lowers T. Exact T with replicas counts a message (i->j, v) for every
 /// cluster v holding j but not i, at v and at i's home cluster.
@@ -391,7 +583,7 @@ pub struct Overlap {
     pub quality: Quality,
 }
 
-pub fn quality_overlap(g: &Graph, member: &[u32], k: usize, replicas: &[(u32, u32)], cores: f64) -> Quality {
+pub fn quality_overlap(g: &Graph, member: &[u32], k: usize, replicas: &[(u32, u32)], model: &Model) -> Quality {
     let mut holders: HashMap<u32, Vec<u32>> = HashMap::new();
     for &(i, c) in replicas {
         holders.entry(i).or_default().push(c);
@@ -421,16 +613,17 @@ pub fn quality_overlap(g: &Graph, member: &[u32], k: usize, replicas: &[(u32, u3
             }
         }
     }
-    let (parallel, depths) = parallel_status(k, &present, &mut qedges);
-    let (w_seq, w_par) = split_work(&parallel, &w_u);
-    let w_c: f64 = s_u.iter().sum();
-    Quality { t: w_seq + w_par / cores + w_c / cores, w_seq, w_par, w_c, clusters: present.iter().filter(|&&p| p).count(), depths }
+    assemble(model, k, &present, &w_u, &s_u, &mut qedges).0
 }
 
 /// Replicates producers into consumer clusters when the local estimate says T falls, then keeps the
 /// replicas only if the exact T (with depths recomputed) is lower than without them.
-pub fn overlap(g: &Graph, member: &[u32], k: usize, cores: f64) -> Overlap {
-    let (base, parallel) = quality(g, member, k, cores);
+pub fn overlap(g: &Graph, member: &[u32], k: usize, model: &Model) -> Overlap {
+    let (base, factor) = quality(g, member, k, model);
+    let (cores, message_cost) = match *model {
+        Model::Eq1 { cores } => (cores, 1.0),
+        Model::Critical { cores, message_cost } => (cores, message_cost),
+    };
     let mut in_w = vec![0.0f64; g.n]; // weight into i from outside its home... computed per candidate below
     let mut out_to: HashMap<(u32, u32), f64> = HashMap::new(); // (producer i, consumer cluster v) -> A
     let mut in_from: HashMap<(u32, u32), f64> = HashMap::new(); // (i, cluster p) -> weight p-members -> i
@@ -450,8 +643,7 @@ pub fn overlap(g: &Graph, member: &[u32], k: usize, cores: f64) -> Overlap {
     for (&(i, v), &a) in &out_to {
         let b = in_from.get(&(i, v)).copied().unwrap_or(0.0); // i's inputs already in v
         let c = in_w[i as usize] - b; // inputs that would have to be sent to the replica
-        let f_v = if parallel[v as usize] { 1.0 / cores } else { 1.0 };
-        let delta = f_v * (a + b) + 2.0 * (c - a) / cores;
+        let delta = factor[v as usize] * (a + b) + message_cost * 2.0 * (c - a) / cores;
         if delta < -1e-12 {
             strict.push((i, v));
         } else if delta <= 1e-12 {
@@ -466,7 +658,7 @@ pub fn overlap(g: &Graph, member: &[u32], k: usize, cores: f64) -> Overlap {
         if replicas.is_empty() {
             continue;
         }
-        let q = quality_overlap(g, member, k, &replicas, cores);
+        let q = quality_overlap(g, member, k, &replicas, model);
         if q.t < best.quality.t - 1e-12 {
             best = Overlap { replicas, quality: q };
         }
@@ -477,6 +669,8 @@ pub fn overlap(g: &Graph, member: &[u32], k: usize, cores: f64) -> Overlap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const EQ1: Model = Model::Eq1 { cores: 2.0 };
 
     fn graph(n: usize, edges: &[(u32, u32, f64)]) -> Graph {
         Graph {
@@ -493,14 +687,14 @@ mod tests {
         // a->b->c (1 each), d->e (2); clusters {a,b} {c} {d,e}, N = 2:
         // W_par = 1 + 2 (depth 0 holds two clusters), {c} alone at depth 1, W_c = 2 -> T = 3/2 + 2/2
         let g = graph(5, &[(0, 1, 1.0), (1, 2, 1.0), (3, 4, 2.0)]);
-        let (q, _) = quality(&g, &[0, 0, 1, 2, 2], 3, 2.0);
+        let (q, _) = quality(&g, &[0, 0, 1, 2, 2], 3, &EQ1);
         assert_eq!((q.w_seq, q.w_par, q.w_c, q.t), (0.0, 3.0, 2.0, 2.5));
     }
 
     #[test]
     fn a_cycle_between_clusters_is_one_step() {
         let g = graph(4, &[(0, 1, 1.0), (1, 0, 1.0), (2, 3, 3.0)]);
-        let (q, _) = quality(&g, &[0, 1, 2, 2], 3, 2.0);
+        let (q, _) = quality(&g, &[0, 1, 2, 2], 3, &EQ1);
         assert_eq!((q.w_par, q.w_c, q.t, q.depths), (3.0, 4.0, 3.5, 1));
     }
 
@@ -508,9 +702,41 @@ mod tests {
     fn replication_of_a_source_removes_its_message() {
         // s->a, s->b; U = {s, a}, V = {b}; s copied into V: no message, both clusters parallel
         let g = graph(3, &[(0, 1, 1.0), (0, 2, 1.0)]);
-        let plain = quality_overlap(&g, &[0, 0, 1], 2, &[], 2.0);
-        let with = quality_overlap(&g, &[0, 0, 1], 2, &[(0, 1)], 2.0);
+        let plain = quality_overlap(&g, &[0, 0, 1], 2, &[], &EQ1);
+        let with = quality_overlap(&g, &[0, 0, 1], 2, &[(0, 1)], &EQ1);
         assert_eq!((plain.t, with.t, with.w_c), (2.0, 1.0, 0.0));
-        assert_eq!(overlap(&g, &[0, 0, 1], 2, 2.0).replicas, vec![(0, 1)]);
+        assert_eq!(overlap(&g, &[0, 0, 1], 2, &EQ1).replicas, vec![(0, 1)]);
+    }
+
+    #[test]
+    fn critical_t_by_hand() {
+        // the chain-and-pair of the first test, a = 1: loads {a,b} 1 + 1 (message), {c} 1, {d,e} 2;
+        // depth 0: max(2, (2 + 2)/2) = 2, depth 1: {c} alone, 1 -> T = 3, two processes at once
+        let g = graph(5, &[(0, 1, 1.0), (1, 2, 1.0), (3, 4, 2.0)]);
+        let model = Model::Critical { cores: 2.0, message_cost: 1.0 };
+        let (q, _) = quality(&g, &[0, 0, 1, 2, 2], 3, &model);
+        assert_eq!((q.t, q.w_seq, q.w_par, q.w_c, q.depths, q.width), (3.0, 3.0, 0.0, 2.0, 2, 2));
+        // an unbalanced depth is charged its largest process, not its share: eq. (1) says 2.5
+        let g = graph(4, &[(0, 1, 6.0), (2, 3, 1.0)]);
+        let (q, _) = quality(&g, &[0, 0, 1, 1], 2, &model);
+        let (q1, _) = quality(&g, &[0, 0, 1, 1], 2, &EQ1);
+        assert_eq!((q.t, q1.t), (6.0, 3.5));
+    }
+
+    #[test]
+    fn packing_keeps_t_and_leaves_the_processes_the_program_needs() {
+        // four components of work 5, 1, 1, 1 on N = 4: the depth costs max(5, 8/4) = 5 however
+        // the three small ones are grouped, so they become one process: two in all
+        let g = graph(8, &[(0, 1, 5.0), (2, 3, 1.0), (4, 5, 1.0), (6, 7, 1.0)]);
+        let model = Model::Critical { cores: 4.0, message_cost: 1.0 };
+        let member = [0, 0, 1, 1, 2, 2, 3, 3];
+        let packed = pack(&g, &member, 4, &model, 0.0);
+        let (before, _) = quality(&g, &member, 4, &model);
+        let (after, _) = quality(&g, &packed, 4, &model);
+        assert_eq!((before.t, after.t, before.clusters, after.clusters, after.width), (5.0, 5.0, 4, 2, 2));
+        // balanced work keeps one process per component
+        let g = graph(8, &[(0, 1, 2.0), (2, 3, 2.0), (4, 5, 2.0), (6, 7, 2.0)]);
+        let (q, _) = quality(&g, &pack(&g, &member, 4, &model, 0.0), 4, &model);
+        assert_eq!(q.clusters, 4);
     }
 }

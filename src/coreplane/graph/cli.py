@@ -14,6 +14,7 @@ from coreplane.graph import io
 from coreplane.graph.baselines import BASELINES, RUNNERS
 from coreplane.graph.build import build as build_graph
 from coreplane.graph.partition import greedy_partition, layer_arrays
+from coreplane.graph.quality import MESSAGE_COST, MODELS, SLACK, Model
 
 app = typer.Typer(help="NetworkedOS multi-layer graphs: build (layers 0-3) and partition (quality T).",
                   no_args_is_help=True)
@@ -63,13 +64,16 @@ def build(
 
 
 def _render_partition(doc: dict) -> None:
-    table = Table(title=f"{doc['path']} layer {doc['layer']}: {doc['nodes']} nodes, {doc['edges']} edges, N = {doc['cores']} cores")
-    for col in ("method", "procs", "T", "W_seq", "W_par", "W_c", "cut", "copies", "s"):
+    table = Table(title=f"{doc['path']} layer {doc['layer']}: {doc['nodes']} nodes, {doc['edges']} edges, "
+                        f"N = {doc['cores']} cores, T: {doc['model']}")
+    for col in ("method", "procs", "threads", "T", "W_seq", "W_par", "W_c", "cut", "copies", "s"):
         table.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
     for r in doc["results"]:
-        table.add_row(r["method"], str(r["processes"]), f"{r['t']:.6g}", f"{r['w_seq']:.6g}", f"{r['w_par']:.6g}",
+        table.add_row(r["method"], str(r["processes"]), str(r["threads"]), f"{r['t']:.6g}", f"{r['w_seq']:.6g}", f"{r['w_par']:.6g}",
                       f"{r['w_c']:.6g}", f"{r['cut']:.6g}", str(r["replicas"]), f"{r['seconds']:.2f}")
     console.print(table)
+    console.print(f"proposed: {doc['threads']} thread(s) at once ({doc['processes']} processes); "
+                  f"saved in {doc['path']}/partition.json for `coreplane map`")
     if doc.get("out"):
         console.print(f"clusters written to {doc['out']}")
 
@@ -77,7 +81,11 @@ def _render_partition(doc: dict) -> None:
 @app.command()
 def partition(
     graph_dir: Path = typer.Argument(..., help="A graph directory from `coreplane graph build`."),
-    cores: int = typer.Option(..., "--cores", "-N", help="N of eq. (1): the number of available cores."),
+    cores: int = typer.Option(..., "--cores", "-N", help="N: the number of available cores."),
+    model: str = typer.Option("critical", "--model", help=f"T to minimise: {' or '.join(MODELS)} (the paper's eq. 1)."),
+    message_cost: float = typer.Option(MESSAGE_COST, "--message-cost", help="critical: one unit of message weight "
+                                       "in units of work inside a process."),
+    slack: float = typer.Option(SLACK, "--slack", help="critical: packing may raise T by this fraction for fewer processes."),
     layer: int = typer.Option(0, "--layer", help="Layer to partition (0 = instructions, as in the paper)."),
     baselines: str = typer.Option("", "--baselines", help=f"Comma list of {', '.join(BASELINES)} (or 'all')."),
     parts: int = typer.Option(0, "--parts", help="k for METIS/KaHIP (default: N, the core count)."),
@@ -87,8 +95,12 @@ def partition(
     out: Path = typer.Option(None, "--out", help="Write clusters as Parquet (node, cluster, replica)."),
     json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
 ) -> None:
-    """Minimise T = W_seq + W_par/N + W_c/N (eq. 1-4) by greedy multilevel local moving with
-    overlapping clusters; report the number of processes and the clusters, and baselines."""
+    """Minimise T (critical: sum over depths of max(largest process, load/N); eq1: W_seq + W_par/N + W_c/N)
+    by greedy multilevel local moving, packing and overlapping clusters; report the number of
+    processes and threads it proposes (saved in the graph directory for `coreplane map`), and baselines."""
+    if model not in MODELS:
+        raise CoreplaneError(f"--model {model}: unknown, expected {' or '.join(MODELS)}")
+    cost = Model(float(cores), model, message_cost)
     graph = io.load(graph_dir)
     n, src, dst, weight = layer_arrays(graph, layer)
     names = list(BASELINES) if baselines == "all" else [b for b in baselines.split(",") if b]
@@ -97,18 +109,21 @@ def partition(
             raise CoreplaneError(f"--baselines: '{b}' unknown, expected {', '.join(BASELINES)}")
     if not json_out:
         progress_console.print(f"[dim]graph partition:[/] greedy on {n} nodes, {len(src)} edges")
-    result = greedy_partition(n, src, dst, weight, cores, seed, restarts, not no_overlap)
+    result = greedy_partition(n, src, dst, weight, cost, seed, restarts, not no_overlap, slack)
     results = [result]
     k = parts or max(2, cores)
     for b in names:
         if not json_out:
             progress_console.print(f"[dim]graph partition:[/] {b} (k = {k})")
-        results.append(RUNNERS[b](n, src, dst, weight, min(k, n), cores))
+        results.append(RUNNERS[b](n, src, dst, weight, min(k, n), cost))
     if out:
         rows = pd.DataFrame({"node": np.arange(n), "cluster": result.membership, "replica": False})
         reps = pd.DataFrame({"node": [r[0] for r in result.replicas], "cluster": [r[1] for r in result.replicas],
                              "replica": True})
         pd.concat([rows, reps], ignore_index=True).to_parquet(out, index=False)
-    emit({"path": str(graph_dir), "layer": layer, "nodes": n, "edges": int(len(src)), "cores": cores,
-          "processes": int(len(np.unique(result.membership))), "out": str(out) if out else None,
-          "results": [r.summary() for r in results]}, json_out, _render_partition)
+    doc = {"path": str(graph_dir), "layer": layer, "nodes": n, "edges": int(len(src)), "cores": cores,
+           "model": model, "message_cost": message_cost, "processes": int(len(np.unique(result.membership))),
+           "threads": min(result.quality.width, cores), "out": str(out) if out else None,
+           "results": [r.summary() for r in results]}
+    io.save_partition(graph_dir, doc)
+    emit(doc, json_out, _render_partition)

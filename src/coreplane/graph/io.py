@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
+from coreplane.core import documents
 from coreplane.core.errors import CoreplaneError
 from coreplane.graph.model import EDGE_COLUMNS, NODE_COLUMNS, MultiLayerGraph
 
@@ -66,3 +67,27 @@ def load(path: str | Path) -> MultiLayerGraph:
     edges = _table(path / "edges.parquet", EDGE_COLUMNS)
     meta.pop("format")
     return MultiLayerGraph(nodes=nodes, edges=edges, meta=meta)
+
+
+PARTITION = "partition.json"
+
+
+def save_partition(path: str | Path, doc: dict) -> None:
+    """Keeps `coreplane graph partition`'s result in the graph directory, where `coreplane map`
+    finds the number of threads it proposes."""
+    target = Path(path) / PARTITION
+    tmp = target.with_name(f".{PARTITION}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(target)
+
+
+def proposed_threads(path: str | Path) -> int | None:
+    """The number of threads the graph's last partition proposes (None: not partitioned yet)."""
+    target = Path(path) / PARTITION
+    if not target.is_file():
+        return None
+    doc = documents.read_json(target)
+    threads = doc.get("threads") if isinstance(doc, dict) else None
+    if not isinstance(threads, int) or threads < 1:
+        raise CoreplaneError(f"{target}: field 'threads' is {threads!r}, expected a positive integer")
+    return threads

@@ -1,4 +1,4 @@
-"""`coreplane graph partition`: minimise T (eq. 1-4) with the native greedy multilevel local-moving partitioner."""
+"""`coreplane graph partition`: minimise T (critical-path or eq. 1-4) with the native greedy multilevel partitioner."""
 
 import json
 import subprocess
@@ -12,7 +12,7 @@ import numpy as np
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import binary
 from coreplane.graph.model import MultiLayerGraph
-from coreplane.graph.quality import Quality, quality
+from coreplane.graph.quality import SLACK, Model, Quality, quality
 
 EDGE_RECORD = np.dtype([("src", "<u4"), ("dst", "<u4"), ("weight", "<f4"), ("kind", "<u4")])
 
@@ -33,6 +33,7 @@ class Partition:
         sizes = np.bincount(self.membership) if len(self.membership) else np.zeros(0, int)
         sizes = sizes[sizes > 0]
         return {"method": self.method, "processes": int(len(sizes)), **self.quality.as_dict(),
+                "threads": self.quality.width,
                 "cut": self.cut, "replicas": len(self.replicas), "seconds": round(self.seconds, 4),
                 "largest_cluster": int(sizes.max(initial=0)),
                 "median_cluster": float(np.median(sizes)) if len(sizes) else 0.0, **self.detail}
@@ -52,18 +53,23 @@ def cut_weight(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, membership:
     return float(weight[membership[src] != membership[dst]].sum())
 
 
-def greedy_partition(n: int, src, dst, weight, cores: int, seed: int = 1, restarts: int = 1,
-                     overlap: bool = True) -> Partition:
-    """The paper's greedy multilevel local moving with overlapping clusters (native, crates/netos)."""
-    if cores < 1:
-        raise CoreplaneError(f"--cores {cores}: N of eq. (1) must be at least 1")
+def greedy_partition(n: int, src, dst, weight, model: Model, seed: int = 1, restarts: int = 1,
+                     overlap: bool = True, slack: float = SLACK) -> Partition:
+    """The paper's greedy multilevel local moving, then (critical model) the clusters of each depth
+    packed into as few processes as T allows within `slack`, then overlapping clusters (native,
+    crates/netos). The result's `threads` (most processes at one depth) is how many run at once."""
+    if model.cores < 1:
+        raise CoreplaneError(f"--cores {model.cores:g}: N must be at least 1")
+    if model.message_cost < 0 or slack < 0:
+        raise CoreplaneError(f"--message-cost {model.message_cost:g} and --slack {slack:g} must not be negative")
     with tempfile.TemporaryDirectory(prefix="coreplane-part-") as tmp:
         edges = np.zeros(len(src), dtype=EDGE_RECORD)
         edges["src"], edges["dst"], edges["weight"] = src, dst, weight
         edges.tofile(Path(tmp, "g.edges"))
         args = [str(binary("coreplane-partition")), "--edges", str(Path(tmp, "g.edges")), "--nodes", str(n),
-                "--cores", str(cores), "--out", str(Path(tmp, "p")), "--seed", str(seed),
-                "--restarts", str(restarts)] + ([] if overlap else ["--no-overlap"])
+                "--cores", str(model.cores), "--out", str(Path(tmp, "p")), "--seed", str(seed),
+                "--restarts", str(restarts), "--model", model.kind, "--message-cost", str(model.message_cost),
+                "--slack", str(slack)] + ([] if overlap else ["--no-overlap"])
         started = time.perf_counter()
         proc = subprocess.run(args, capture_output=True, text=True)
         seconds = time.perf_counter() - started
@@ -73,12 +79,14 @@ def greedy_partition(n: int, src, dst, weight, cores: int, seed: int = 1, restar
         membership = np.fromfile(Path(tmp, "p.membership"), dtype="<u4").astype(np.int64)
         replicas = [tuple(r) for r in np.fromfile(Path(tmp, "p.replicas"), dtype="<u4").reshape(-1, 2).tolist()]
     q = Quality(t=doc["t"], w_seq=doc["w_seq"], w_par=doc["w_par"], w_c=doc["w_c"],
-                clusters=int(len(np.unique(membership))), depths=doc["depths"])
+                clusters=int(len(np.unique(membership))), depths=doc["depths"], width=doc["width"])
     return Partition("greedy", membership, replicas, q, cut_weight(src, dst, weight, membership), seconds,
-                     {"levels": doc["levels"], "t_disjoint": doc["t_disjoint"], "native_s": doc["total_s"]})
+                     {"model": model.kind, "message_cost": model.message_cost, "levels": doc["levels"],
+                      "t_disjoint": doc["t_disjoint"], "clusters_before_packing": doc["clusters_before_packing"],
+                      "native_s": doc["total_s"]})
 
 
-def evaluate(method: str, membership: np.ndarray, src, dst, weight, cores: int, seconds: float) -> Partition:
+def evaluate(method: str, membership: np.ndarray, src, dst, weight, model: Model, seconds: float) -> Partition:
     """A Partition for any membership (baselines), with T from the reference quality()."""
-    return Partition(method, membership, [], quality(src, dst, weight, membership, cores),
+    return Partition(method, membership, [], quality(src, dst, weight, membership, model),
                      cut_weight(src, dst, weight, membership), seconds)

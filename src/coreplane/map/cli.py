@@ -26,7 +26,7 @@ def load_problem(source: str, topo, message_bytes: float):
             raise CoreplaneError(f"'{source}': process count '{parts[2]}' is not an integer") from None
         grid = topo.dims if parts[1] == "stencil" and topo.dims and p == topo.n_cores else None
         return pattern(parts[1], p, message_bytes, grid)
-    from coreplane.graph import io
+    from coreplane.graph import io  # pandas and pyarrow: loaded only for a graph
     return from_graph(io.load(source))
 
 
@@ -41,6 +41,9 @@ def _render(doc: dict) -> None:
                       f"{m['avg_packet_latency_cycles']:.1f}", f"{m['energy_nj']:.4g}", f"{r['seconds'] * 1e3:.1f}",
                       r["violation"] or "")
     console.print(table)
+    if doc.get("threads"):
+        console.print(f"the graph's partition proposes {doc['threads']} thread(s): `coreplane run --map` puts "
+                      "that number in place of {threads} in the program's arguments")
     if doc.get("out"):
         console.print(f"mapping written to {doc['out']}")
 
@@ -61,14 +64,19 @@ def map_command(
     capacity = capacity or default_capacity(comm.n, topo.n_cores)
     names = list(methods.METHODS) if method == "all" else method.split(",")
     results = [methods.run(name, comm, topo, capacity) for name in names]
+    threads = None
+    if not source.startswith("pattern:"):
+        from coreplane.graph import io
+        threads = io.proposed_threads(source)
     if out:
         first = results[0]
         mapfile.write(out, {
             "source": source, "topology": topo.as_dict(), "method": first["method"], "capacity": capacity,
+            **({"threads": threads} if threads else {}),
             "placement": [{"task": comm.keys[p], "name": comm.names[p], "core": int(c), "cpus": [topo.cpu_ids[int(c)]]}
                           for p, c in enumerate(first["placement"].tolist())],
             "metrics": first["metrics"]})
-    doc = {"source": source, "topology": topo.as_dict(), "processes": comm.n, "capacity": capacity,
+    doc = {"source": source, "topology": topo.as_dict(), "processes": comm.n, "capacity": capacity, "threads": threads,
            "out": str(out) if out else None,
            "results": [{**{k: v for k, v in r.items() if k != "placement"},
                         "placement": r["placement"].tolist()} for r in results]}

@@ -26,6 +26,7 @@ from coreplane.core.native import REPO_ROOT
 from coreplane.graph import io
 from coreplane.graph.build import build
 from coreplane.graph.partition import greedy_partition, layer_arrays
+from coreplane.graph.quality import Model
 from coreplane.graph.topology import parse_spec
 from coreplane.map import families, mapfile, methods
 from coreplane.map.comm import from_graph
@@ -161,7 +162,7 @@ def scaling(out: Path = typer.Option(..., "--out"), max_window: int = typer.Opti
                 g = build(argv, Path(tmp, "x.cpg"), "host",
                           window=window, windows=windows, start_ms=50, period_ms=50)
                 n, src, dst, w = layer_arrays(g, 0)
-                part = greedy_partition(n, src, dst, w, cores)
+                part = greedy_partition(n, src, dst, w, Model(cores))
                 rows.append({"kind": "partition", "nodes": n, "edges": int(len(src)), "seconds": part.seconds,
                              "native_s": part.detail["native_s"], "processes": part.summary()["processes"],
                              "t": part.quality.t, "t_singletons": part.detail["levels"][0]["t"],

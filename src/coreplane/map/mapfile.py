@@ -33,3 +33,19 @@ def cpu_lists(path: str | Path) -> dict[str, list[int]]:
     if not out:
         raise CoreplaneError(f"{path}: field 'placement' is missing or empty")
     return out
+
+
+THREADS = "{threads}"
+
+
+def with_threads(path: str | Path, command: list[str]) -> list[str]:
+    """The program's arguments with every "{threads}" replaced by the number of threads the
+    mapping file carries (from `coreplane graph partition` of the traced program's graph)."""
+    if not any(THREADS in arg for arg in command):
+        return command
+    path = Path(path)
+    threads = documents.read(path, FORMAT).get("threads")
+    if not isinstance(threads, int) or threads < 1:
+        raise CoreplaneError(f"{path}: field 'threads' is {threads!r}: the program's arguments ask for {THREADS}, "
+                             "so map a graph partitioned by `coreplane graph partition`")
+    return [arg.replace(THREADS, str(threads)) for arg in command]

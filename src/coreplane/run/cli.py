@@ -18,11 +18,12 @@ SLED_HELP = ("Fast path through a sled at address 0 even without protection keys
 
 def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads,
              profile, cell, time_every: int, null_page_sled: bool, vdso: str, mapping: Path | None = None) -> RunOptions:
-    placement = None
+    placement, command = None, list(ctx.args)
     if mapping:
-        from coreplane.map.mapfile import cpu_lists
+        from coreplane.map.mapfile import cpu_lists, with_threads
         placement = cpu_lists(mapping)
-    return RunOptions(command=list(ctx.args), delegate=delegate, local=[n for n in (local or "").split(",") if n],
+        command = with_threads(mapping, command)  # {threads}: the count the graph's partition proposes
+    return RunOptions(command=command, delegate=delegate, local=[n for n in (local or "").split(",") if n],
                       forward_cost_ns=forward_cost, compute_cores=compute_cores, control_cores=control_cores,
                       delegate_threads=delegate_threads, profile=profile, cell=cell, placement=placement,
                       time_every=time_every, null_page_sled=null_page_sled, vdso=vdso)
@@ -53,7 +54,8 @@ def run(
     cell: bool = typer.Option(None, "--cell/--no-cell", help="Give the compute cores to the program exclusively "
                               "(default: yes when compute cores are given and running as root)."),
     mapping: Path = typer.Option(None, "--map", metavar="FILE", help="Pin each thread and process where a mapping "
-                                 "file (coreplane map --out, format coreplane-map/1) places its clone-tree key."),
+                                 "file (coreplane map --out, format coreplane-map/1) places its clone-tree key; "
+                                 "{threads} in the program's arguments becomes the thread count it proposes."),
     json_flag: bool = typer.Option(False, "--json", help="The run's JSON summary as the last line of stderr, "
                                    "after the program's end (stdout is the program's)."),
     json_out: Path = o.json_out(),

@@ -1,12 +1,22 @@
-//! coreplane-partition: minimises the quality function T (eq. 1-4) over a graph file by greedy
-//! multilevel local moving with overlapping clusters; prints a JSON summary on stdout.
+//! coreplane-partition: minimises a quality function T (the paper's eq. 1-4, or coreplane's
+//! critical-path T) over a graph file by greedy multilevel local moving, packs the clusters of
+//! each depth into as few processes as T allows, then overlaps clusters; JSON summary on stdout.
 //! Input: records {src: u32, dst: u32, weight: f32, kind: u32} (the coreplane-itrace .edges format).
 //! Output: PREFIX.membership (u32 cluster per node), PREFIX.replicas ({node: u32, cluster: u32} pairs).
 
 use clap::Parser;
-use coreplane_netos::partition::{multilevel, overlap, quality, Graph};
+use clap::ValueEnum;
+use coreplane_netos::partition::{components, multilevel, overlap, pack, quality, Graph, Model};
 use serde_json::json;
 use std::time::Instant;
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModelName {
+    /// T = W_seq + W_par/N + W_c/N, the paper's eq. (1) taken literally
+    Eq1,
+    /// T = sum over depths of max(largest step's load, the depth's load / N), load = W_u + a*S_u
+    Critical,
+}
 
 #[derive(Parser)]
 #[command(name = "coreplane-partition", version, about = "Partition a graph by the NetworkedOS quality function T")]
@@ -20,6 +30,15 @@ struct Cli {
     /// N of eq. (1): available cores
     #[arg(long)]
     cores: f64,
+    /// The quality function to minimise
+    #[arg(long, value_enum, default_value_t = ModelName::Critical)]
+    model: ModelName,
+    /// Critical model: what one unit of message weight costs, in units of internal work
+    #[arg(long, default_value_t = 1000.0)]
+    message_cost: f64,
+    /// Critical model: packing may raise T by this fraction to need fewer processes
+    #[arg(long, default_value_t = 0.05)]
+    slack: f64,
     /// Output prefix for PREFIX.membership and PREFIX.replicas
     #[arg(long)]
     out: String,
@@ -63,22 +82,45 @@ fn main() {
         dst.push(b);
         w.push(x);
     }
+    if !(cli.cores >= 1.0) || !(cli.message_cost >= 0.0) || !(cli.slack >= 0.0) {
+        fail(format!("--cores {} must be at least 1, --message-cost {} and --slack {} not negative",
+                     cli.cores, cli.message_cost, cli.slack));
+    }
+    let model = match cli.model {
+        ModelName::Eq1 => Model::Eq1 { cores: cli.cores },
+        ModelName::Critical => Model::Critical { cores: cli.cores, message_cost: cli.message_cost },
+    };
     let g = Graph { n: cli.nodes, src, dst, w, self_w: vec![0.0; cli.nodes] };
     let read_s = started.elapsed().as_secs_f64();
+    // the critical model is also searched with eq. (1)'s moves (see `multilevel`)
+    let searches = match model {
+        Model::Eq1 { .. } => vec![model],
+        Model::Critical { cores, .. } => vec![model, Model::Eq1 { cores }],
+    };
     let mut best: Option<(Vec<u32>, Vec<coreplane_netos::partition::Level>, f64)> = None;
     for r in 0..cli.restarts.max(1) {
-        let (member, levels) = multilevel(&g, cli.cores, cli.seed + r as u64, cli.max_levels);
-        let k = member.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        let (q, _) = quality(&g, &member, k, cli.cores);
-        if best.as_ref().map_or(true, |b| q.t < b.2) {
-            best = Some((member, levels, q.t));
+        for search in &searches {
+            let (member, levels) = multilevel(&g, search, &model, cli.seed + r as u64, cli.max_levels);
+            let k = member.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+            let (q, _) = quality(&g, &member, k, &model);
+            if best.as_ref().map_or(true, |b| q.t < b.2) {
+                best = Some((member, levels, q.t));
+            }
         }
     }
-    let (member, levels, _) = best.unwrap();
-    let k = member.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    let (mut found, levels, best_t) = best.unwrap();
+    // the components are a candidate of their own: no search level need reach them exactly
+    let parts = components(&g);
+    let (q, _) = quality(&g, &parts, g.n, &model);
+    if q.t < best_t - 1e-12 * best_t.abs().max(1.0) {
+        found = parts;
+    }
+    let k = found.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    let (unpacked, _) = quality(&g, &found, k, &model);
+    let member = pack(&g, &found, k, &model, cli.slack);
     let moving_s = started.elapsed().as_secs_f64() - read_s;
-    let (disjoint, _) = quality(&g, &member, k, cli.cores);
-    let ov = if cli.no_overlap { None } else { Some(overlap(&g, &member, k, cli.cores)) };
+    let (disjoint, _) = quality(&g, &member, k, &model);
+    let ov = if cli.no_overlap { None } else { Some(overlap(&g, &member, k, &model)) };
     let fin = ov.as_ref().map(|o| &o.quality).unwrap_or(&disjoint);
     let mut out = Vec::with_capacity(member.len() * 4);
     for c in &member {
@@ -93,7 +135,10 @@ fn main() {
     std::fs::write(format!("{}.replicas", cli.out), rep).unwrap_or_else(|e| fail(format!("{}.replicas: {e}", cli.out)));
     let doc = json!({
         "nodes": g.n, "edges": g.src.len(), "cores": cli.cores,
-        "clusters": k,
+        "model": match cli.model { ModelName::Eq1 => "eq1", ModelName::Critical => "critical" },
+        "message_cost": cli.message_cost, "slack": cli.slack,
+        "clusters": disjoint.clusters, "clusters_before_packing": unpacked.clusters,
+        "width": fin.width,
         "t": fin.t, "w_seq": fin.w_seq, "w_par": fin.w_par, "w_c": fin.w_c, "depths": fin.depths,
         "t_disjoint": disjoint.t,
         "replicas": ov.as_ref().map(|o| o.replicas.len()).unwrap_or(0),
