@@ -73,5 +73,32 @@ def test_a_calibration_of_another_machine_is_warned_about(tmp_path):
     unnamed = cli_json("project", str(PROFILES / "tiny.json"), "--calibration", str(FIXTURE))["warnings"]
     assert any("does not say which machine" in w for w in unnamed), unnamed
     doc["machine"]["id"] = calibrations.load(FIXTURE).machine["id"]
+    doc["tlb_shootdowns"] = 3
     other.write_text(json.dumps(doc))
     assert cli_json("project", str(other), "--calibration", str(FIXTURE))["warnings"] == []
+
+
+def test_tlb_shootdowns_are_charged_once_a_process_delegates(tmp_path):
+    """The TLB flushes the profiled run counted cost `shootdown_ns` more each, for the share made
+    while a delegate polls, once a process delegates; nothing without delegation; a profile
+    without a count is warned about."""
+    doc = json.loads((PROFILES / "bzip2.json").read_text())
+    cal = calibrations.load(FIXTURE).calibration
+    projected = {}
+    for count in (0, 250):
+        doc["tlb_shootdowns"] = count
+        path = tmp_path / f"bzip2-{count}.json"
+        path.write_text(json.dumps(doc))
+        for policy in ("none", "all"):
+            out = cli_json("project", str(path), "--calibration", str(FIXTURE), "--delegate", policy)
+            assert not any("TLB" in w for w in out["warnings"])
+            projected[count, policy] = out
+    charged = calibrations.SHOOTDOWN_SHARE * 250 * cal.shootdown_ns
+    assert projected[250, "all"]["calibration"]["shootdowns_ns"] == pytest.approx(charged)
+    assert projected[250, "none"]["calibration"]["shootdowns_ns"] == 0
+    added = projected[250, "all"]["answer"]["time_ns"] - projected[0, "all"]["answer"]["time_ns"]
+    assert added == pytest.approx(charged, rel=1e-6)
+    assert projected[250, "none"]["answer"]["time_ns"] == projected[0, "none"]["answer"]["time_ns"]
+    unknown = cli_json("project", str(PROFILES / "bzip2.json"), "--calibration", str(FIXTURE), "--delegate", "all")
+    assert unknown["calibration"]["shootdowns"] is None
+    assert any("no count of TLB flushes" in w for w in unknown["warnings"]), unknown["warnings"]

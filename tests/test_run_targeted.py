@@ -12,6 +12,7 @@ import pytest
 
 from conftest import CLI, run_cli
 from coreplane.core.machine import identity
+from coreplane.core.native import workload
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -113,6 +114,25 @@ def test_exec_chain_gives_one_profile_per_image(tmp_path):
     assert proc.stdout == "deep\n"
     ends = [p["end"] for p in json.loads(prof.read_text())["processes"]]
     assert ends == ["execve", "execve", "exit"]
+
+
+def test_profile_counts_the_tlb_flushes_of_every_process(tmp_path):
+    """Each madvise(MADV_DONTNEED) of a written page is one flush of the process's own address
+    space (the model charges them once a delegate polls, docs/architecture.md); a process the
+    program starts counts too. Counting a kernel tracepoint needs privilege: without it the
+    count is null and the profile says why."""
+    null = str(workload("null_call"))
+    counts = {}
+    for name, argv in (("alone", [null, "-c", "madvise", "-n", "500", "-w", "0"]),
+                       ("child", ["sh", "-c", f"{null} -c madvise -n 500 -w 0; true"])):
+        prof = tmp_path / f"{name}.json"
+        assert run_cli("run", "--profile", str(prof), "--", *argv).returncode == 0
+        doc = json.loads(prof.read_text())
+        counts[name] = doc["tlb_shootdowns"]
+        if os.geteuid() != 0:
+            assert counts[name] is None and doc["tlb_shootdowns_why"]
+    if os.geteuid() == 0:
+        assert all(500 <= n < 2000 for n in counts.values()), counts
 
 
 def test_sigkill_of_the_program_cleans_the_cell(tmp_path):

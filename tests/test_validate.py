@@ -27,7 +27,7 @@ def calibration(**over) -> Calibration:
     fc = lambda rt: ForwardCost(1000, 70.0, rt, rt, rt, rt)
     values = dict(trials={0: 1000, 10_000: 1000}, native_call_ns=70.0, local_ns=20.0,
                   forward={0: fc(600.0), 10_000: fc(20_600.0)}, cpu_per_call_ns={0: 600.0, 10_000: 20_600.0},
-                  spin_blocked_ns=50_000.0, window_ns=100_000.0, cold=fc(10_600.0), startup_ns=1e6, startup_delegating_ns=2e6,
+                  spin_blocked_ns=50_000.0, window_ns=100_000.0, cold=fc(10_600.0), shootdown_ns=9_000.0, startup_ns=1e6, startup_delegating_ns=2e6,
                   child_ns=1e5, child_delegating_ns=3e5,
                   gammas={1.0: 1.0, 2.0: 1.9}, trials_per_ms=300_000.0)
     values.update(over)

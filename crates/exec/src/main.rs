@@ -7,6 +7,7 @@ mod mapping;
 mod merge;
 mod policy;
 mod program;
+mod shootdowns;
 mod syscalls;
 mod tsc;
 
@@ -222,6 +223,8 @@ fn main() {
     let online = args.online_map.as_deref().map(|s| mapping::subscribe(s).unwrap_or_else(|e| fail(e)));
     let rt_c = CString::new(rt.as_os_str().as_bytes()).unwrap();
     std::env::set_var("COREPLANE_RT", &cfg);
+    // Opened before the fork, so that the program and every process it starts inherit it.
+    let flushes = args.profile.as_ref().map(|_| shootdowns::open());
     let started = Instant::now();
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -282,6 +285,7 @@ fn main() {
             user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
             sys_ns: (usage.ru_stime.tv_sec as u64) * 1_000_000_000 + usage.ru_stime.tv_usec as u64 * 1000,
             status,
+            tlb_shootdowns: flushes.as_ref().map_or_else(|| Err("not counted".into()), |c| c.total()),
         };
         if let Err(e) = merge::write_profile(dir, &run, out) {
             error_line(format!("profile: {e}"));

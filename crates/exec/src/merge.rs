@@ -26,6 +26,8 @@ pub struct Run {
     pub user_ns: u64,
     pub sys_ns: u64,
     pub status: i32,
+    /// TLB flushes of the program's own address spaces (shootdowns.rs), or why not counted.
+    pub tlb_shootdowns: Result<u64, String>,
 }
 
 /// Calls the vDSO answers without entering the kernel, so no syscall is seen for them unless
@@ -300,6 +302,8 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         },
         "wall_ns": run.wall_ns, "user_ns": run.user_ns, "sys_ns": run.sys_ns,
         "exit": exit,
+        "tlb_shootdowns": run.tlb_shootdowns.as_ref().ok(),
+        "tlb_shootdowns_why": run.tlb_shootdowns.as_ref().err(),
         "machine": machine(),
         "overhead": {
             "interposed_call_ns": trap_ns.get(trap_ns.len() / 2),

@@ -35,6 +35,7 @@ class Calibration:
     spin_blocked_ns: float
     window_ns: float | None
     cold: ForwardCost
+    shootdown_ns: float
     startup_ns: float
     startup_delegating_ns: float
     child_ns: float
@@ -90,7 +91,8 @@ class Calibration:
         """The inverse of to_dict; a missing or malformed field is a one-line error naming it."""
         def need(key: str):
             if key not in doc:
-                raise CoreplaneError(f"{source}: calibration.{key}: missing")
+                raise CoreplaneError(f"{source}: calibration.{key}: missing (a calibration from an older "
+                                     f"coreplane? run `coreplane calibrate` again)")
             return doc[key]
 
         def cost(key: str, value) -> ForwardCost:
@@ -108,7 +110,8 @@ class Calibration:
                 cpu_per_call_ns={int(k): float(v) for k, v in need("cpu_per_call_ns").items()},
                 spin_blocked_ns=float(need("spin_blocked_ns")),
                 window_ns=None if need("window_ns") is None else float(doc["window_ns"]),
-                cold=cost("cold", need("cold")), startup_ns=float(need("startup_ns")),
+                cold=cost("cold", need("cold")), shootdown_ns=float(need("shootdown_ns")),
+                startup_ns=float(need("startup_ns")),
                 startup_delegating_ns=float(need("startup_delegating_ns")), child_ns=float(need("child_ns")),
                 child_delegating_ns=float(need("child_delegating_ns")),
                 gammas={float(k): float(v) for k, v in need("gammas").items()},
@@ -188,20 +191,51 @@ def startup_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
     return total
 
 
+# Of a run's TLB flushes, the share that interrupts a polling delegate: those made while the
+# delegate polls (within its window W after a delegated call) and not asleep. Measured on the
+# development suite under --delegate all, F = 0 (IPIs taken by the program's threads over its
+# flushes, `perf stat`, dev-kvm-epyc2, session 6): median 0.64, from 0.05 (xz -T2, whose workers
+# fault while the main thread, the only one that calls, waits) to 0.93 (sort). Which flushes fall
+# in a polling window is not in a profile (untimed calls carry no timestamp), so the median is
+# charged; docs/architecture.md, "TLB shootdowns".
+SHOOTDOWN_SHARE = 0.64
+
+
+def shootdowns_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
+    """What the program's own TLB flushes cost it once a delegate polls in its address space:
+    a flush (a copy-on-write fault, munmap, mprotect, madvise; counted over the profiled run, the
+    runtime's own included) made while a delegate polls interrupts the control core and waits
+    for it, `shootdown_ns` more than a local flush; SHOOTDOWN_SHARE of them are charged when any
+    process delegates. 0 when the profile has no count (see `shootdown_count`)."""
+    count = shootdown_count(profile)
+    if not count or not any(p.remote_calls for p in splits(profile, delegated_set(profile, policy))):
+        return 0.0
+    return SHOOTDOWN_SHARE * count * cal.shootdown_ns
+
+
+def shootdown_count(profile: Profile) -> int | None:
+    """The profiled run's TLB flushes of its own address spaces (None when the profile could not
+    count them: the count needs root, CAP_PERFMON or kernel.perf_event_paranoid <= 1)."""
+    count = profile.extra.get("tlb_shootdowns")
+    return int(count) if isinstance(count, (int, float)) else None
+
+
 def delegated_run(profile: Profile, policy: Policy, cal: Calibration, gamma: float, forward_cost_ns: float,
                   statistic: str = "mean") -> tuple[float, float]:
-    """f_c and the start-up time of a `coreplane run` at forward cost F: f_c is the
+    """f_c and the time a `coreplane run` adds once, at forward cost F: f_c is the
     micro-benchmark's warm round trip at F, plus the cold surcharge spread over the share of
-    calls that can be cold; the start-up is `startup_ns`."""
+    calls that can be cold; the time added is the start-up (`startup_ns`) and the TLB shootdowns
+    (`shootdowns_ns`)."""
     n_cold, delegated = cold_calls(profile, policy, gamma, cal.window_ns)
     fc = cal.fc_ns(forward_cost_ns, statistic)
     if delegated:
         fc += n_cold / delegated * cal.cold_extra_ns(statistic) / 2.0
-    return fc, startup_ns(profile, policy, cal)
+    return fc, startup_ns(profile, policy, cal) + shootdowns_ns(profile, policy, cal)
 
 
 def with_startup(native_ns: float, speedup: float | None, startup: float) -> float | None:
-    """A speedup over `native_ns` once the runtime's start-up is added to the projected time."""
+    """A speedup over `native_ns` once the time the runtime adds once (delegated_run's start-up
+    and shootdowns) is added to the projected time."""
     if speedup is None:
         return None
     return native_ns / (native_ns / speedup + startup)

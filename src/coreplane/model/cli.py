@@ -13,7 +13,7 @@ from coreplane.core import options as o, vocabulary as v
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit, human_ns
 from coreplane.model import calibration as calibrations, policies
-from coreplane.model.calibration import delegated_run
+from coreplane.model.calibration import delegated_run, shootdown_count, shootdowns_ns, startup_ns
 from coreplane.model.refined import interposed_local_ns
 from coreplane.model.projection import project as project_all
 from coreplane.profile import io as profiles
@@ -35,7 +35,9 @@ def _render(doc: dict) -> None:
     else:
         console.print(f"calibration {cal['file']} ({cal['machine'].get('hostname', '?')}, {cal['created']}): f_c "
                       f"{human_ns(cal['fc_ns'])} per direction at this forward cost, interposed local call "
-                      f"+{human_ns(cal['interposed_call_ns'])}, start-up {human_ns(cal['startup_ns'])}", highlight=False)
+                      f"+{human_ns(cal['interposed_call_ns'])}, start-up {human_ns(cal['startup_ns'])}, TLB shootdowns "
+                      f"{cal['shootdowns'] if cal['shootdowns'] is not None else '?'} × {human_ns(cal['shootdown_ns'])} = "
+                      f"{human_ns(cal['shootdowns_ns'])}", highlight=False)
     table = Table()
     for col in ("model", "speedup", "projected time", "notes"):
         table.add_column(col, justify="left" if col in ("model", "notes") else "right")
@@ -116,12 +118,17 @@ def project(
         used = None
     else:
         cal = stored.calibration
-        fc, startup = delegated_run(prof, pol, cal, gamma, forward_cost)
+        fc, added = delegated_run(prof, pol, cal, gamma, forward_cost)
         models = project_all(prof, gamma, fc, pol, delegates, compute, control, spin_ns=cal.spin_ns(forward_cost),
-                             local_ns=interposed_local_ns(prof, cal.local_ns), startup_ns=startup)
+                             local_ns=interposed_local_ns(prof, cal.local_ns), startup_ns=added)
         used = {"file": str(stored.path), "machine": stored.machine, "created": stored.created, "fc_ns": fc,
                 "round_trip_ns": 2 * fc, "interposed_call_ns": cal.local_ns, "spin_ns": cal.spin_ns(forward_cost),
-                "startup_ns": startup}
+                "startup_ns": startup_ns(prof, pol, cal), "shootdowns": shootdown_count(prof),
+                "shootdown_ns": cal.shootdown_ns, "shootdowns_ns": shootdowns_ns(prof, pol, cal)}
+        if used["shootdowns"] is None and pol.kind != "none":
+            warnings.append(f"the profile has no count of TLB flushes (profiling needs root, CAP_PERFMON or "
+                            f"kernel.perf_event_paranoid <= 1 to count them): the projection leaves out the "
+                            f"{human_ns(cal.shootdown_ns)} each costs once a delegate polls on a control core")
         taken_on = (prof.extra.get("machine") or {}).get("id")
         if taken_on is None:
             warnings.append(f"the profile does not say which machine it was taken on; the calibration "

@@ -12,6 +12,10 @@
 - cold calls: a delegate polls an empty queue for a while, then sleeps; a call that finds it
   asleep pays its wake-up. null_call -g GAP spins GAP between calls: the gap at which the round
   trip jumps is the delegate's polling window W, the jump at the longest gap the cold surcharge;
+- TLB shootdowns: what a flush of the program's own address space costs it while a delegate polls
+  on a control core in the same address space (the kernel interrupts that core and waits for it):
+  null_call -c madvise -k under the runtime, delegating getppid (the delegate polls) and not (a
+  local flush); the difference of the medians;
 - start-up: the runtime's fixed cost per process (loader, calibration), null_call -n 1 under the
   runtime against walltime, without delegation and with one delegated call (which starts the
   delegate);
@@ -41,6 +45,7 @@ STATISTICS = ("min", "median", "mean", "max")
 GAPS = (200_000, 500_000, 1_000_000, 2_000_000, 5_000_000)   # ns spun between calls to find W
 GAP_TRIALS = 250                                              # per gap, over all rounds
 BLOCKED_TRIALS = 200  # delegated 1 ms nanosleeps, over all rounds: the caller's spin on a blocked call
+SHOOTDOWN_TRIALS = 1000   # flushes (madvise of a written page), over all rounds, per case
 STARTUP_COPIES = 4
 CHILDREN = 8          # programs a shell runs one after another, to time a child process's start-up
 GAMMA_TRIALS, GAMMA_PHASES = 300_000, 100   # ≈ 100 ms of Monte Carlo at γ = 1
@@ -96,6 +101,9 @@ def plan(machine: Machine, forward_costs: tuple[int, ...], gammas: set[float], r
     cases += [Case("children-native", commands.native(shell, machine)),
               Case("children-runtime", commands.under_runtime(shell, machine, "none", 0)),
               Case("children-delegating", commands.under_runtime(shell, machine, ["getppid"], 0))]
+    flush = [null, "-c", "madvise", "-k", "-n", str(per_run(SHOOTDOWN_TRIALS))]
+    cases += [Case("flush-local", commands.under_runtime(flush, machine, "none", 0, quiet=False)),
+              Case("flush-shootdown", commands.under_runtime(flush, machine, ["getppid"], 0, quiet=False))]
     cases.append(Case("null-blocked", commands.under_runtime(
         [null, "-c", "nanosleep", "-w", "2", "-n", str(per_run(BLOCKED_TRIALS))], machine, ["nanosleep"], 0,
         quiet=False)))
@@ -192,6 +200,8 @@ def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Ca
     if jumped and cold.median > 2 * warm_median:
         i = jumped[0]
         window = float(GAPS[0] if i == 0 else math.sqrt(GAPS[i - 1] * GAPS[i]))
+    flush_local = float(np.median(_trials(need("flush-local", stdout))[0]))
+    shootdown = max(0.0, float(np.median(_trials(need("flush-shootdown", stdout))[0])) - flush_local)
     wall = lambda case: float(np.median([rounds.read_json(p)["wall_ns"] for k in range(STARTUP_COPIES)
                                          for p in need(f"{case}-{k}", measure)]))
     startup = max(0.0, wall("start-runtime") - wall("start-native"))
@@ -205,7 +215,7 @@ def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Ca
     return Calibration(
         trials=trials, native_call_ns=native_median, local_ns=max(0.0, float(np.median(local)) - native_median),
         forward=forward, cpu_per_call_ns=cpu_per_call,
-        spin_blocked_ns=blocked_cpu / blocked_count, window_ns=window, cold=cold,
+        spin_blocked_ns=blocked_cpu / blocked_count, window_ns=window, cold=cold, shootdown_ns=shootdown,
         startup_ns=startup, startup_delegating_ns=startup_delegating, child_ns=child,
         child_delegating_ns=child_delegating,
         gammas={g: compute[1.0] / compute[g] for g in compute},
