@@ -15,7 +15,7 @@ use crate::sys::{self, *};
 use crate::thread::Thread;
 use coreplane_runtime::handoff::Sequence;
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 const MAX_SLOTS: usize = 4096;
 const MAX_DELEGATES: usize = 64;
@@ -66,6 +66,7 @@ struct Slot {
 struct Delegate {
     tid: AtomicI32,
     current: AtomicU32,
+    stack: AtomicUsize,
 }
 
 /// Read on every call by the application, written rarely: one cache line.
@@ -84,6 +85,8 @@ struct Pool {
 struct Sleep {
     sleepers: AtomicU32,
     work_seq: AtomicU32,
+    /// Set while the delegates are being retired (see `retire`): idle ones end.
+    retire: AtomicU32,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -92,12 +95,12 @@ const EMPTY_SLOT: Slot = Slot {
     response: Response { done: AtomicU32::new(0), waiting: AtomicU32::new(0), result: 0, t_start: 0, cancel: AtomicU32::new(0) },
 };
 #[allow(clippy::declare_interior_mutable_const)]
-const NO_DELEGATE: Delegate = Delegate { tid: AtomicI32::new(0), current: AtomicU32::new(NONE) };
+const NO_DELEGATE: Delegate = Delegate { tid: AtomicI32::new(0), current: AtomicU32::new(NONE), stack: AtomicUsize::new(0) };
 
 static mut SLOTS: [Slot; MAX_SLOTS] = [EMPTY_SLOT; MAX_SLOTS];
 static DELEGATES: [Delegate; MAX_DELEGATES] = [NO_DELEGATE; MAX_DELEGATES];
 static POOL: Pool = Pool { pid: AtomicI32::new(0), lock: AtomicU32::new(0), slots: AtomicU32::new(0), delegates: AtomicU32::new(0) };
-static SLEEP: Sleep = Sleep { sleepers: AtomicU32::new(0), work_seq: AtomicU32::new(0) };
+static SLEEP: Sleep = Sleep { sleepers: AtomicU32::new(0), work_seq: AtomicU32::new(0), retire: AtomicU32::new(0) };
 
 global_asm!(
     // coreplane_spawn(flags, stack_top, entry, arg) -> tid: a bare thread running entry(arg).
@@ -241,6 +244,7 @@ fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
 /// cores, then serves requests for the life of the process.
 extern "C" fn delegate_main(index: usize) {
     let me = &DELEGATES[index];
+    // Its creator stores the same when clone returns, maybe later than a first interrupt.
     me.tid.store(sys::gettid(), Release);
     // Delegates take no program signals, only the runtime's interrupt.
     let mask: u64 = !(1u64 << (SIG_INTERRUPT - 1));
@@ -276,6 +280,9 @@ extern "C" fn delegate_main(index: usize) {
             idle = 0;
             continue;
         }
+        if SLEEP.retire.load(Acquire) != 0 {
+            return;
+        }
         idle += 1;
         if idle < DELEGATE_SPINS {
             if idle % YIELD_EVERY == 0 {
@@ -303,13 +310,17 @@ fn spawn_delegate() -> bool {
         return false;
     }
     let Some(stack) = sys::map_anon(STACK_SIZE) else { return false };
-    DELEGATES[n].current.store(NONE, Relaxed);
-    DELEGATES[n].tid.store(0, Relaxed);
+    let d = &DELEGATES[n];
+    d.current.store(NONE, Relaxed);
+    d.tid.store(0, Relaxed);
+    d.stack.store(stack as usize, Relaxed);
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
     let tid = unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, delegate_main, n) };
     if tid < 0 {
+        unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
         return false;
     }
+    d.tid.store(tid as i32, Release);
     POOL.delegates.store(n as u32 + 1, Release);
     true
 }
@@ -330,19 +341,22 @@ pub fn child_after_fork() {
     unlock();
 }
 
-/// Makes sure this process has its delegates (the first call, and the first after a fork,
-/// whose copy of the slots may hold the parent's requests in flight).
+/// Makes sure this process has its delegates (the first call, the first after a fork, whose
+/// copy of the slots may hold the parent's requests in flight, and the first after `retire`,
+/// whose slots stay with their threads).
 fn ensure_pool(pid: i32) {
     if POOL.pid.load(Acquire) == pid {
         return;
     }
     lock();
     if POOL.pid.load(Acquire) != pid {
-        for i in 0..POOL.slots.load(Relaxed).min(MAX_SLOTS as u32) {
-            let s = slot(i);
-            s.response.done.store(s.request.seq.settle(), Relaxed);
+        if POOL.pid.load(Relaxed) != -pid {
+            for i in 0..POOL.slots.load(Relaxed).min(MAX_SLOTS as u32) {
+                let s = slot(i);
+                s.response.done.store(s.request.seq.settle(), Relaxed);
+            }
+            POOL.slots.store(0, Relaxed);
         }
-        POOL.slots.store(0, Relaxed);
         POOL.delegates.store(0, Relaxed);
         SLEEP.sleepers.store(0, Relaxed);
         for _ in 0..crate::env::config().delegates.max(1) {
@@ -350,6 +364,41 @@ fn ensure_pool(pid: i32) {
         }
         POOL.pid.store(pid, Release);
     }
+    unlock();
+}
+
+/// Whether process `pid` has delegate threads.
+pub fn has_delegates(pid: i32) -> bool {
+    POOL.pid.load(Acquire) == pid && POOL.delegates.load(Acquire) > 0
+}
+
+/// Ends the delegates of process `pid` and waits until the kernel no longer counts them, for a
+/// call it allows only in a single-threaded process (unshare(CLONE_NEWUSER)), made by the
+/// program's only thread; the next delegated call starts new ones. Parked delegates would still
+/// be threads. Nothing happens while a delegate is in a call (one a signal handler left by
+/// longjmp): the call then fails as natively with another thread.
+pub fn retire(pid: i32) {
+    lock();
+    let n = POOL.delegates.load(Acquire) as usize;
+    if POOL.pid.load(Acquire) != pid || DELEGATES[..n].iter().any(|d| d.current.load(SeqCst) != NONE) {
+        unlock();
+        return;
+    }
+    SLEEP.retire.store(1, SeqCst);
+    SLEEP.work_seq.fetch_add(1, SeqCst);
+    sys::futex_wake(&SLEEP.work_seq as *const AtomicU32 as *const u32, MAX_DELEGATES);
+    for d in &DELEGATES[..n] {
+        // Gone from the thread group once the kernel no longer finds it (tgkill with signal 0).
+        while unsafe { syscall3(TGKILL, pid as usize, d.tid.load(Acquire) as usize, 0) } == 0 {
+            unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
+        }
+        d.tid.store(0, Relaxed);
+        unsafe { syscall3(MUNMAP, d.stack.load(Relaxed), STACK_SIZE, 0) };
+    }
+    POOL.delegates.store(0, Release);
+    SLEEP.sleepers.store(0, Relaxed);
+    SLEEP.retire.store(0, Release);
+    POOL.pid.store(-pid, Release);
     unlock();
 }
 

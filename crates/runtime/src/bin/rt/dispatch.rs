@@ -14,7 +14,7 @@ pub fn needs_trap(nr: usize) -> bool {
 /// because they may change what an address is, see `textmap`).
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
-        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP
+        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE
         | MUNMAP | MPROTECT | MREMAP | MMAP)
 }
 
@@ -42,6 +42,10 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         MMAP if a[3] & MAP_FIXED == 0 => run(nr, a),
         MMAP | MUNMAP | MPROTECT | MREMAP => {
             crate::textmap::mappings_changed();
+            run(nr, a)
+        }
+        UNSHARE => {
+            process::before_unshare(a[0]);
             run(nr, a)
         }
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),

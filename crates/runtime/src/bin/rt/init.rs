@@ -5,7 +5,7 @@
 //! children set up their own part in `process`.
 
 use crate::sys::{self, *};
-use crate::{calibration, delegate, env, fastpath, placement, profile, sud, thread, trap};
+use crate::{app_threads, calibration, delegate, env, fastpath, placement, profile, sud, thread, trap};
 
 /// Arms the process: once this returns, every syscall of program code reaches the runtime.
 pub fn start() {
@@ -23,6 +23,7 @@ pub fn start() {
     }
     profile::open_process();
     let t = thread::start_thread();
+    app_threads::start(t);
     let (key, children) = match unsafe { env::TASK_ENV } {
         p if p.is_null() => (placement::Key::ROOT, 0),
         p => placement::from_env(&unsafe { sys::cstr(p) }[env::TASK_NAME.len() + 1..]),

@@ -6,6 +6,7 @@
 #![no_std]
 #![no_main]
 
+mod app_threads;
 mod calibration;
 mod delegate;
 mod dispatch;

@@ -8,7 +8,7 @@ use crate::exe::exe;
 use crate::placement::{self, Key};
 use crate::sigframe::{gregs, NGREG};
 use crate::sys::{self, *};
-use crate::{profile, sud, thread};
+use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
 
 const PROC_SELF_EXE: &[u8] = b"/proc/self/exe";
@@ -97,6 +97,7 @@ fn after_fork(key: &Key) {
     crate::delegate::child_after_fork();
     profile::reopen_after_fork();
     let t = thread::adopt_after_fork();
+    app_threads::start(t);
     placement::adopt(&mut t.place, key, 0);
 }
 
@@ -139,18 +140,56 @@ pub fn clone(uc: *mut u8, a: &[usize; 6]) -> isize {
         return fork_here(CLONE, &[flags as usize, 0, a[2], a[3], a[4], a[5]]);
     }
     let sp = prepare_child(uc, stack, flags);
-    unsafe { coreplane_clone(flags, sp, a[2], a[3], a[4]) }
+    counted_clone(flags, || unsafe { coreplane_clone(flags, sp, a[2], a[3], a[4]) })
 }
 
-/// clone3(2): like clone, with the stack given as base and size.
+/// Runs `clone` (with a stack of its own) with the new thread counted among the program's.
+fn counted_clone(flags: u64, clone: impl FnOnce() -> isize) -> isize {
+    let counted = app_threads::before_clone(thread::current(), flags);
+    let r = clone();
+    if r < 0 && counted {
+        app_threads::clone_failed();
+    }
+    r
+}
+
+/// clone3(2): like clone, with the stack given as base and size. Its arguments are read as
+/// the kernel reads them, with its checks in its order: a size beyond a page (E2BIG) or below
+/// the first version's (EINVAL), an unreadable struct (EFAULT), bytes beyond the fields this
+/// kernel knows that are not zero (E2BIG).
 pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
-    let size = a[1].min(88);
-    if size < 64 {
+    const KNOWN: usize = 88;
+    if a[1] > PAGE {
+        return -E2BIG;
+    }
+    if a[1] < 64 {
         return -EINVAL;
     }
+    let size = a[1].min(KNOWN);
+    let pid = thread::current().pid;
+    // In order and in pieces within a page, as the kernel checks them (a non-zero byte before an
+    // unreadable page is E2BIG), and small: the trap may run on a small signal stack.
+    let mut piece = [0u8; 64];
+    let mut at = size;
+    while at < a[1] {
+        let part = &mut piece[..(a[1] - at).min(64).min(PAGE - (a[0] + at) % PAGE)];
+        if !sys::read_program(pid, a[0] + at, part) {
+            return -EFAULT;
+        }
+        if part.iter().any(|b| *b != 0) {
+            return -E2BIG;
+        }
+        at += part.len();
+    }
     let mut args = [0u64; 11];
-    unsafe { core::ptr::copy_nonoverlapping(a[0] as *const u8, args.as_mut_ptr() as *mut u8, size) };
+    let bytes = unsafe { core::slice::from_raw_parts_mut(args.as_mut_ptr() as *mut u8, size) };
+    if !sys::read_program(pid, a[0], bytes) {
+        return -EFAULT;
+    }
     let (flags, stack, stack_size) = (args[0], args[5], args[6]);
+    if !clone3_args_valid(flags, args[4], stack, stack_size) {
+        return -EINVAL;
+    }
     if stack == 0 {
         if flags & CLONE_VM != 0 {
             args[0] &= !(CLONE_VM | CLONE_VFORK);
@@ -159,7 +198,20 @@ pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
     }
     let sp = prepare_child(uc, stack + stack_size, flags);
     args[6] = sp as u64 - stack;
-    unsafe { coreplane_clone3(args.as_ptr(), size) }
+    counted_clone(flags, || unsafe { coreplane_clone3(args.as_ptr(), size) })
+}
+
+/// The kernel's first checks of clone3's arguments (copy_clone_args_from_user and
+/// clone3_args_valid), made before the runtime writes the child's start on its stack: an exit
+/// signal that is no signal, flag bits clone3 does not know, a stack without a size or a size
+/// without a stack, a stack beyond user space. The kernel's other checks come with the call.
+fn clone3_args_valid(flags: u64, exit_signal: u64, stack: u64, stack_size: u64) -> bool {
+    const KNOWN_FLAGS: u64 = 0xffff_ffff | 1 << 32 /* CLONE_CLEAR_SIGHAND */ | 1 << 33 /* CLONE_INTO_CGROUP */;
+    const USER_END: u64 = 0x7fff_ffff_f000;
+    exit_signal <= 64
+        && flags & !KNOWN_FLAGS == 0
+        && (stack == 0) == (stack_size == 0)
+        && stack.checked_add(stack_size).is_some_and(|end| end <= USER_END)
 }
 
 /// fork(2) and vfork(2) (the latter as fork, see `clone`).
@@ -242,7 +294,9 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         push(task.as_ptr());
         push(core::ptr::null());
         profile::end_process(EXEC_MARKER);
-        let r = syscall3(EXECVE, b"/proc/self/exe\0".as_ptr() as usize, buf as usize, buf.add(env_start) as usize);
+        // thread-self: /proc/self is the thread-group leader's, whose exe and fd table are gone
+        // once it ended with exit(2) while this thread lives on (execve then failed ENOENT).
+        let r = syscall3(EXECVE, b"/proc/thread-self/exe\0".as_ptr() as usize, buf as usize, buf.add(env_start) as usize);
         profile::end_process_undo();
         syscall3(MUNMAP, buf as usize, words * 8, 0);
         r
@@ -261,9 +315,9 @@ pub fn execveat(a: &[usize; 6]) -> isize {
     let mut b = [0u8; 20];
     let fd = sys::fmt_u64(dirfd as u64, &mut b);
     if rel.is_empty() && flags & AT_EMPTY_PATH != 0 {
-        sys::concat(&[b"/proc/self/fd/", fd], &mut full);
+        sys::concat(&[b"/proc/thread-self/fd/", fd], &mut full);
     } else {
-        sys::concat(&[b"/proc/self/fd/", fd, b"/", rel], &mut full);
+        sys::concat(&[b"/proc/thread-self/fd/", fd, b"/", rel], &mut full);
     }
     execve(full.as_ptr() as usize, a[2], a[3])
 }
@@ -279,9 +333,24 @@ pub fn readlink_self_exe(path: usize, buf: usize, size: usize) -> Option<isize> 
     Some(n as isize)
 }
 
-/// exit(2) of one thread.
+/// unshare(2) of `flags` is about to run locally: the kernel refuses these flags in a process
+/// with other threads, so the program's only thread retires the delegates first.
+pub fn before_unshare(flags: usize) {
+    const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
+    let t = thread::current();
+    if flags as u64 & SINGLE_THREADED != 0 && t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
+        delegate::retire(t.pid);
+    }
+}
+
+/// exit(2) of one thread. The last program thread's ends the process when delegates would
+/// keep it alive (they take no signal either, so not even SIGTERM would end it), with its own
+/// code, as the kernel ends a process whose threads all called exit(2).
 pub fn exit_thread(code: usize) -> ! {
     let t = thread::current();
+    if app_threads::exiting(t) && delegate::has_delegates(t.pid) {
+        exit_group(code);
+    }
     profile::end_thread(t.prof);
     unsafe { syscall3(EXIT, code, 0, 0) };
     loop {}

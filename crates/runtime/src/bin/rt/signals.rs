@@ -91,12 +91,19 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
     }
 }
 
-/// Copies a sigset argument without SIGSYS; returns the pointer to pass on (0 stays 0).
-fn without_sigsys(set: usize, copy: &mut u64) -> usize {
-    if set == 0 {
-        return 0;
+/// Copies a sigset argument of `size` bytes without SIGSYS; returns the pointer to pass on.
+/// The set is read only where the kernel would read it, after its size check and as its copy
+/// would: a wrong size or an unreadable set goes to the kernel as it is, which fails the call
+/// (EINVAL, EFAULT) without reading it, as natively; 0 stays 0.
+fn without_sigsys(set: usize, size: usize, copy: &mut u64) -> usize {
+    if set == 0 || size != SIGSET_SIZE {
+        return set;
     }
-    *copy = unsafe { *(set as *const u64) } & !SIGSYS_BIT;
+    let mut bytes = [0u8; SIGSET_SIZE];
+    if !sys::read_program(thread::current().pid, set, &mut bytes) {
+        return set;
+    }
+    *copy = u64::from_ne_bytes(bytes) & !SIGSYS_BIT;
     copy as *mut u64 as usize
 }
 
@@ -106,16 +113,20 @@ pub fn masked_call(nr: usize, a: &[usize; 6]) -> isize {
     let mut a = *a;
     unsafe {
         match nr {
-            RT_SIGPROCMASK if a[0] != 1 /* SIG_UNBLOCK needs no change */ => a[1] = without_sigsys(a[1], &mut m),
-            RT_SIGSUSPEND => a[0] = without_sigsys(a[0], &mut m),
-            PPOLL => a[3] = without_sigsys(a[3], &mut m),
-            EPOLL_PWAIT | EPOLL_PWAIT2 => a[4] = without_sigsys(a[4], &mut m),
+            RT_SIGPROCMASK if a[0] != 1 /* SIG_UNBLOCK needs no change */ => a[1] = without_sigsys(a[1], a[3], &mut m),
+            RT_SIGSUSPEND => a[0] = without_sigsys(a[0], a[1], &mut m),
+            PPOLL => a[3] = without_sigsys(a[3], a[4], &mut m),
+            EPOLL_PWAIT | EPOLL_PWAIT2 => a[4] = without_sigsys(a[4], a[5], &mut m),
             PSELECT6 if a[5] != 0 => {
                 // The sixth argument points to { const sigset_t *ss; size_t ss_len }.
-                let pair = a[5] as *const [usize; 2];
-                let mut copy = *pair;
-                copy[0] = without_sigsys(copy[0], &mut m);
-                return syscall6(nr, a[0], a[1], a[2], a[3], a[4], &copy as *const _ as usize);
+                let mut bytes = [0u8; 16];
+                if sys::read_program(thread::current().pid, a[5], &mut bytes) {
+                    let (ss, len) = bytes.split_at(8);
+                    let ss = usize::from_ne_bytes(ss.try_into().unwrap_or_default());
+                    let len = usize::from_ne_bytes(len.try_into().unwrap_or_default());
+                    let copy = [without_sigsys(ss, len, &mut m), len];
+                    return syscall6(nr, a[0], a[1], a[2], a[3], a[4], copy.as_ptr() as usize);
+                }
             }
             _ => {}
         }

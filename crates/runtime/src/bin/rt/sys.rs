@@ -43,8 +43,10 @@ pub const WAITID: usize = 247;
 pub const READLINKAT: usize = 267;
 pub const PSELECT6: usize = 270;
 pub const PPOLL: usize = 271;
+pub const UNSHARE: usize = 272;
 pub const EPOLL_PWAIT: usize = 281;
 pub const EXECVEAT: usize = 322;
+pub const PROCESS_VM_READV: usize = 310;
 pub const SECCOMP: usize = 317;
 pub const CLONE3: usize = 435;
 pub const EPOLL_PWAIT2: usize = 441;
@@ -52,6 +54,8 @@ pub const EPOLL_PWAIT2: usize = 441;
 pub const EINTR: isize = 4;
 pub const ENOEXEC: isize = 8;
 pub const ENOMEM: isize = 12;
+pub const EFAULT: isize = 14;
+pub const E2BIG: isize = 7;
 pub const EINVAL: isize = 22;
 pub const EFBIG: isize = 27;
 pub const EPIPE: isize = 32;
@@ -67,6 +71,7 @@ pub const CLONE_SIGHAND: u64 = 0x800;
 pub const CLONE_VFORK: u64 = 0x4000;
 pub const CLONE_THREAD: u64 = 0x10000;
 pub const CLONE_SYSVSEM: u64 = 0x40000;
+pub const CLONE_NEWUSER: u64 = 0x10000000;
 
 pub const AT_FDCWD: isize = -100;
 pub const O_RDONLY: usize = 0;
@@ -136,6 +141,23 @@ pub fn gettid() -> i32 {
 /// The calling process's id.
 pub fn getpid() -> i32 {
     unsafe { syscall3(GETPID, 0, 0, 0) as i32 }
+}
+
+/// Copies the program's memory at `addr` into `buf` as the kernel copies a call's argument:
+/// false where the kernel's copy fails with EFAULT (the runtime must not fault instead). `pid`
+/// is the caller's process. Where a seccomp filter forbids process_vm_readv, a plain copy.
+pub fn read_program(pid: i32, addr: usize, buf: &mut [u8]) -> bool {
+    let local = [buf.as_mut_ptr() as usize, buf.len()];
+    let remote = [addr, buf.len()];
+    let n = unsafe { syscall6(PROCESS_VM_READV, pid as usize, local.as_ptr() as usize, 1, remote.as_ptr() as usize, 1, 0) };
+    if n == buf.len() as isize {
+        return true;
+    }
+    if n >= 0 || n == -EFAULT {
+        return false;
+    }
+    unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
+    true
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.

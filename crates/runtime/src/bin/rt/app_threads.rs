@@ -1,0 +1,43 @@
+//! The program's threads, counted apart from the delegates, which the kernel counts as threads
+//! of the process too: the last program thread's exit(2) must end the process, and calls the
+//! kernel allows only in a single-threaded process must see the program's threads alone.
+
+use crate::sys::CLONE_THREAD;
+use crate::thread::Thread;
+use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::*};
+
+/// The process whose threads are counted (a process sharing this memory without being a thread
+/// of it, as posix_spawn's child, has its own pid and is not counted).
+static PID: AtomicI32 = AtomicI32::new(0);
+static COUNT: AtomicU32 = AtomicU32::new(0);
+
+/// A process starts (the program's start, an execve, a fork) with the one thread `t`.
+pub fn start(t: &Thread) {
+    PID.store(t.pid, Relaxed);
+    COUNT.store(1, Relaxed);
+}
+
+/// `t` is about to clone with `flags`: a new thread of the counted process is counted before
+/// it exists, so that its creator's exit cannot look like the last. Returns whether it was.
+pub fn before_clone(t: &Thread, flags: u64) -> bool {
+    let counted = flags & CLONE_THREAD != 0 && PID.load(Relaxed) == t.pid;
+    if counted {
+        COUNT.fetch_add(1, AcqRel);
+    }
+    counted
+}
+
+/// The clone that `before_clone` counted failed.
+pub fn clone_failed() {
+    COUNT.fetch_sub(1, AcqRel);
+}
+
+/// `t` calls exit(2): whether it is the counted process's last program thread.
+pub fn exiting(t: &Thread) -> bool {
+    PID.load(Relaxed) == t.pid && COUNT.fetch_sub(1, AcqRel) == 1
+}
+
+/// Whether `t` is the only program thread of its process.
+pub fn alone(t: &Thread) -> bool {
+    PID.load(Relaxed) == t.pid && COUNT.load(Acquire) == 1
+}

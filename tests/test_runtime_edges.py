@@ -1,0 +1,63 @@
+"""Calls and thread ends at the edges the conformance corpus found (issue 12), each program
+compiled from tests/programs and run natively, then under `coreplane run` with both delegation
+modes, which must behave as natively: arguments the kernel checks before reading them (or
+reads only in part), a process whose threads all end with exit(2), execve from a thread after
+the main thread ended so, unshare(CLONE_NEWUSER), which the kernel allows only in a
+single-threaded process. Every run is bounded by the stress tests' watchdog."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI
+from test_stress import watched
+
+PROGRAMS = Path(__file__).parent / "programs"
+NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("edges")
+    for name in NAMES:
+        subprocess.run(["cc", "-O2", "-pthread", "-o", str(d / name), str(PROGRAMS / f"{name}.c")], check=True)
+    return d
+
+
+def same_as_natively(exe: Path, mode: str) -> None:
+    native = watched([str(exe)])
+    proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe)])
+    assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_arguments_are_checked_and_read_as_the_kernel_does(built, mode):
+    # Before: killed by SIGSEGV, the runtime read a sigset or clone_args past the end of a page.
+    lines = watched([str(built / "arg_edges")]).stdout.splitlines()
+    assert "rt_sigprocmask-straddling -1 14" in lines and "clone3-nonzero-tail -1 7" in lines
+    same_as_natively(built / "arg_edges", mode)
+    same_as_natively(built / "sigsuspend_size", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_process_whose_threads_all_exit_ends_with_the_last_ones_code(built, mode):
+    # Before, with delegates: never ended (they are threads of the process and take no signal).
+    assert watched([str(built / "exit_last_thread")]).returncode == 7
+    same_as_natively(built / "exit_last_thread", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_execve_from_a_thread_after_the_main_thread_exited(built, mode):
+    # Before: ENOENT, the runtime re-executed itself through /proc/self, the exited leader's.
+    assert watched([str(built / "leader_exit_exec")]).stdout == "exec after the leader exited\n"
+    same_as_natively(built / "leader_exit_exec", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_unshare_of_a_user_namespace_in_a_single_threaded_program(built, mode):
+    # Before, with delegates: EINVAL, the kernel refuses it in a process with other threads.
+    native = watched([str(built / "unshare_user")])
+    if native.returncode != 0:
+        pytest.skip(f"user namespaces are not available here: {native.stderr.strip()}")
+    same_as_natively(built / "unshare_user", mode)
