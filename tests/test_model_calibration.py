@@ -79,9 +79,9 @@ def test_a_calibration_of_another_machine_is_warned_about(tmp_path):
 
 
 def test_tlb_shootdowns_are_charged_once_a_process_delegates(tmp_path):
-    """The TLB flushes the profiled run counted cost `shootdown_ns` more each, for the share made
-    while a delegate polls, once a process delegates; nothing without delegation; a profile
-    without a count is warned about."""
+    """The TLB flushes the profiled run counted cost `shootdown_ns` more each once a process
+    delegates, at most one per delegated call; nothing without delegation; a profile without a
+    count is warned about."""
     doc = json.loads((PROFILES / "bzip2.json").read_text())
     cal = calibrations.load(FIXTURE).calibration
     projected = {}
@@ -93,12 +93,18 @@ def test_tlb_shootdowns_are_charged_once_a_process_delegates(tmp_path):
             out = cli_json("project", str(path), "--calibration", str(FIXTURE), "--delegate", policy)
             assert not any("TLB" in w for w in out["warnings"])
             projected[count, policy] = out
-    charged = calibrations.SHOOTDOWN_SHARE * 250 * cal.shootdown_ns
+    charged = 250 * cal.shootdown_ns   # bzip2's profile delegates more than 250 calls under all
     assert projected[250, "all"]["calibration"]["shootdowns_ns"] == pytest.approx(charged)
     assert projected[250, "none"]["calibration"]["shootdowns_ns"] == 0
     added = projected[250, "all"]["answer"]["time_ns"] - projected[0, "all"]["answer"]["time_ns"]
     assert added == pytest.approx(charged, rel=1e-6)
     assert projected[250, "none"]["answer"]["time_ns"] == projected[0, "none"]["answer"]["time_ns"]
+    doc["tlb_shootdowns"] = 10 ** 6   # more flushes than delegated calls: one per call is charged
+    path.write_text(json.dumps(doc))
+    capped = cli_json("project", str(path), "--calibration", str(FIXTURE), "--delegate", "all")
+    delegated = capped["policy"]["delegated_calls"]
+    assert 250 < delegated < 10 ** 6
+    assert capped["calibration"]["shootdowns_ns"] == pytest.approx(delegated * cal.shootdown_ns)
     unknown = cli_json("project", str(PROFILES / "bzip2.json"), "--calibration", str(FIXTURE), "--delegate", "all")
     assert unknown["calibration"]["shootdowns"] is None
     assert any("no count of TLB flushes" in w for w in unknown["warnings"]), unknown["warnings"]

@@ -191,26 +191,20 @@ def startup_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
     return total
 
 
-# Of a run's TLB flushes, the share that interrupts a polling delegate: those made while the
-# delegate polls (within its window W after a delegated call) and not asleep. Measured on the
-# development suite under --delegate all, F = 0 (IPIs taken by the program's threads over its
-# flushes, `perf stat`, dev-kvm-epyc2, session 6): median 0.64, from 0.05 (xz -T2, whose workers
-# fault while the main thread, the only one that calls, waits) to 0.93 (sort). Which flushes fall
-# in a polling window is not in a profile (untimed calls carry no timestamp), so the median is
-# charged; docs/architecture.md, "TLB shootdowns".
-SHOOTDOWN_SHARE = 0.64
-
-
 def shootdowns_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
     """What the program's own TLB flushes cost it once a delegate polls in its address space:
     a flush (a copy-on-write fault, munmap, mprotect, madvise; counted over the profiled run, the
     runtime's own included) made while a delegate polls interrupts the control core and waits
-    for it, `shootdown_ns` more than a local flush; SHOOTDOWN_SHARE of them are charged when any
-    process delegates. 0 when the profile has no count (see `shootdown_count`)."""
+    for it, `shootdown_ns` more than a local flush. Which flushes fall in a polling window is not
+    in a profile (an untimed call has no timestamp); a delegate polls only after a delegated
+    call, so at most min(flushes, delegated calls) are charged: a program that flushes far more
+    than it calls (xz -T2's workers) does so where the delegate sleeps. 0 without delegation or
+    without a count (see `shootdown_count`)."""
     count = shootdown_count(profile)
-    if not count or not any(p.remote_calls for p in splits(profile, delegated_set(profile, policy))):
+    delegated = sum(p.remote_calls for p in splits(profile, delegated_set(profile, policy)))
+    if not count or not delegated:
         return 0.0
-    return SHOOTDOWN_SHARE * count * cal.shootdown_ns
+    return min(count, delegated) * cal.shootdown_ns
 
 
 def shootdown_count(profile: Profile) -> int | None:
