@@ -1,6 +1,7 @@
 """The paper's greedy run-time mapping (Sec. II-C): shared memory -> one core, communicating -> adjacent, independent -> far apart."""
 
 from collections import deque
+from itertools import product
 
 import numpy as np
 
@@ -50,8 +51,11 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
          farthest from everything placed so far.
     The walk is run from two starts -- the most communicating process on the topology's centre
     (right for hubs), and the least connected process on a least connected core (right for
-    meshes and rings, which then unroll from a corner) -- and the placement with fewer
-    hop-bytes is kept. Each step costs O(k*m) for bounded k and m: O(P) per start.
+    meshes and rings, which then unroll from a corner) -- each breadth-first and depth-first
+    (a depth-first walk places a whole subtree before its siblings', so a reduction tree keeps
+    its subtrees compact, where breadth-first scattered the deep levels once the region around
+    their parents was full: 5.6x Scotch's hop-bytes at 1,024 processes), and the placement with
+    the fewest hop-bytes is kept. Each step costs O(k*m) for bounded k and m: O(P) per walk.
     """
     traffic, sharing = comm.traffic(), comm.sharing()
     combined = (traffic + sharing).tocsr()
@@ -65,16 +69,19 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
     rim_first = np.lexsort((-strength, degree))
     rim_core = int(np.lexsort((-hops.sum(axis=1), core_degree))[0])
     best, best_cost = None, np.inf
-    for order, first_core in ((hub_first, topo.center), (rim_first, rim_core)):
-        placement = _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order, first_core)
+    starts = ((hub_first, topo.center), (rim_first, rim_core))
+    for (order, first_core), depth_first in product(starts, (False, True)):
+        placement = _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order,
+                          first_core, depth_first)
         cost = float((comm.weight * hops[placement[comm.src], placement[comm.dst]]).sum())
         if cost < best_cost:
             best, best_cost = placement, cost
     return best
 
 
-def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order, first_core) -> np.ndarray:
-    """One greedy pass: breadth-first from order[0] (placed near first_core); see greedy_map."""
+def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order, first_core,
+          depth_first: bool) -> np.ndarray:
+    """One greedy pass from order[0] (placed near first_core), breadth- or depth-first; see greedy_map."""
     placement = np.full(comm.n, -1, dtype=np.int64)
     free = np.full(topo.n_cores, capacity, dtype=np.int64)
     on_core: list[list[int]] = [[] for _ in range(topo.n_cores)]
@@ -123,9 +130,9 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacen
         queue = deque([int(root)])
         seen[root] = True
         while queue:
-            p = queue.popleft()
+            p = queue.pop() if depth_first else queue.popleft()
             place(p, best_core(p))
-            for q, _ in partners[p]:
+            for q, _ in (reversed(partners[p]) if depth_first else partners[p]):
                 if not seen[q]:
                     seen[q] = True
                     queue.append(q)
@@ -135,34 +142,35 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacen
 def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int, rounds: int = 20) -> np.ndarray:
     """Local search after the run-time mapping (not part of the paper's O(P) step): move a process
     to a core with room, or swap it with a process there, whenever hop-bytes fall. Candidates
-    are the cores at most one hop from its partners' cores."""
-    placement = placement.copy()
+    are the cores at most one hop from its partners' cores (two on a tree). Each step touches a
+    handful of processes and cores, so the loop runs on Python lists: numpy's per-call overhead
+    on arrays of a few elements was most of the portfolio's time."""
     traffic = comm.traffic()
-    hops = topo.hops
-    adjacent = hops <= 1 if topo.kind != "tree" else hops <= 2
+    hops = topo.hops.tolist()
+    reach = 2 if topo.kind == "tree" else 1
+    near_of = [np.flatnonzero(r <= reach).tolist() for r in topo.hops]
     rng = np.random.default_rng(0)
-    count = np.bincount(placement, minlength=topo.n_cores)
-    row = [(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]],
-            traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]]) for p in range(comm.n)]
+    place = placement.tolist()
+    count = np.bincount(placement, minlength=topo.n_cores).tolist()
+    row = [list(zip(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist(),
+                    traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist())) for p in range(comm.n)]
     on_core: list[set[int]] = [set() for _ in range(topo.n_cores)]
-    for p, c in enumerate(placement.tolist()):
+    for p, c in enumerate(place):
         on_core[c].add(p)
 
     def cost(p: int, core: int, skip: int = -1) -> float:
-        nbrs, w = row[p]
-        mask = nbrs != skip
-        return float(hops[core, placement[nbrs[mask]]] @ w[mask])
+        h = hops[core]
+        return sum(w * h[place[q]] for q, w in row[p] if q != skip)
 
     for _ in range(rounds):
         improved = False
         for p in rng.permutation(comm.n).tolist():
-            nbrs, _ = row[p]
-            if not len(nbrs):
+            if not row[p]:
                 continue
-            here = int(placement[p])
-            near = np.flatnonzero(adjacent[np.unique(placement[nbrs])].any(axis=0))
+            here = place[p]
+            near = sorted({c for q, _ in row[p] for c in near_of[place[q]]})
             best_gain, best = 1e-9, None
-            for c in near.tolist():
+            for c in near:
                 if c == here:
                     continue
                 if count[c] < capacity:
@@ -178,15 +186,15 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
                 c, r = best
                 on_core[here].discard(p)
                 on_core[c].add(p)
-                placement[p] = c
+                place[p] = c
                 if r is None:
                     count[here] -= 1
                     count[c] += 1
                 else:
                     on_core[c].discard(r)
                     on_core[here].add(r)
-                    placement[r] = here
+                    place[r] = here
                 improved = True
         if not improved:
             break
-    return placement
+    return np.array(place, dtype=np.int64)

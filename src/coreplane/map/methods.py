@@ -25,6 +25,13 @@ def greedy_refined(comm: CommGraph, topo: Topology, capacity: int) -> np.ndarray
     return refine(comm, topo, start, capacity)
 
 
+def greedy_swap(comm: CommGraph, topo: Topology, capacity: int) -> np.ndarray:
+    """The paper's greedy, then one round of swap refinement (refine(), rounds=1): each process
+    tries the cores within one hop of its partners' cores once, O(P*d*m) for bounded degree d
+    and m candidate cores, the order of the walk itself."""
+    return refine(comm, topo, greedy_map(comm, topo, capacity), capacity, rounds=1)
+
+
 def fit_capacity(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int) -> np.ndarray:
     """A placement with no core over `capacity`, as close as possible to `placement`: processes
     are assigned to core slots (capacity per core) minimising, for each, its traffic's hop-bytes
@@ -68,6 +75,7 @@ def portfolio(comm: CommGraph, topo: Topology, capacity: int) -> np.ndarray:
 METHODS = {
     "greedy": greedy_map,
     "greedy-refined": greedy_refined,
+    "greedy-swap": greedy_swap,
     "portfolio": portfolio,
     "round-robin": baselines.round_robin,
     "random": baselines.random_map,
