@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from conftest import run_cli
 from coreplane.core.native import binary
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or len(os.sched_getaffinity(0)) < 2,
@@ -37,3 +38,15 @@ def test_online_map_refuses_bad_spec_and_delegation():
     deleg = subprocess.run([exe, "--online-map", "tree:2", "--delegate", "all", "--", "true"],
                            capture_output=True, text=True)
     assert deleg.returncode == 2 and "delegation policy" in deleg.stderr
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_coreplane_run_passes_online_map(tmp_path, full):
+    # `coreplane run --online-map` reaches the launcher both when the CLI becomes coreplane-exec
+    # (plain run) and through the full command (--json-out): the root is pinned to core 0
+    first = min(os.sched_getaffinity(0))  # core 0 of the topology: the launcher's first allowed CPU
+    extra = ["--json-out", str(tmp_path / "run.json")] if full else []
+    proc = run_cli("run", "--online-map", "tree:4", *extra, "--", "sh", "-c",
+                   "sleep 1; grep Cpus_allowed_list /proc/$$/status")
+    assert proc.returncode == 0, proc.stderr
+    assert _allowed(proc.stdout.strip()) == str(first), proc.stdout

@@ -1,9 +1,12 @@
 //! Run-time mapping inside the launcher (`--online-map SPEC`): the kernel's process-events
 //! connector reports every fork, thread creation, exec and exit; each of the program's tasks is
-//! placed by the run-time greedy (coreplane_netos::online) as it appears and pinned there.
+//! placed by the run-time greedy (coreplane_netos::online) as it appears and pinned there. What it
+//! observes: how each task was made (fork or thread, and by whom), and, at each exec, the pipes
+//! and sockets the task holds (/proc/TID/fd, by inode): two tasks holding the same one are
+//! partners, and the exec moves the task next to its partner.
 
 use coreplane_netos::online::{Birth, OnlineMapper, Topology};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const NETLINK_CONNECTOR: i32 = 11;
@@ -76,12 +79,72 @@ fn allowed_cpus() -> Result<Vec<usize>, String> {
     Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
 }
 
+/// The pipes and sockets the program's exec'd tasks hold, by inode. A pipe's two ends share one
+/// inode, so a writer and its reader meet here; so do tasks sharing one socket (inherited), but
+/// not the two ends of a socketpair, which are two inodes. The channels the program got from
+/// outside (the launcher's own: its stdin, stdout, stderr) make no partners.
+struct Channels {
+    outside: HashSet<u64>,
+    holders: HashMap<u64, Vec<i32>>,
+    held: HashMap<i32, Vec<u64>>,
+}
+
+impl Channels {
+    fn new(outside: Vec<u64>) -> Channels {
+        Channels { outside: outside.into_iter().collect(), holders: HashMap::new(), held: HashMap::new() }
+    }
+
+    /// Records the channels `tid` holds now; returns, once per shared channel, the other task holding it.
+    fn record(&mut self, tid: i32) -> Vec<i32> {
+        self.forget(tid);
+        let mut inodes = channel_inodes(tid);
+        inodes.retain(|i| !self.outside.contains(i));
+        let mut partners = Vec::new();
+        for &inode in &inodes {
+            let holders = self.holders.entry(inode).or_default();
+            partners.extend(holders.iter().copied());
+            holders.push(tid);
+        }
+        self.held.insert(tid, inodes);
+        partners
+    }
+
+    fn forget(&mut self, tid: i32) {
+        for inode in self.held.remove(&tid).unwrap_or_default() {
+            if let Some(h) = self.holders.get_mut(&inode) {
+                h.retain(|&t| t != tid);
+                if h.is_empty() {
+                    self.holders.remove(&inode);
+                }
+            }
+        }
+    }
+}
+
+/// Inodes of the pipes and sockets open in `tid` (links "pipe:[N]" and "socket:[N]" in /proc/TID/fd);
+/// empty when the task is gone.
+fn channel_inodes(tid: i32) -> Vec<u64> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{tid}/fd")) else { return Vec::new() };
+    let mut inodes: Vec<u64> = dir
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_str()?.to_owned();
+            let rest = link.strip_prefix("pipe:[").or_else(|| link.strip_prefix("socket:["))?;
+            rest.strip_suffix(']')?.parse().ok()
+        })
+        .collect();
+    inodes.sort_unstable();
+    inodes.dedup();
+    inodes
+}
+
 impl Online {
     /// Places `root` (the launcher's child) and then every task descending from it, on a thread
     /// of the launcher, until the launcher exits.
     pub fn follow(mut self, root: i32) {
         std::thread::spawn(move || {
             let mut ours: HashSet<i32> = HashSet::from([root]);
+            let mut channels = Channels::new(channel_inodes(std::process::id() as i32));
             let core = self.mapper.spawn(root as u64, None, Birth::Fork);
             self.pin(root, core);
             let mut buf = [0u8; 4096];
@@ -107,11 +170,15 @@ impl Online {
                         self.pin(c, core);
                     }
                     PROC_EVENT_EXEC if ours.contains(&b) => {
+                        for partner in channels.record(a) {
+                            self.mapper.observe(a as u64, partner as u64, 1);
+                        }
                         let core = self.mapper.exec(a as u64);
                         self.pin(a, core);
                     }
                     PROC_EVENT_EXIT if ours.contains(&b) => {
                         self.mapper.exit(a as u64);
+                        channels.forget(a);
                         if a == b {
                             ours.remove(&b);
                         }
@@ -127,5 +194,41 @@ impl Online {
         unsafe { libc::CPU_SET(self.cpus[core as usize % self.cpus.len()], &mut set) };
         // a task that already ended cannot be pinned, and needs not be
         unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_holding_one_pipe_are_partners() {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::fstat(fds[0], &mut st) }, 0);
+        let me = std::process::id() as i32;
+        assert!(channel_inodes(me).contains(&st.st_ino), "the pipe is among this process's channels");
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            unsafe { libc::pause(); libc::_exit(0) };
+        }
+        // the child holds the pipe (and every other channel of this process): it is our partner
+        let mut channels = Channels::new(Vec::new());
+        assert!(channels.record(child).is_empty(), "the first task recorded has no partner yet");
+        let partners = channels.record(me);
+        assert!(!partners.is_empty() && partners.iter().all(|&p| p == child));
+        channels.forget(child);
+        assert!(channels.record(me).is_empty(), "a task that ended is nobody's partner");
+        // a channel from outside the program (the launcher's) makes no partners
+        let mut channels = Channels::new(channel_inodes(me));
+        channels.record(child);
+        assert!(channels.record(me).is_empty());
+        unsafe {
+            libc::kill(child, libc::SIGKILL);
+            libc::waitpid(child, std::ptr::null_mut(), 0);
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
     }
 }

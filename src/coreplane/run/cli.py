@@ -17,7 +17,8 @@ SLED_HELP = ("Fast path through a sled at address 0 even without protection keys
 
 
 def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads,
-             profile, cell, time_every: int, null_page_sled: bool, vdso: str, mapping: Path | None = None) -> RunOptions:
+             profile, cell, time_every: int, null_page_sled: bool, vdso: str, mapping: Path | None = None,
+             online_map: str | None = None) -> RunOptions:
     placement, command = None, list(ctx.args)
     if mapping:
         from coreplane.map.mapfile import cpu_lists, with_threads
@@ -26,7 +27,7 @@ def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, c
     return RunOptions(command=command, delegate=delegate, local=[n for n in (local or "").split(",") if n],
                       forward_cost_ns=forward_cost, compute_cores=compute_cores, control_cores=control_cores,
                       delegate_threads=delegate_threads, profile=profile, cell=cell, placement=placement,
-                      time_every=time_every, null_page_sled=null_page_sled, vdso=vdso)
+                      time_every=time_every, null_page_sled=null_page_sled, vdso=vdso, online_map=online_map)
 
 
 def _emit(doc: dict, json_flag: bool, json_out: Path | None) -> None:
@@ -56,6 +57,10 @@ def run(
     mapping: Path = typer.Option(None, "--map", metavar="FILE", help="Pin each thread and process where a mapping "
                                  "file (coreplane map --out, format coreplane-map/1) places its clone-tree key; "
                                  "{threads} in the program's arguments becomes the thread count it proposes."),
+    online_map: str = typer.Option(None, "--online-map", metavar="SPEC", help="Place each task as it appears "
+                                   "(fork, thread, exec) by the run-time greedy on this topology (mesh:XxY, torus:XxY, "
+                                   "tree:A,B,...; core i = the i-th allowed CPU, modulo), next to the tasks it shares "
+                                   "pipes or sockets with; needs CAP_NET_ADMIN; not with --map or delegation."),
     json_flag: bool = typer.Option(False, "--json", help="The run's JSON summary as the last line of stderr, "
                                    "after the program's end (stdout is the program's)."),
     json_out: Path = o.json_out(),
@@ -70,7 +75,7 @@ def run(
     """Run PROGRAM with every syscall intercepted: `coreplane run [OPTIONS] -- PROGRAM [ARGS...]`.
     Ends as the program did: its exit status, or death by the same signal (a shell shows 128+N)."""
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads, profile,
-                    cell, time_every, null_page_sled, vdso, mapping)
+                    cell, time_every, null_page_sled, vdso, mapping, online_map)
     resolved = check(opts)
     if mcp:
         from coreplane.arbiter.mcp import become_mcp

@@ -33,6 +33,7 @@ class RunOptions:
     time_every: int = 16  # a profile times one local call in N on average (1: every call)
     cell: bool | None = None  # None: a cell when compute cores are given and we are root
     placement: dict[str, list[int]] | None = None  # clone-tree key -> CPUs (coreplane run --map)
+    online_map: str | None = None  # a topology spec: tasks placed as they appear (coreplane run --online-map)
     null_page_sled: bool = False  # the fast path through a sled at address 0 (coreplane-exec --null-page-sled)
     vdso: str = "native"  # "intercept": vDSO calls profiled and delegable (coreplane-exec --vdso)
 
@@ -83,6 +84,8 @@ def exec_argv(opts: RunOptions) -> list[str]:
         argv += ["--profile", str(opts.profile)]
     if opts.placement:
         argv += ["--placement", "|".join(f"{k}:{','.join(map(str, v))}" for k, v in opts.placement.items())]
+    if opts.online_map:
+        argv += ["--online-map", opts.online_map]
     return argv + ["--", *opts.command]
 
 
