@@ -129,6 +129,7 @@ bench: setup
 	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
+	$(PY) -m coreplane.map.proposal --out $(BENCH_OUT)/netos-proposal.json   # threads proposed by each T (issue 18)
 	target/release/coreplane-online-bench > $(BENCH_OUT)/netos-online.json   # run-time placement decision time at 1,024 cores
 	rm -rf $(BENCH_OUT)/noise-b
 	$(CLI) noise experiment b --repetitions 5 --check-goal --out $(BENCH_OUT)/noise-b --figures docs/figures

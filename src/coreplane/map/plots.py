@@ -1,4 +1,4 @@
-"""Figures of the NetworkedOS experiments (IPC pairs, mapping quality, scaling)."""
+"""Figures of the NetworkedOS experiments (IPC pairs, mapping quality, scaling, the family, proposed threads)."""
 
 from collections import defaultdict
 from pathlib import Path
@@ -101,7 +101,7 @@ def family_figure(doc: dict, path: Path) -> None:
     rows = doc["rows"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     scotch_s = {r["graph"]: r["seconds"] for r in rows if r["method"] == "scotch-valid"}
-    for method, style in (("greedy", "o"), ("portfolio", "x")):
+    for method, style in (("greedy", "o"), ("greedy-swap", "^"), ("portfolio", "x")):
         sel = [r for r in rows if r["method"] == method]
         jitter = np.random.default_rng(0).uniform(0.93, 1.07, len(sel))
         left.scatter([r["processes"] * j for r, j in zip(sel, jitter)], [r["vs_scotch"] for r in sel],
@@ -120,4 +120,35 @@ def family_figure(doc: dict, path: Path) -> None:
     right.axhline(1.0, color="grey", lw=0.8)
     right.legend(fontsize=8)
     fig.suptitle(_title(doc, "Mapping on the generated family"), fontsize=9)
+    _save(fig, path)
+
+
+def proposal_figure(doc: dict, path: Path) -> None:
+    """Threads each quality T proposes (N = 16) for every traced program beside the count it was
+    traced with, and the critical T's proposal against the message cost a."""
+    rows = doc["rows"]
+    programs = list(dict.fromkeys(r["program"] for r in rows))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+
+    def pick(program, model, cost=None):
+        return next(r for r in rows if r["program"] == program and r["cores"] == 16 and r["model"] == model
+                    and (cost is None or r["message_cost"] == cost))
+
+    x = np.arange(len(programs))
+    default = doc.get("message_cost", 1000.0)
+    for i, (label, value) in enumerate((
+            ("traced with", lambda p: pick(p, "critical", default)["traced"]),
+            ("eq. (1) (capped at N)", lambda p: pick(p, "eq1")["threads"]),
+            (f"critical, a = {default:g}", lambda p: pick(p, "critical", default)["threads"]))):
+        left.bar(x + (i - 1) * 0.27, [value(p) for p in programs], 0.27, label=label)
+    left.set_xticks(x, programs, rotation=30, ha="right", fontsize=7)
+    left.set_ylabel("threads (N = 16)")
+    left.legend(fontsize=7)
+    left.grid(True, axis="y", alpha=0.3)
+    costs = sorted({r["message_cost"] for r in rows if r["model"] == "critical" and r["cores"] == 16})
+    for program in programs:
+        right.plot(costs, [pick(program, "critical", a)["threads"] for a in costs], "o-", ms=3, label=program)
+    _loglog(right, "message cost a (units of work)", "threads proposed (critical T, N = 16)")
+    right.legend(fontsize=6)
+    fig.suptitle(_title(doc, "Threads proposed from layer 0"), fontsize=9)
     _save(fig, path)
