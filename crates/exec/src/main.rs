@@ -4,6 +4,7 @@
 
 mod cores;
 mod mapping;
+mod memory;
 mod merge;
 mod policy;
 mod program;
@@ -61,6 +62,13 @@ struct Args {
     /// the delegation policy delegate them or keep them local (then made through the real vDSO).
     #[arg(long, value_enum, default_value_t = Vdso::Native)]
     vdso: Vdso,
+    /// Anonymous private memory: served by the kernel (`linux`) or by the runtime in user space
+    /// from a pool of --memory-budget bytes (`pool`; see docs/architecture.md, memory service).
+    #[arg(long, value_enum, default_value_t = memory::Memory::Linux)]
+    memory: memory::Memory,
+    /// Size of the memory pool (K, M, G suffixes); an mmap beyond it fails with ENOMEM.
+    #[arg(long, default_value = "1G", value_parser = memory::parse_size)]
+    memory_budget: u64,
     /// Write the profile (JSON, format coreplane-profile/1) here.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -161,7 +169,9 @@ fn main() {
     }
     let delegated = policy::delegated_set(&args.delegate, &args.local).unwrap_or_else(|e| fail(e));
     let delegating = delegated != coreplane_runtime::sysset::SysSet::EMPTY;
-    let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating)
+    let pool = args.memory == memory::Memory::Pool;
+    let budget = if pool { memory::checked_budget(args.memory_budget).unwrap_or_else(|e| fail(e)) } else { 0 };
+    let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating || pool)
         .unwrap_or_else(|e| fail(e));
     let placement = args.placement.as_deref().map(|p| cores::check_placement(p).unwrap_or_else(|e| fail(e)));
     let program = program::find(&args.command[0])
@@ -178,6 +188,8 @@ fn main() {
             "compute_cores": layout.compute_list(),
             "control_cores": layout.control_list(),
             "runtime": rt.display().to_string(),
+            "memory": args.memory.name(),
+            "memory_budget": budget,
         });
         println!("{doc}");
         return;
@@ -208,6 +220,9 @@ fn main() {
     }
     if args.vdso == Vdso::Intercept {
         cfg += ";vdso=1";
+    }
+    if pool {
+        cfg += &format!(";mem={budget}");
     }
     if let Some(d) = &profile_dir {
         cfg += &format!(";prof={}", d.display());
@@ -281,6 +296,8 @@ fn main() {
             delegates: args.delegate_threads,
             time_every: args.time_every,
             vdso_intercepted: args.vdso == Vdso::Intercept,
+            memory: args.memory.name(),
+            memory_budget: budget,
             wall_ns: wall.as_nanos() as u64,
             user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
             sys_ns: (usage.ru_stime.tv_sec as u64) * 1_000_000_000 + usage.ru_stime.tv_usec as u64 * 1000,

@@ -22,6 +22,9 @@ pub struct Run {
     pub time_every: u64,
     /// `--vdso intercept`: the vDSO's calls are profiled like any other.
     pub vdso_intercepted: bool,
+    /// `--memory`: who served anonymous memory (linux, pool), and the pool's size in bytes.
+    pub memory: &'static str,
+    pub memory_budget: u64,
     pub wall_ns: u64,
     pub user_ns: u64,
     pub sys_ns: u64,
@@ -202,11 +205,11 @@ fn syscall_entries(stats: &[u64], hists: Option<&Hists>) -> Vec<Value> {
         if count == 0 {
             continue;
         }
-        let delegated = s[L::S_DELEGATED];
+        let (delegated, served) = (s[L::S_DELEGATED], s[L::S_SERVED]);
         let mut e = json!({
             "name": syscalls::name(nr), "nr": nr, "count": count, "errors": s[L::S_ERRORS],
-            "total_ns": s[L::S_TOTAL_TICKS], "timed": s[L::S_TIMED], "local": count - delegated,
-            "delegated": delegated, "first_ns": time_or_null(s[L::S_FIRST_TSC]),
+            "total_ns": s[L::S_TOTAL_TICKS], "timed": s[L::S_TIMED], "local": count - delegated - served,
+            "delegated": delegated, "served": served, "first_ns": time_or_null(s[L::S_FIRST_TSC]),
             "last_ns": time_or_null(s[L::S_LAST_TSC]),
         });
         let queued_total = if delegated > 0 { json!({"total": s[L::S_QUEUED_TICKS]}) } else { Value::Null };
@@ -299,6 +302,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "compute_cores": run.compute, "control_cores": run.control, "delegates": run.delegates,
             "time_every": run.time_every, "time_first": L::TIME_FIRST,
             "vdso": if run.vdso_intercepted { "intercept" } else { "native" },
+            "memory": run.memory, "memory_budget": run.memory_budget,
         },
         "wall_ns": run.wall_ns, "user_ns": run.user_ns, "sys_ns": run.sys_ns,
         "exit": exit,

@@ -67,6 +67,9 @@ pub struct Config<'a> {
     /// Show the program a vDSO whose calls the runtime makes, so they are profiled and follow
     /// the delegation policy (`--vdso intercept`; default: the kernel's vDSO, calls unseen).
     pub vdso_intercept: bool,
+    /// Bytes of the memory pool that serves anonymous memory in user space (`--memory pool`);
+    /// 0: the kernel serves it (`--memory linux`).
+    pub memory_pool: u64,
 }
 
 impl Config<'_> {
@@ -100,6 +103,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         placement: b"",
         null_page_sled: false,
         vdso_intercept: false,
+        memory_pool: 0,
     };
     let mut rest = text;
     while !rest.is_empty() {
@@ -122,6 +126,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"map" => cfg.placement = value,
             b"sled" => cfg.null_page_sled = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"vdso" => cfg.vdso_intercept = parse_u64(value).filter(|n| *n <= 1)? == 1,
+            b"mem" => cfg.memory_pool = parse_u64(value)?,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,
         }
@@ -171,5 +176,7 @@ mod tests {
         assert!(parse(b"khz=12;vdso=1").unwrap().vdso_intercept);
         assert!(parse(b"khz=12;vdso=3").is_none());
         assert!(parse(b"khz=12").is_some());
+        assert_eq!(parse(b"khz=12;mem=1073741824").unwrap().memory_pool, 1 << 30);
+        assert!(parse(b"khz=12;mem=1G").is_none());
     }
 }

@@ -3,6 +3,7 @@
 #![cfg_attr(not(test), no_std)]
 
 pub mod config;
+pub mod buddy;
 pub mod elf;
 pub mod handoff;
 pub mod profile_layout;

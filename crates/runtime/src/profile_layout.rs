@@ -1,7 +1,7 @@
 //! Layout of a per-process profile file: written live by the runtime through a MAP_SHARED
 //! mapping (so it survives SIGKILL) and read by coreplane-exec, which merges the files.
 
-pub const MAGIC: &[u8; 8] = b"CPPROF01";
+pub const MAGIC: &[u8; 8] = b"CPPROF02";
 pub const HEADER_SIZE: usize = 4096;
 
 // Header fields (u64 little endian unless noted).
@@ -37,7 +37,7 @@ pub const T_SAMPLE_LEFT: usize = 24;
 /// xorshift64 state drawing the gaps between timed calls.
 pub const T_SAMPLE_RNG: usize = 32;
 pub const T_STATS: usize = 64;
-pub const STAT_FIELDS: usize = 11;
+pub const STAT_FIELDS: usize = 12;
 pub const S_COUNT: usize = 0;
 pub const S_ERRORS: usize = 1;
 pub const S_TOTAL_TICKS: usize = 2;
@@ -65,8 +65,11 @@ pub const S_EXACT_TICKS: usize = 9;
 /// bytes moved, which a delegated call moves between the control and the compute core. Summed
 /// for every call (one add); only the data calls' sums mean anything.
 pub const S_BYTES: usize = 10;
+/// Calls served in user space by the runtime (the memory service, `--memory pool`): neither
+/// run locally nor delegated. Always timed.
+pub const S_SERVED: usize = 11;
 pub const TIME_FIRST: u64 = 8;
-pub const THREAD_BLOCK: usize = 49152;
+pub const THREAD_BLOCK: usize = 53248;
 pub const MAX_THREADS: usize = 4096;
 pub const FILE_SIZE: usize = THREADS_OFF + MAX_THREADS * THREAD_BLOCK;
 

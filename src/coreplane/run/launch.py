@@ -36,6 +36,8 @@ class RunOptions:
     online_map: str | None = None  # a topology spec: tasks placed as they appear (coreplane run --online-map)
     null_page_sled: bool = False  # the fast path through a sled at address 0 (coreplane-exec --null-page-sled)
     vdso: str = "native"  # "intercept": vDSO calls profiled and delegable (coreplane-exec --vdso)
+    memory: str = "linux"  # "pool": anonymous memory served by the runtime's memory service (--memory)
+    memory_budget: str = "1G"  # the pool's size (--memory-budget)
 
 
 @dataclass
@@ -72,6 +74,8 @@ def exec_argv(opts: RunOptions) -> list[str]:
     argv = [str(binary("coreplane-exec")), v.DELEGATE, opts.delegate,
             v.FORWARD_COST, str(opts.forward_cost_ns), v.DELEGATE_THREADS, str(opts.delegate_threads),
             "--time-every", str(opts.time_every), "--vdso", opts.vdso]
+    if opts.memory != "linux":
+        argv += ["--memory", opts.memory, "--memory-budget", opts.memory_budget]
     if opts.local:
         argv += ["--local", ",".join(opts.local)]
     if opts.compute_cores:

@@ -39,6 +39,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
         PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a)),
         SECCOMP if a[0] <= 1 /* SET_MODE_STRICT, SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
+        MMAP | MUNMAP | MPROTECT | MREMAP if let Some(r) = crate::memsvc::serve(nr, a) => r,
         MMAP if a[3] & MAP_FIXED == 0 => run(nr, a),
         MMAP | MUNMAP | MPROTECT | MREMAP => {
             crate::textmap::mappings_changed();

@@ -22,6 +22,9 @@ pub fn start() {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
     }
     profile::open_process();
+    if env::config().memory_pool > 0 {
+        crate::memsvc::start(env::config().memory_pool);
+    }
     let t = thread::start_thread();
     app_threads::start(t);
     let (key, children) = match unsafe { env::TASK_ENV } {

@@ -16,6 +16,7 @@ mod fastpath;
 mod init;
 mod loader;
 mod mem;
+mod memsvc;
 mod placement;
 mod process;
 mod profile;

@@ -95,6 +95,7 @@ fn after_fork(key: &Key) {
     // memory does not pass through fork_here) are free: no thread here holds them.
     crate::rewrite_lock::unlock();
     crate::delegate::child_after_fork();
+    crate::memsvc::child_after_fork();
     profile::reopen_after_fork();
     let t = thread::adopt_after_fork();
     app_threads::start(t);

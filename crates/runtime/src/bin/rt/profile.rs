@@ -122,6 +122,15 @@ pub fn record(prof: *mut u8, nr: usize, result: isize, start: u64, ticks: u64, d
     }
 }
 
+/// Counts one call of `nr` served in user space (see profile_layout::S_SERVED).
+#[inline(always)]
+pub fn record_served(prof: *mut u8, nr: usize, result: isize, start: u64, ticks: u64) {
+    record(prof, nr, result, start, ticks, None);
+    if !prof.is_null() && nr < L::NSYS {
+        unsafe { *(prof.add(L::T_STATS + (nr * L::STAT_FIELDS + L::S_SERVED) * 8) as *mut u64) += 1 };
+    }
+}
+
 /// How many calls of `nr` the thread's block holds (0 without a profile).
 pub fn count_of(prof: *mut u8, nr: usize) -> u64 {
     if prof.is_null() || nr >= L::NSYS {

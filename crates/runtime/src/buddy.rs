@@ -1,0 +1,226 @@
+//! The memory pool's page allocator: a binary buddy system with its bookkeeping outside the pool.
+//!
+//! Why a buddy system: allocation and free are O(log n) whatever the pool's size, free blocks
+//! coalesce without a search, and every block of 2^k pages starts on a multiple of 2^k pages,
+//! so a request of 2 MiB or more gets whole 2 MiB frames and the pool's transparent huge pages
+//! stay whole (a first-fit list would need a search and split huge pages at odd offsets).
+//! Its weakness, rounding to a power of two, is removed by trimming: a request of n pages
+//! takes a block of 2^k ≥ n and gives the tail back at once as aligned blocks, so at most the
+//! alignment, not the memory, is lost. A program may unmap any page range (glibc trims the head
+//! and tail of its arenas' reservations), so every page has a state, and freeing a range frees
+//! exactly the pages of it that are in use.
+//!
+//! Free pages are mapped PROT_NONE (an access to unmapped memory must fault), so nothing can be
+//! written into them: the free lists are doubly linked through arrays beside the pool (9 bytes
+//! per 4 KiB page), not through the free blocks themselves as in a kernel's buddy allocator.
+
+/// A page never yet populated (the state of a fresh, zero-filled bookkeeping array).
+pub const UNPOPULATED: u8 = 0;
+/// In a free block, not its first page.
+pub const FREE_BODY: u8 = 1;
+/// Handed out to the program.
+pub const USED: u8 = 2;
+/// Unmapped by the program, waiting to be zeroed.
+pub const DIRTY: u8 = 3;
+/// Replaced by a mapping of the program's own (mmap MAP_FIXED over pool pages it held).
+pub const FOREIGN: u8 = 4;
+/// First page of a free block of order k: FREE_HEAD | k.
+pub const FREE_HEAD: u8 = 0x80;
+
+/// Largest block: 2^MAX_ORDER pages (2^24 pages of 4 KiB = 64 GiB).
+pub const MAX_ORDER: usize = 24;
+const NIL: u32 = u32::MAX;
+
+/// A buddy allocator over `pages` pages, numbered from 0; the caller maps page i at base + i·4 KiB.
+pub struct Buddy<'a> {
+    state: &'a mut [u8],
+    next: &'a mut [u32],
+    prev: &'a mut [u32],
+    heads: [u32; MAX_ORDER + 1],
+    /// Pages in the free lists.
+    pub free_pages: usize,
+}
+
+/// Order of the largest aligned block starting at page `at` that fits in `len` pages.
+fn largest_block(at: u32, len: usize) -> usize {
+    let align = if at == 0 { MAX_ORDER } else { at.trailing_zeros() as usize };
+    align.min(MAX_ORDER).min(usize::BITS as usize - 1 - len.leading_zeros() as usize)
+}
+
+impl<'a> Buddy<'a> {
+    /// An allocator whose pages are all UNPOPULATED: `state` must be zero-filled, and the three
+    /// arrays as long as the pool has pages (at most u32::MAX − 1).
+    pub fn new(state: &'a mut [u8], next: &'a mut [u32], prev: &'a mut [u32]) -> Self {
+        assert!(state.len() == next.len() && state.len() == prev.len() && state.len() < NIL as usize);
+        Buddy { state, next, prev, heads: [NIL; MAX_ORDER + 1], free_pages: 0 }
+    }
+
+    /// Pages in the pool.
+    pub fn pages(&self) -> usize {
+        self.state.len()
+    }
+
+    /// State of page `i` (one of the constants; a free head reads FREE_HEAD | order).
+    pub fn state(&self, i: usize) -> u8 {
+        self.state[i]
+    }
+
+    /// Sets `len` pages from `start` to `state` (USED, DIRTY or FOREIGN; not a free state).
+    pub fn mark(&mut self, start: u32, len: usize, state: u8) {
+        self.state[start as usize..start as usize + len].fill(state);
+    }
+
+    fn push(&mut self, at: u32, order: usize) {
+        self.state[at as usize] = FREE_HEAD | order as u8;
+        self.next[at as usize] = self.heads[order];
+        self.prev[at as usize] = NIL;
+        if self.heads[order] != NIL {
+            self.prev[self.heads[order] as usize] = at;
+        }
+        self.heads[order] = at;
+    }
+
+    fn unlink(&mut self, at: u32, order: usize) {
+        let (n, p) = (self.next[at as usize], self.prev[at as usize]);
+        if p == NIL {
+            self.heads[order] = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        }
+        self.state[at as usize] = FREE_BODY;
+    }
+
+    /// Returns `len` pages from `start` (zeroed, populated, PROT_NONE) to the free lists,
+    /// merging each aligned block with its free buddies.
+    pub fn release(&mut self, start: u32, len: usize) {
+        self.state[start as usize..start as usize + len].fill(FREE_BODY);
+        self.free_pages += len;
+        let (mut at, mut left) = (start, len);
+        while left > 0 {
+            let order = largest_block(at, left);
+            let (mut head, mut k) = (at, order);
+            while k < MAX_ORDER {
+                let buddy = head ^ (1 << k);
+                if buddy as usize + (1 << k) > self.pages() || self.state[buddy as usize] != FREE_HEAD | k as u8 {
+                    break;
+                }
+                self.unlink(buddy, k);
+                head = head.min(buddy);
+                k += 1;
+            }
+            self.push(head, k);
+            at += 1 << order;
+            left -= 1 << order;
+        }
+    }
+
+    /// Takes `n` pages (n ≥ 1) aligned to the largest power of two not above n and marks them
+    /// USED; the rest of the block they came from goes back at once. None when no block fits.
+    pub fn alloc(&mut self, n: usize) -> Option<u32> {
+        let want = (usize::BITS - (n - 1).leading_zeros()) as usize; // ceil(log2 n)
+        let mut order = (want..=MAX_ORDER).find(|&k| self.heads[k] != NIL)?;
+        let block = self.heads[order];
+        self.unlink(block, order);
+        while order > want {
+            order -= 1;
+            self.push(block + (1 << order), order);
+        }
+        self.free_pages -= 1 << want;
+        self.mark(block, n, USED);
+        if (1 << want) > n {
+            let tail = (1usize << want) - n;
+            self.release(block + n as u32, tail);
+        }
+        Some(block)
+    }
+
+    /// The maximal runs of pages in `state` among `len` pages from `start`, in order.
+    pub fn runs(&self, start: u32, len: usize, state: u8) -> Runs<'_> {
+        Runs { states: self.state, at: start as usize, end: start as usize + len, state }
+    }
+
+    /// Whether all `len` pages from `start` are in `state`.
+    pub fn all(&self, start: u32, len: usize, state: u8) -> bool {
+        self.state[start as usize..start as usize + len].iter().all(|&s| s == state)
+    }
+}
+
+/// Iterator of (first page, pages) runs in one state; see `Buddy::runs`.
+pub struct Runs<'b> {
+    states: &'b [u8],
+    at: usize,
+    end: usize,
+    state: u8,
+}
+
+impl Iterator for Runs<'_> {
+    type Item = (u32, usize);
+
+    fn next(&mut self) -> Option<(u32, usize)> {
+        while self.at < self.end && self.states[self.at] != self.state {
+            self.at += 1;
+        }
+        let first = self.at;
+        while self.at < self.end && self.states[self.at] == self.state {
+            self.at += 1;
+        }
+        (self.at > first).then_some((first as u32, self.at - first))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrays(pages: usize) -> (Vec<u8>, Vec<u32>, Vec<u32>) {
+        (vec![0; pages], vec![0; pages], vec![0; pages])
+    }
+
+    #[test]
+    fn trims_aligns_and_coalesces_back_to_one_block() {
+        let (mut s, mut n, mut p) = arrays(1024);
+        let mut b = Buddy::new(&mut s, &mut n, &mut p);
+        b.release(0, 1024);
+        assert_eq!(b.free_pages, 1024);
+        let a = b.alloc(3).unwrap();
+        assert_eq!(a % 2, 0);
+        assert_eq!(b.free_pages, 1021, "the fourth page of the block went back");
+        let big = b.alloc(512).unwrap();
+        assert_eq!(big % 512, 0);
+        assert!(b.alloc(512).is_none(), "half the pool is taken, and a page of the other half");
+        let c = b.alloc(200).unwrap();
+        assert!(b.all(c, 200, USED) && b.all(a, 3, USED));
+        // Free in pieces, out of order, partly twice: the pool is one block again.
+        for (start, len) in [(c + 100, 100), (big, 512), (a + 1, 2), (c, 100), (a, 1), (c + 100, 100)] {
+            let used: Vec<_> = b.runs(start, len, USED).collect();
+            for (first, count) in used {
+                b.mark(first, count, DIRTY);
+                b.release(first, count);
+            }
+        }
+        assert_eq!(b.free_pages, 1024);
+        assert_eq!(b.state(0), FREE_HEAD | 10);
+        assert_eq!(b.alloc(1024), Some(0));
+    }
+
+    #[test]
+    fn pool_of_odd_size_and_runs() {
+        let (mut s, mut n, mut p) = arrays(1000);
+        let mut b = Buddy::new(&mut s, &mut n, &mut p);
+        b.release(0, 1000);
+        assert!(b.alloc(1000).is_none(), "no aligned block of 1024 pages in 1000");
+        let x = b.alloc(512).unwrap();
+        b.mark(x + 10, 5, DIRTY);
+        let runs: Vec<_> = b.runs(x, 512, USED).collect();
+        assert_eq!(runs, vec![(x, 10), (x + 15, 497)]);
+        let mut total = 512;
+        while let Some(_) = b.alloc(1) {
+            total += 1;
+        }
+        assert_eq!(total, 1000);
+        assert_eq!(b.free_pages, 0);
+    }
+}
