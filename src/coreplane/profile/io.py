@@ -57,7 +57,7 @@ class _Reader:
     def call(self, obj: Any, where: str) -> CallStats:
         if not isinstance(obj, dict):
             self.fail(where, f"expected an object, got {_short(obj)}")
-        known = {"name", "nr", "count", "errors", "total_ns", "local", "delegated", "forward_ns", "queued_ns",
+        known = {"name", "nr", "count", "errors", "total_ns", "local", "delegated", "served", "forward_ns", "queued_ns",
                  "first_ns", "last_ns", "bytes"}
         c = CallStats(
             name=self.get(obj, "name", where, "str"),
@@ -67,6 +67,7 @@ class _Reader:
             total_ns=self.get(obj, "total_ns", where, "number"),
             local=self.get(obj, "local", where, "int", required=False, default=0),
             delegated=self.get(obj, "delegated", where, "int", required=False, default=0),
+            served=self.get(obj, "served", where, "int", required=False),
             forward_ns=self.stats_object(obj, "forward_ns", where),
             queued_ns=self.stats_object(obj, "queued_ns", where),
             first_ns=self.get(obj, "first_ns", where, "int", required=False),
@@ -78,8 +79,9 @@ class _Reader:
             self.fail(f"{where}.last_ns", f"{c.last_ns} is before first_ns {c.first_ns}")
         if c.errors > c.count:
             self.fail(f"{where}.errors", f"{c.errors} errors but only {c.count} calls")
-        if c.local + c.delegated > c.count:
-            self.fail(f"{where}.delegated", f"local {c.local} + delegated {c.delegated} exceeds count {c.count}")
+        if c.local + c.delegated + (c.served or 0) > c.count:
+            served = f" + served {c.served}" if c.served else ""
+            self.fail(f"{where}.delegated", f"local {c.local} + delegated {c.delegated}{served} exceeds count {c.count}")
         return c
 
     def calls(self, obj: dict, where: str) -> list[CallStats]:

@@ -23,6 +23,8 @@ class CallStats:
     nr: int | None = None
     local: int = 0
     delegated: int = 0
+    served: int | None = None     # answered in user space by the runtime (--memory pool), neither local nor
+                                  # delegated; None in profiles made before the memory service
     forward_ns: dict | None = None
     queued_ns: dict | None = None
     first_ns: int | None = None   # the call timeline: start of the first call, since the run's start
@@ -31,7 +33,8 @@ class CallStats:
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        timeline = {k: v for k, v in (("first_ns", self.first_ns), ("last_ns", self.last_ns), ("bytes", self.bytes))
+        timeline = {k: v for k, v in (("first_ns", self.first_ns), ("last_ns", self.last_ns), ("bytes", self.bytes),
+                                                  ("served", self.served))
                     if v is not None}
         return {"name": self.name, "nr": self.nr, "count": self.count, "errors": self.errors,
                 "total_ns": self.total_ns, "local": self.local, "delegated": self.delegated,

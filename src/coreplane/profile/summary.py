@@ -15,7 +15,7 @@ def summary(profile: Profile) -> dict:
              "mean_ns": c.total_ns / c.count if c.count else 0.0,
              "share_of_syscall_time": c.total_ns / syscall_ns if syscall_ns else 0.0,
              "share_of_wall": c.total_ns / profile.wall_ns,
-             "delegated": c.delegated}
+             "delegated": c.delegated, "served": c.served or 0}
             for c in sorted(profile.syscalls, key=lambda c: (-c.total_ns, c.name))]
     calls = sum(c.count for c in profile.syscalls)
     return {"program": profile.program, "argv": profile.argv, "wall_ns": profile.wall_ns,

@@ -1,0 +1,84 @@
+//! The memory options: `--memory linux|pool` and the pool's `--memory-budget`, checked against
+//! the machine before the program starts.
+
+/// Who serves the program's anonymous memory.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Memory {
+    /// The kernel, as without coreplane.
+    Linux,
+    /// The runtime's memory service, from a pool of --memory-budget bytes.
+    Pool,
+}
+
+impl Memory {
+    pub fn name(self) -> &'static str {
+        match self {
+            Memory::Linux => "linux",
+            Memory::Pool => "pool",
+        }
+    }
+}
+
+/// A size in bytes: digits with an optional K, M, G or T suffix (powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("'{text}': unknown size suffix '{c}' (K, M, G or T)")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("'{text}': not a size (e.g. 512M, 2G)"))?;
+    n.checked_shl(shift).filter(|v| v >> shift == n && *v > 0).ok_or_else(|| format!("'{text}': size out of range"))
+}
+
+/// The machine's memory (MemTotal of /proc/meminfo), in bytes.
+fn machine_bytes() -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+        .ok_or_else(|| "/proc/meminfo: no MemTotal line".to_string())
+}
+
+/// The pool's size for the runtime, or an error naming the option when the machine lacks it.
+pub fn checked_budget(budget: u64) -> Result<u64, String> {
+    let machine = machine_bytes()?;
+    if budget > machine {
+        return Err(format!(
+            "--memory-budget {:.1} GiB: larger than this machine's memory ({:.1} GiB)",
+            budget as f64 / (1u64 << 30) as f64,
+            machine as f64 / (1u64 << 30) as f64
+        ));
+    }
+    Ok(budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        assert_eq!(parse_size("512m").unwrap(), 512 << 20);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("2X").unwrap_err().contains("unknown size suffix"));
+        assert!(parse_size("G").is_err() && parse_size("0").is_err() && parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn budget_beyond_the_machine_is_refused() {
+        assert!(checked_budget(1 << 20).is_ok());
+        let e = checked_budget(1 << 60).unwrap_err();
+        assert!(e.starts_with("--memory-budget 1073741824.0 GiB: larger than this machine's memory"), "{e}");
+    }
+}
