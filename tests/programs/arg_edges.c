@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <asm/prctl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,5 +55,11 @@ int main(void)
     bad[5] = 0xface1e55beeff00dULL;
     bad[6] = 0x1000;
     show("clone3-stack-beyond", syscall(SYS_clone3, bad, 88));
+
+    // The GS base (which the runtime keeps for the program): beyond user space EPERM, the old
+    // base written to an unmapped address EFAULT.
+    show("arch_prctl-set-gs-beyond", syscall(SYS_arch_prctl, ARCH_SET_GS, 0xbadfaceddeadbeefULL));
+    show("arch_prctl-get-gs-null", syscall(SYS_arch_prctl, ARCH_GET_GS, NULL));
+    show("arch_prctl-get-gs-past-end", syscall(SYS_arch_prctl, ARCH_GET_GS, end));
     return 0;
 }

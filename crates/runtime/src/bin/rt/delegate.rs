@@ -451,6 +451,11 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         return None;
     }
     ensure_pool(t.pid);
+    // No delegate could be started: after unshare(CLONE_NEWPID) the kernel refuses new threads
+    // (EINVAL) to the process for good, natively too; its calls are made where it is.
+    if POOL.delegates.load(Relaxed) == 0 {
+        return None;
+    }
     let depth = t.depth as usize;
     if depth >= crate::thread::MAX_DEPTH {
         return None;

@@ -63,15 +63,21 @@ fn filtered_from_now(result: isize) -> isize {
     result
 }
 
-/// The program's GS base is virtual: the real one points at the runtime's thread state.
+/// The program's GS base is virtual: the real one points at the runtime's thread state. The
+/// kernel's checks stay: a base beyond user space is EPERM, an unwritable result EFAULT.
 fn arch_gs(op: usize, arg: usize) -> isize {
     let t = thread::current();
     if op == ARCH_SET_GS {
+        if arg as u64 >= TASK_SIZE_MAX {
+            return -EPERM;
+        }
         t.program_gs = arg;
+        0
+    } else if sys::write_program(t.pid, arg, &t.program_gs.to_ne_bytes()) {
+        0
     } else {
-        unsafe { *(arg as *mut usize) = t.program_gs };
+        -EFAULT
     }
-    0
 }
 
 /// Runs an ordinary call where the delegation policy says, recording it in the profile.

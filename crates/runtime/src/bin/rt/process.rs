@@ -208,11 +208,10 @@ pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
 /// without a stack, a stack beyond user space. The kernel's other checks come with the call.
 fn clone3_args_valid(flags: u64, exit_signal: u64, stack: u64, stack_size: u64) -> bool {
     const KNOWN_FLAGS: u64 = 0xffff_ffff | 1 << 32 /* CLONE_CLEAR_SIGHAND */ | 1 << 33 /* CLONE_INTO_CGROUP */;
-    const USER_END: u64 = 0x7fff_ffff_f000;
     exit_signal <= 64
         && flags & !KNOWN_FLAGS == 0
         && (stack == 0) == (stack_size == 0)
-        && stack.checked_add(stack_size).is_some_and(|end| end <= USER_END)
+        && stack.checked_add(stack_size).is_some_and(|end| end <= TASK_SIZE_MAX)
 }
 
 /// fork(2) and vfork(2) (the latter as fork, see `clone`).

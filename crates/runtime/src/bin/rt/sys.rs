@@ -47,6 +47,7 @@ pub const UNSHARE: usize = 272;
 pub const EPOLL_PWAIT: usize = 281;
 pub const EXECVEAT: usize = 322;
 pub const PROCESS_VM_READV: usize = 310;
+pub const PROCESS_VM_WRITEV: usize = 311;
 pub const SECCOMP: usize = 317;
 pub const CLONE3: usize = 435;
 pub const EPOLL_PWAIT2: usize = 441;
@@ -54,6 +55,7 @@ pub const EPOLL_PWAIT2: usize = 441;
 pub const EINTR: isize = 4;
 pub const ENOEXEC: isize = 8;
 pub const ENOMEM: isize = 12;
+pub const EPERM: isize = 1;
 pub const EFAULT: isize = 14;
 pub const E2BIG: isize = 7;
 pub const EINVAL: isize = 22;
@@ -72,6 +74,8 @@ pub const CLONE_VFORK: u64 = 0x4000;
 pub const CLONE_THREAD: u64 = 0x10000;
 pub const CLONE_SYSVSEM: u64 = 0x40000;
 pub const CLONE_NEWUSER: u64 = 0x10000000;
+/// The end of user space (4-level page tables): the kernel refuses addresses from here on.
+pub const TASK_SIZE_MAX: u64 = 0x7fff_ffff_f000;
 
 pub const AT_FDCWD: isize = -100;
 pub const O_RDONLY: usize = 0;
@@ -143,21 +147,34 @@ pub fn getpid() -> i32 {
     unsafe { syscall3(GETPID, 0, 0, 0) as i32 }
 }
 
-/// Copies the program's memory at `addr` into `buf` as the kernel copies a call's argument:
-/// false where the kernel's copy fails with EFAULT (the runtime must not fault instead). `pid`
-/// is the caller's process. Where a seccomp filter forbids process_vm_readv, a plain copy.
-pub fn read_program(pid: i32, addr: usize, buf: &mut [u8]) -> bool {
-    let local = [buf.as_mut_ptr() as usize, buf.len()];
-    let remote = [addr, buf.len()];
-    let n = unsafe { syscall6(PROCESS_VM_READV, pid as usize, local.as_ptr() as usize, 1, remote.as_ptr() as usize, 1, 0) };
-    if n == buf.len() as isize {
+/// Copies `len` bytes between the runtime's `local` and the program's memory at `addr` (into
+/// the program when `write`) as the kernel copies a call's argument or result: false where the
+/// kernel's copy fails with EFAULT (the runtime must not fault instead). `pid` is the caller's
+/// process. Where a seccomp filter forbids process_vm_readv/writev, a plain copy.
+fn copy_program(pid: i32, addr: usize, local: *mut u8, len: usize, write: bool) -> bool {
+    let here = [local as usize, len];
+    let there = [addr, len];
+    let nr = if write { PROCESS_VM_WRITEV } else { PROCESS_VM_READV };
+    let n = unsafe { syscall6(nr, pid as usize, here.as_ptr() as usize, 1, there.as_ptr() as usize, 1, 0) };
+    if n == len as isize {
         return true;
     }
     if n >= 0 || n == -EFAULT {
         return false;
     }
-    unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
+    let (from, to) = if write { (local as *const u8, addr as *mut u8) } else { (addr as *const u8, local) };
+    unsafe { core::ptr::copy_nonoverlapping(from, to, len) };
     true
+}
+
+/// Reads the program's memory at `addr` into `buf` (see `copy_program`).
+pub fn read_program(pid: i32, addr: usize, buf: &mut [u8]) -> bool {
+    copy_program(pid, addr, buf.as_mut_ptr(), buf.len(), false)
+}
+
+/// Writes `data` into the program's memory at `addr` (see `copy_program`).
+pub fn write_program(pid: i32, addr: usize, data: &[u8]) -> bool {
+    copy_program(pid, addr, data.as_ptr() as *mut u8, data.len(), true)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
