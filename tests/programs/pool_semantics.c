@@ -1,0 +1,110 @@
+/* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
+ * pool_semantics zero|uaf|fork|mremap|shrink|exhaust|mprotect_free; prints "<mode> ok ..." or dies. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MIB (1UL << 20)
+
+static char *map(size_t n) {
+    char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+    return p;
+}
+
+static void expect(const char *p, size_t n, char c, const char *what) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != c) { printf("%s: byte %zu is %d, not %d\n", what, i, p[i], c); exit(1); }
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "zero")) {
+        /* Freed memory comes back zeroed, whatever its size, again and again. */
+        size_t sizes[] = {4096, 3 * 4096, 2 * MIB + 4096, 32 * MIB};
+        for (int round = 0; round < 6; round++)
+            for (int k = 0; k < 4; k++) {
+                char *p = map(sizes[k]);
+                expect(p, sizes[k], 0, "new memory");
+                memset(p, 0xAA, sizes[k]);
+                munmap(p, sizes[k]);
+            }
+        puts("zero ok");
+    } else if (!strcmp(mode, "uaf")) {
+        char *p = map(MIB);
+        p[100] = 1;
+        munmap(p, MIB);
+        printf("read %d\n", ((volatile char *)p)[100]);
+        puts("survived");
+    } else if (!strcmp(mode, "fork")) {
+        char *p = map(8 * MIB);
+        memset(p, 'P', 8 * MIB);
+        pid_t pid = fork();
+        if (pid == 0) {
+            expect(p, 8 * MIB, 'P', "child's copy");
+            memset(p, 'C', 8 * MIB);
+            munmap(p, 8 * MIB);
+            for (int i = 0; i < 4; i++) {  /* the child's own pool, scrubbed by its own scrubber */
+                char *q = map(8 * MIB);
+                expect(q, 8 * MIB, 0, "child's new memory");
+                memset(q, 'Q', 8 * MIB);
+                munmap(q, 8 * MIB);
+            }
+            _exit(0);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        expect(p, 8 * MIB, 'P', "parent's memory after the child wrote its copy");
+        printf("fork ok %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    } else if (!strcmp(mode, "mremap")) {
+        /* Growing moves the pages (contents kept, new part zero); the old place faults. */
+        char *p = map(4 * MIB);
+        memset(p, 'R', 4 * MIB);
+        char *q = mremap(p, 4 * MIB, 16 * MIB, MREMAP_MAYMOVE);
+        if (q == MAP_FAILED) { perror("mremap"); return 1; }
+        expect(q, 4 * MIB, 'R', "moved contents");
+        expect(q + 4 * MIB, 12 * MIB, 0, "grown part");
+        errno = 0;
+        void *r = mremap(q, 16 * MIB, 32 * MIB, 0);
+        printf("mremap ok %s\n", r == MAP_FAILED ? strerror(errno) : (r == q ? "grown in place" : "moved?"));
+        if (q != p) printf("old %d\n", ((volatile char *)p)[0]), puts("survived");
+    } else if (!strcmp(mode, "shrink")) {
+        char *p = map(16 * MIB);
+        memset(p, 'S', 16 * MIB);
+        char *q = mremap(p, 16 * MIB, 8 * MIB, 0);
+        if (q != p) { perror("mremap shrink"); return 1; }
+        expect(p, 8 * MIB, 'S', "kept part");
+        puts("shrink ok");
+        printf("beyond %d\n", ((volatile char *)p)[8 * MIB]);
+        puts("survived");
+    } else if (!strcmp(mode, "exhaust")) {
+        /* 1 MiB blocks until the budget (or the machine) says no; then all back, and again. */
+        static char *blocks[1 << 16];
+        int n = 0, err = 0;
+        for (; n < (1 << 16); n++) {
+            blocks[n] = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (blocks[n] == MAP_FAILED) { err = errno; break; }
+            blocks[n][0] = 1;
+        }
+        for (int i = 0; i < n; i++) munmap(blocks[i], MIB);
+        char *again = map(16 * MIB);
+        expect(again, 16 * MIB, 0, "memory after exhaustion");
+        printf("exhaust ok %d %s\n", n, err ? strerror(err) : "none");
+    } else if (!strcmp(mode, "mprotect_free")) {
+        char *p = map(2 * MIB);
+        munmap(p, 2 * MIB);
+        errno = 0;
+        int r = mprotect(p, 4096, PROT_READ | PROT_WRITE);
+        printf("mprotect_free ok %d %s\n", r, r ? strerror(errno) : "");
+    } else {
+        fprintf(stderr, "usage: pool_semantics zero|uaf|fork|mremap|shrink|exhaust|mprotect_free\n");
+        return 2;
+    }
+    return 0;
+}

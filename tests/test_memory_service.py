@@ -1,0 +1,103 @@
+"""The memory service (issue 15, `--memory pool`): anonymous memory served in user space keeps
+what Linux promises (zero fill, faults after munmap, fork copies, mremap), the budget is a hard
+limit (ENOMEM), calls are counted as served, and real programs give byte-identical output."""
+
+import gzip
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, run_cli
+
+PROGRAMS = Path(__file__).parent / "programs"
+POOL = ["--memory", "pool", "--memory-budget", "256M"]
+
+
+@pytest.fixture(scope="module")
+def semantics(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("prog") / "pool_semantics"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
+    return exe
+
+
+def run_pool(*args: str, budget: str = "256M", **kw) -> subprocess.CompletedProcess:
+    return run_cli("run", "--memory", "pool", "--memory-budget", budget, "--", *args, timeout=60, **kw)
+
+
+@pytest.mark.parametrize("mode,status", [("zero", 0), ("fork", 0), ("mprotect_free", 0),
+                                         ("uaf", -11), ("shrink", -11), ("mremap", -11)])
+def test_semantics_as_natively(semantics, mode, status):
+    native = subprocess.run([str(semantics), mode], capture_output=True, text=True, timeout=60)
+    assert native.returncode == status, native.stdout + native.stderr
+    proc = run_pool(str(semantics), mode)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    assert "survived" not in proc.stdout
+    assert mode == "uaf" or f"{mode} ok" in proc.stdout
+    if mode in ("zero", "fork", "mprotect_free", "shrink"):
+        assert proc.stdout == native.stdout
+    if mode == "mremap":  # growing in place without MREMAP_MAYMOVE: the pool never does
+        assert "mremap ok Cannot allocate memory" in proc.stdout
+
+
+def test_exhaustion_is_enomem_and_memory_comes_back(semantics):
+    proc = run_pool(str(semantics), "exhaust", budget="64M")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    words = proc.stdout.split()
+    assert words[:2] == ["exhaust", "ok"] and " ".join(words[3:]) == "Cannot allocate memory"
+    # 64 MiB less what the program's start-up took: the pool does not grow.
+    assert 56 <= int(words[2]) <= 64
+
+
+def test_calls_are_counted_as_served(semantics, tmp_path):
+    prof = tmp_path / "p.json"
+    proc = run_cli("run", *POOL, "--profile", str(prof), "--", str(semantics), "zero", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(prof.read_text())
+    assert doc["config"]["memory"] == "pool" and doc["config"]["memory_budget"] == 256 << 20
+    calls = {c["name"]: c for c in doc["syscalls"]}
+    assert calls["mmap"]["served"] >= 24 and calls["munmap"]["served"] >= 24
+    for c in calls.values():
+        assert c["local"] + c["delegated"] + c["served"] == c["count"]
+    run_cli("run", "--profile", str(prof), "--", str(semantics), "zero", check=True, timeout=60)
+    linux = json.loads(prof.read_text())
+    assert linux["config"]["memory"] == "linux"
+    assert all(c["served"] == 0 for c in linux["syscalls"])
+
+
+def test_budget_beyond_the_machine_is_one_line(semantics):
+    proc = run_cli("run", "--memory", "pool", "--memory-budget", "64T", "--", str(semantics), "zero")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "--memory-budget 65536.0 GiB: larger than this machine's memory" in proc.stderr
+    bad = run_cli("run", "--memory", "pool", "--memory-budget", "2X", "--", "true")
+    assert bad.returncode == 2 and "unknown size suffix" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+@pytest.fixture(scope="module")
+def text_input(tmp_path_factory) -> Path:
+    rng = random.Random(15)
+    path = tmp_path_factory.mktemp("data") / "lines.txt"
+    path.write_text("".join(f"{rng.randrange(10**9)} {rng.choice(['alpha', 'beta', 'gamma'])}\n"
+                            for _ in range(200_000)))
+    return path
+
+
+PYTHON_ALLOCATES = ("import hashlib; d = [bytes(range(256)) * 256 * i for i in range(1, 60)]; "
+                    "s = b''.join(d); print(hashlib.sha256(s).hexdigest(), len(s)); "
+                    "print(sum(len(bytearray(1 << k)) for k in range(10, 26)))")
+
+
+@pytest.mark.parametrize("argv", [["sort", "{input}"], ["gzip", "-c", "-6", "{input}"],
+                                  ["python3", "-c", PYTHON_ALLOCATES]], ids=["sort", "gzip", "python3"])
+def test_real_programs_byte_identical(argv, text_input):
+    argv = [a.replace("{input}", str(text_input)) for a in argv]
+    native = subprocess.run(argv, capture_output=True, timeout=60)
+    assert native.returncode == 0
+    proc = subprocess.run([*CLI, "run", *POOL, "--", *argv], capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == native.stdout
+    if argv[0] == "gzip":
+        assert gzip.decompress(proc.stdout) == text_input.read_bytes()
