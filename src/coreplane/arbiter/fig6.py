@@ -1,4 +1,4 @@
-"""ROS Fig. 6 on this machine: a frame-driven encoder provisioned every compute core beside a
+"""Figure 6 of ROS on this machine: a frame-driven encoder provisioned every compute core beside a
 best-effort borrower that takes whatever core is idle: the encoder's per-frame time against
 running alone, and the borrower's share of the idle core time."""
 
