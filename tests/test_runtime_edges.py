@@ -3,8 +3,10 @@ compiled from tests/programs and run natively, then under `coreplane run` with b
 modes, which must behave as natively: arguments the kernel checks before reading them (or
 reads only in part), a process whose threads all end with exit(2), execve from a thread after
 the main thread ended so, unshare(CLONE_NEWUSER), which the kernel allows only in a
-single-threaded process. Every run is bounded by the stress tests' watchdog."""
+single-threaded process, a traced child (whose tracer must not see the runtime's dispatch traps
+or delegate threads). Every run is bounded by the stress tests' watchdog."""
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from conftest import CLI
 from test_stress import watched
 
 PROGRAMS = Path(__file__).parent / "programs"
-NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user"]
+NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme"]
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +63,21 @@ def test_unshare_of_a_user_namespace_in_a_single_threaded_program(built, mode):
     if native.returncode != 0:
         pytest.skip(f"user namespaces are not available here: {native.stderr.strip()}")
     same_as_natively(built / "unshare_user", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_tracer_sees_only_what_it_sees_natively(built, mode):
+    # Before: a SIGSYS stop (0x1f7f) for the traced child's first dispatch trap.
+    assert watched([str(built / "traceme")]).stdout == "stop 0x137f\nexit 0\n"
+    same_as_natively(built / "traceme", mode)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_strace_attached_before_exec_sees_the_program_alone(mode):
+    # Before: `--- SIGSYS {si_code=SYS_USER_DISPATCH ...} ---` lines, and `[pid N]` prefixes for the
+    # delegate threads under --delegate all.
+    argv = ["strace", "-f", "-qq", "-e", "trace=exit_group", "sh", "-c", "exit 2"]
+    native = watched(argv)
+    proc = watched(CLI + ["run", "--delegate", mode, "--", *argv])
+    assert (proc.returncode, proc.stderr) == (native.returncode, native.stderr) == (2, "exit_group(2)                           = ?\n")

@@ -81,35 +81,6 @@ def _table(doc: dict) -> Table:
 
 
 @app.command()
-def fig6(frames: int = typer.Option(150, "--frames", min=2, help="Frames per run."),
-         fps: float = typer.Option(15.0, "--fps", min=0.1, help="Frame arrival rate."),
-         repetitions: int = typer.Option(2, "--repetitions", min=1, help="Runs of each configuration, interleaved."),
-         warn_us: int = typer.Option(1000, "--warn-us", min=0, help="Warning before a loaned core is taken back, µs."),
-         figure: Path = typer.Option(None, "--figure", metavar="PNG", help="Draw the figure here."),
-         json_flag: bool = JSON_OPT) -> None:
-    """ROS Fig. 6: a frame-driven encoder provisioned every compute core, alone and beside a
-    best-effort borrower (cooperating, and one that never yields), on a private arbiter."""
-    from coreplane.arbiter import fig6 as experiment
-    doc = experiment.measure(frames=frames, fps=fps, repetitions=repetitions, warn_us=warn_us)
-    if figure:
-        experiment.plot(doc, figure)
-    emit(doc, json_flag, lambda d: console.print(_fig6_table(d)))
-
-
-def _fig6_table(doc: dict) -> Table:
-    table = Table(title=f"Fig. 6 on {doc['machine']} (load {doc['load_average'][0]:.1f}, {doc['warn_us']} µs warning): per-frame time "
-                        f"within {doc['goals']['frame_ratio_max']}x of alone, borrower ≥ {doc['goals']['borrower_share_min']} "
-                        "of the idle core time")
-    for col in ("borrower", "runs", "frame p50 ms", "÷ alone", "get cores p50 ms", "idle core held", "idle core ran", "goal"):
-        table.add_column(col)
-    for name, c in doc["configs"].items():
-        table.add_row(name, str(c["runs"]), str(c["frame_p50_ms"]), str(c["frame_ratio"]), str(c.get("get_cores_p50_ms", "-")),
-                      str(c.get("borrower_held_share", "-")), str(c.get("borrower_share", "-")),
-                      "-" if "met" not in c else ("met" if c["met"] else "missed"))
-    return table
-
-
-@app.command()
 def status(state_dir: Path = STATE_OPT, json_flag: bool = JSON_OPT,
            watch: float = typer.Option(None, "--watch", metavar="SECONDS", help="Redraw every SECONDS until Ctrl-C.")) -> None:
     """Provisions, allocations, loans and pending preemptions of the running arbiter."""

@@ -10,6 +10,7 @@ use crate::sigframe::{gregs, NGREG};
 use crate::sys::{self, *};
 use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 const PROC_SELF_EXE: &[u8] = b"/proc/self/exe";
 /// Exit-code marker in a profile: this image was replaced by execve.
@@ -253,8 +254,42 @@ fn count(v: *const *const u8) -> usize {
     n
 }
 
+/// Set when a thread of this process asked to be traced (see `traced`).
+static UNINTERPOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a tracer is attached to the calling thread (TracerPid in /proc/thread-self/status):
+/// a tracer that attached itself (strace's PTRACE_SEIZE) before the program's execve.
+fn tracer_attached() -> bool {
+    const FIELD: &[u8] = b"\nTracerPid:\t";
+    let fd = unsafe { syscall3(OPEN, b"/proc/thread-self/status\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd < 0 {
+        return false;
+    }
+    let mut buf = [0u8; 2048];
+    let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr() as usize, buf.len()) };
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    let text = &buf[..n.max(0) as usize];
+    text.windows(FIELD.len()).position(|w| w == FIELD).is_some_and(|at| text.get(at + FIELD.len()) != Some(&b'0'))
+}
+
+/// ptrace(PTRACE_TRACEME) returned `result`. Once it succeeded the calling thread runs without
+/// dispatch traps: its tracer would see each as a signal stop (a SIGSYS per trapped call, wait
+/// status 0x1f7f) that the native program never has. Its calls stay local, where the tracer
+/// sees them, and the process's execve starts the new program without the runtime, as the
+/// tracer means to trace that program (strace's own tests fork such tracees); so does the
+/// execve of a thread a tracer attached to.
+pub fn traced(result: isize) -> isize {
+    if result == 0 {
+        thread::current().local_only = true;
+        UNINTERPOSED.store(true, Relaxed);
+        sud::disarm_thread();
+    }
+    result
+}
+
 /// execve(2): runs `coreplane-rt PATH ARGV...` instead, with the configuration restored in
-/// the environment, so the new image is intercepted from its first instruction.
+/// the environment, so the new image is intercepted from its first instruction (the program
+/// itself, without the runtime's entries in the environment, in a traced process).
 pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     let mut path = path as *const u8;
     if unsafe { sys::cstr(path) } == PROC_SELF_EXE {
@@ -278,8 +313,11 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             w += 1;
             w
         };
-        push(b"coreplane-rt\0".as_ptr());
-        push(path);
+        let interposed = !UNINTERPOSED.load(Relaxed) && !tracer_attached();
+        if interposed {
+            push(b"coreplane-rt\0".as_ptr());
+            push(path);
+        }
         for i in 0..na {
             push(*argv.add(i));
         }
@@ -290,13 +328,16 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
                 push(*envp.add(i));
             }
         }
-        push(env::CONFIG_ENV);
-        push(task.as_ptr());
+        if interposed {
+            push(env::CONFIG_ENV);
+            push(task.as_ptr());
+        }
         push(core::ptr::null());
         profile::end_process(EXEC_MARKER);
         // thread-self: /proc/self is the thread-group leader's, whose exe and fd table are gone
         // once it ended with exit(2) while this thread lives on (execve then failed ENOENT).
-        let r = syscall3(EXECVE, b"/proc/thread-self/exe\0".as_ptr() as usize, buf as usize, buf.add(env_start) as usize);
+        let image = if interposed { b"/proc/thread-self/exe\0".as_ptr() } else { path };
+        let r = syscall3(EXECVE, image as usize, buf as usize, buf.add(env_start) as usize);
         profile::end_process_undo();
         syscall3(MUNMAP, buf as usize, words * 8, 0);
         r

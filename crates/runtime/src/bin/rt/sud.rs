@@ -4,6 +4,7 @@
 
 use crate::sys::{self, *};
 
+const PR_SYS_DISPATCH_OFF: usize = 0;
 const PR_SYS_DISPATCH_ON: usize = 1;
 
 static mut TEXT_START: usize = 0;
@@ -29,6 +30,11 @@ pub unsafe fn find_runtime_text() {
     if TEXT_LEN == 0 {
         sys::die(&[b"runtime text segment not found"]);
     }
+}
+
+/// Disarms SUD on the calling thread: its syscalls reach the kernel directly from now on.
+pub fn disarm_thread() {
+    unsafe { syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0, 0) };
 }
 
 /// Arms SUD on the calling thread; only the runtime's text may then make syscalls.
