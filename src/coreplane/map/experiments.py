@@ -247,6 +247,7 @@ def family(out: Path = typer.Option(..., "--out"), real: bool = typer.Option(Tru
     out.write_text(json.dumps({"machine": describe(), "summary": summary, "rows": rows}, indent=1))
 
 
+ONLINE_TOPOLOGY = "mesh:2x1"  # run-time mapping of (e): two cores a hop apart, core i = the i-th CPU
 GAIN_PIPELINE = "dd if=/dev/zero bs=512 count=200000 status=none | dd of=/dev/null bs=512 status=none"
 
 
@@ -263,8 +264,9 @@ def _spread(seconds: list[float]) -> dict:
 @app.command()
 def gain(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option(7, "--repetitions")) -> None:
     """(e) graph -> map -> run --map against default Linux placement: a 512-byte dd | dd pipeline
-    under `coreplane run` (mapped by the greedy; and everything on one CPU) and the ipc_pairs
-    ping-pong (mapped as in (a)); arms alternated, wall time of every run."""
+    under `coreplane run` (mapped by the greedy; everything on one CPU; and placed while it runs,
+    run --online-map mesh:2x1) and the ipc_pairs ping-pong (mapped as in (a)); arms alternated,
+    wall time of every run."""
     coreplane = str(Path(sys.executable).with_name("coreplane"))
     command = ["sh", "-c", GAIN_PIPELINE]
     with tempfile.TemporaryDirectory(prefix="coreplane-gain-") as tmp:
@@ -276,13 +278,14 @@ def gain(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option
         for arm, cores in arms.items():
             mapfile.write(files[arm], {"placement": [
                 {"task": comm.keys[p], "cpus": [topo.cpu_ids[c]]} for p, c in enumerate(cores)]})
-        runs: dict[str, list[float]] = {"default": [], **{arm: [] for arm in arms}}
+        runs: dict[str, list[float]] = {"default": [], **{arm: [] for arm in arms}, "online": []}
         ipc_cpus, _ = _mapped_cpus(1, 1024, "pipe")
         ipc_runs: dict[str, list[float]] = {"default": [], "mapped": []}
         for _ in range(repetitions):
             runs["default"].append(_timed([coreplane, "run", "--", *command]))
             for arm in arms:
                 runs[arm].append(_timed([coreplane, "run", "--map", str(files[arm]), "--", *command]))
+            runs["online"].append(_timed([coreplane, "run", "--online-map", ONLINE_TOPOLOGY, "--", *command]))
             for arm, cpus in (("default", []), ("mapped", ipc_cpus)):
                 ipc_runs[arm].append(_ipc(1, 1024, "pipe", cpus, 20_000)["wall_ns"] / 1e9)
     doc = {"machine": describe(), "load_average": Path("/proc/loadavg").read_text().split()[:3],
