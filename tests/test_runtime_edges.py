@@ -4,7 +4,7 @@ modes, which must behave as natively: arguments the kernel checks before reading
 reads only in part), a process whose threads all end with exit(2), execve from a thread after
 the main thread ended so, unshare(CLONE_NEWUSER), which the kernel allows only in a
 single-threaded process, a traced child (whose tracer must not see the runtime's dispatch traps
-or delegate threads). Every run is bounded by the stress tests' watchdog."""
+or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV, seccomp strict mode). Every run is bounded by the stress tests' watchdog."""
 
 import shutil
 import subprocess
@@ -16,7 +16,7 @@ from conftest import CLI
 from test_stress import watched
 
 PROGRAMS = Path(__file__).parent / "programs"
-NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme"]
+NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc"]
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +70,17 @@ def test_a_tracer_sees_only_what_it_sees_natively(built, mode):
     # Before: a SIGSYS stop (0x1f7f) for the traced child's first dispatch trap.
     assert watched([str(built / "traceme")]).stdout == "stop 0x137f\nexit 0\n"
     same_as_natively(built / "traceme", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+@pytest.mark.parametrize("how", ["tsc", "strict"])
+def test_a_thread_whose_rdtsc_faults_makes_its_calls(built, mode, how):
+    # Before: killed by SIGSEGV, the runtime timed the calls with rdtsc on that thread.
+    exe = built / "no_tsc"
+    native = watched([str(exe), how])
+    assert native.returncode == 0 and native.stdout in ("tsc: 3 calls\n", "strict: written\n")
+    proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe), how])
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")

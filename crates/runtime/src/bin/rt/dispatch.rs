@@ -37,8 +37,11 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             None => run(nr, a),
         },
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
+        PRCTL if a[0] == PR_SET_SECCOMP && a[1] == 1 /* SECCOMP_MODE_STRICT */ => process::strict_mode(nr, a),
+        PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
         PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a)),
-        SECCOMP if a[0] <= 1 /* SET_MODE_STRICT, SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
+        SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
+        SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
         MMAP | MUNMAP | MPROTECT | MREMAP if let Some(r) = crate::memsvc::serve(nr, a) => r,
         MMAP if a[3] & MAP_FIXED == 0 => run(nr, a),
         MMAP | MUNMAP | MPROTECT | MREMAP => {
@@ -84,6 +87,9 @@ fn arch_gs(op: usize, arg: usize) -> isize {
 /// Runs an ordinary call where the delegation policy says, recording it in the profile.
 fn run(nr: usize, a: &[usize; 6]) -> isize {
     let t = thread::current();
+    if t.no_tsc {
+        return unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    }
     if crate::env::config().delegated.contains(nr) {
         if let Some((r, start, ticks, queued)) = delegate::call(t, nr, a) {
             profile::record(t.prof, nr, r, start, ticks, Some(queued));

@@ -384,11 +384,52 @@ pub fn before_unshare(flags: usize) {
     }
 }
 
+/// Seccomp strict mode for the calling thread, entered by call `nr` (seccomp(SET_MODE_STRICT)
+/// or prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT)): from then on the kernel allows the thread
+/// read, write, exit and rt_sigreturn only and kills it for any other call, the runtime's
+/// included, and disables its rdtsc (SIGSEGV). So the thread stops trapping first (afterwards
+/// the prctl that disarms would be refused), its calls stay local and untimed, and the
+/// program's only thread retires the delegates, so that its exit(2) can end the process as
+/// natively. A refused call re-arms.
+pub fn strict_mode(nr: usize, a: &[usize; 6]) -> isize {
+    let t = thread::current();
+    if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
+        delegate::retire(t.pid);
+    }
+    sud::disarm_thread();
+    let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    if r == 0 {
+        t.local_only = true;
+        t.strict = true;
+        t.no_tsc = true;
+    } else {
+        sud::arm_thread();
+    }
+    r
+}
+
+/// prctl(PR_SET_TSC, mode): with PR_TSC_SIGSEGV rdtsc faults on the thread, the runtime's
+/// timing of its calls included: they are made untimed and locally from then on (the delegated
+/// path times its wait); PR_TSC_ENABLE times them again.
+pub fn set_tsc(a: &[usize; 6]) -> isize {
+    const PR_TSC_SIGSEGV: usize = 2;
+    let r = unsafe { syscall6(PRCTL, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    if r == 0 {
+        let t = thread::current();
+        t.no_tsc = a[1] == PR_TSC_SIGSEGV;
+        t.local_only |= t.no_tsc;
+    }
+    r
+}
+
 /// exit(2) of one thread. The last program thread's ends the process when delegates would
 /// keep it alive (they take no signal either, so not even SIGTERM would end it), with its own
 /// code, as the kernel ends a process whose threads all called exit(2).
 pub fn exit_thread(code: usize) -> ! {
     let t = thread::current();
+    if t.strict {
+        unsafe { syscall3(EXIT, code, 0, 0) };
+    }
     if app_threads::exiting(t) && delegate::has_delegates(t.pid) {
         exit_group(code);
     }

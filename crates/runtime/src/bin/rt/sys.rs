@@ -99,6 +99,7 @@ pub const ARCH_SET_GS: usize = 0x1001;
 pub const ARCH_GET_GS: usize = 0x1004;
 pub const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
 pub const PR_SET_SECCOMP: usize = 22;
+pub const PR_SET_TSC: usize = 26;
 pub const PAGE: usize = 4096;
 
 /// The `syscall` instruction with six arguments; the result, or -errno.

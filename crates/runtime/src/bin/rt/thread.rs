@@ -29,6 +29,11 @@ pub struct Thread {
     pub program_gs: usize,
     /// Never delegate: this thread is a process that shares its parent's memory.
     pub local_only: bool,
+    /// In seccomp strict mode: the kernel kills the thread for any call but read, write, exit
+    /// and rt_sigreturn, the runtime's own too (see `process::strict_mode`).
+    pub strict: bool,
+    /// rdtsc faults on this thread (PR_TSC_SIGSEGV, or strict mode): its calls go untimed.
+    pub no_tsc: bool,
     /// Place in the clone tree (see `placement`).
     pub place: crate::placement::Place,
 }
