@@ -20,6 +20,9 @@ pub fn answered_by_runtime(nr: usize) -> bool {
 
 /// Any call but those in `needs_trap`, from the trap or from the fast path.
 pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
+    if thread::current().traced && !matches!(nr, EXECVE | EXECVEAT) {
+        return unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    }
     match nr {
         RT_SIGACTION => signals::rt_sigaction(a[0], a[1], a[2], a[3]),
         RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2 => signals::masked_call(nr, a),

@@ -274,13 +274,14 @@ fn tracer_attached() -> bool {
 
 /// ptrace(PTRACE_TRACEME) returned `result`. Once it succeeded the calling thread runs without
 /// dispatch traps: its tracer would see each as a signal stop (a SIGSYS per trapped call, wait
-/// status 0x1f7f) that the native program never has. Its calls stay local, where the tracer
-/// sees them, and the process's execve starts the new program without the runtime, as the
+/// status 0x1f7f) that the native program never has. Its calls reach the kernel as it made
+/// them, all six arguments (the tracer may read them), even from sites rewritten for the fast
+/// path, and the process's execve starts the new program without the runtime, as the
 /// tracer means to trace that program (strace's own tests fork such tracees); so does the
 /// execve of a thread a tracer attached to.
 pub fn traced(result: isize) -> isize {
     if result == 0 {
-        thread::current().local_only = true;
+        thread::current().traced = true;
         UNINTERPOSED.store(true, Relaxed);
         sud::disarm_thread();
     }

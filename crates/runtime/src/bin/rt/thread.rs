@@ -34,6 +34,8 @@ pub struct Thread {
     pub strict: bool,
     /// rdtsc faults on this thread (PR_TSC_SIGSEGV, or strict mode): its calls go untimed.
     pub no_tsc: bool,
+    /// Traced since its PTRACE_TRACEME: its calls reach the kernel as made (`process::traced`).
+    pub traced: bool,
     /// Place in the clone tree (see `placement`).
     pub place: crate::placement::Place,
 }
