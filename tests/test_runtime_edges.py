@@ -4,7 +4,8 @@ modes, which must behave as natively: arguments the kernel checks before reading
 reads only in part), a process whose threads all end with exit(2), execve from a thread after
 the main thread ended so, unshare(CLONE_NEWUSER), which the kernel allows only in a
 single-threaded process, a traced child (whose tracer must not see the runtime's dispatch traps
-or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV, seccomp strict mode). Every run is bounded by the stress tests' watchdog."""
+or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV, seccomp strict mode), a
+child process cloned onto a one-page stack. Every run is bounded by the stress tests' watchdog."""
 
 import shutil
 import subprocess
@@ -16,7 +17,8 @@ from conftest import CLI
 from test_stress import watched
 
 PROGRAMS = Path(__file__).parent / "programs"
-NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc"]
+NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
+         "small_stack_child"]
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,13 @@ def test_unshare_of_a_user_namespace_in_a_single_threaded_program(built, mode):
     if native.returncode != 0:
         pytest.skip(f"user namespaces are not available here: {native.stderr.strip()}")
     same_as_natively(built / "unshare_user", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_child_on_a_one_page_stack(built, mode):
+    # Before: the child died of SIGSEGV (its dispatch traps' frames ran past the page).
+    assert watched([str(built / "small_stack_child")]).stdout == "child 42, signal stack disabled: 1\n"
+    same_as_natively(built / "small_stack_child", mode)
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

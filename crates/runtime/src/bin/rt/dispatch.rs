@@ -14,7 +14,7 @@ pub fn needs_trap(nr: usize) -> bool {
 /// because they may change what an address is, see `textmap`).
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
-        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE
+        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
         | MUNMAP | MPROTECT | MREMAP | MMAP)
 }
 
@@ -51,6 +51,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             crate::textmap::mappings_changed();
             run(nr, a)
         }
+        SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
         PTRACE if a[0] == PTRACE_TRACEME => process::traced(run(nr, a)),
         UNSHARE => {
             process::before_unshare(a[0]);

@@ -79,6 +79,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
     let start = unsafe { &*start };
     if start.flags & CLONE_VM == 0 {
         after_fork(&start.key);
+        lend_signal_stack(thread::current());
     } else {
         let t = thread::start_thread();
         // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
@@ -88,6 +89,59 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
     }
     sud::arm_thread();
     unsafe { coreplane_resume(start.regs.as_ptr(), start.stack) }
+}
+
+const LENT_STACK_SIZE: usize = 64 * 1024;
+/// A signal stack for a child process started on a stack of the program's (clone with a stack,
+/// without CLONE_VM), which may be a single page (strace's clone-flags and ioctl_nsfs): natively
+/// its calls need no room there, but each of its dispatch traps puts a frame of ~7 KB on the
+/// stack (the kernel's, with the xsave area, then the runtime's handler), and the child died of
+/// SIGSEGV. Every such child has its own copy of this memory.
+#[repr(C, align(16))]
+struct LentStack([u8; LENT_STACK_SIZE]);
+static mut LENT_STACK: LentStack = LentStack([0; LENT_STACK_SIZE]);
+const SS_DISABLE: i32 = 2;
+const SS_AUTODISARM: i32 = 1 << 31;
+
+/// The kernel's stack_t.
+#[repr(C)]
+struct SignalStack {
+    sp: usize,
+    flags: i32,
+    size: usize,
+}
+
+/// Gives `t`, a child process on a stack of the program's, the runtime's signal stack for its
+/// traps, unless the program gave the thread one (inherited from its parent). SS_AUTODISARM: the
+/// kernel disarms it while a handler runs on it, so the program may set a stack of its own then;
+/// the program never sees it (`sigaltstack_lent`).
+fn lend_signal_stack(t: &mut thread::Thread) {
+    let mut now = SignalStack { sp: 0, flags: 0, size: 0 };
+    unsafe { syscall3(SIGALTSTACK, 0, &mut now as *mut SignalStack as usize, 0) };
+    if now.flags & SS_DISABLE == 0 {
+        return;
+    }
+    let lent = SignalStack { sp: core::ptr::addr_of!(LENT_STACK) as usize, flags: SS_AUTODISARM, size: LENT_STACK_SIZE };
+    t.lent_stack = unsafe { syscall3(SIGALTSTACK, &lent as *const SignalStack as usize, 0, 0) } == 0;
+}
+
+/// sigaltstack(2) on a thread with the runtime's signal stack: the program sees none (as it had
+/// none) until it sets its own, which then replaces the runtime's.
+pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
+    let t = thread::current();
+    if a[0] != 0 {
+        let r = unsafe { syscall3(SIGALTSTACK, a[0], 0, 0) };
+        if r != 0 {
+            return r;
+        }
+        t.lent_stack = false;
+    }
+    let none = SignalStack { sp: 0, flags: SS_DISABLE, size: 0 };
+    let bytes = unsafe { core::slice::from_raw_parts(&none as *const SignalStack as *const u8, core::mem::size_of::<SignalStack>()) };
+    if a[1] != 0 && !sys::write_program(t.pid, a[1], bytes) {
+        return -EFAULT;
+    }
+    0
 }
 
 /// In a child process with its own copy of memory: own profile, its clone-tree name.

@@ -36,6 +36,8 @@ pub struct Thread {
     pub no_tsc: bool,
     /// Traced since its PTRACE_TRACEME: its calls reach the kernel as made (`process::traced`).
     pub traced: bool,
+    /// Its signal stack is the runtime's, which the program does not see (`process::lend_signal_stack`).
+    pub lent_stack: bool,
     /// Place in the clone tree (see `placement`).
     pub place: crate::placement::Place,
 }

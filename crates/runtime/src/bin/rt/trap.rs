@@ -43,7 +43,7 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
             fastpath::maybe_rewrite(unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) }, nr);
             let result = dispatch::handle(nr, &a);
             if result >= 0 {
-                keep_thread_state(nr, uc);
+                keep_thread_state(nr, &a, uc);
             }
             result
         }
@@ -55,13 +55,15 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
 /// saved in the frame, those from before the trap: a program's rt_sigprocmask or sigaltstack
 /// served here would be undone (pbzip2's signal thread then lost its blocked SIGUSR1, and the
 /// process died of it). The frame gets the thread's state as the call left it.
-fn keep_thread_state(nr: usize, uc: *mut u8) {
+fn keep_thread_state(nr: usize, a: &[usize; 6], uc: *mut u8) {
     unsafe {
         match nr {
             RT_SIGPROCMASK => {
                 syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, 0, uc.add(UC_SIGMASK_OFF) as usize, 8, 0, 0);
             }
-            SIGALTSTACK => {
+            // Only a new stack is kept: a query made on a stack the runtime lends (which the
+            // kernel disarmed while its handler runs) must not make that stack disarmed for good.
+            SIGALTSTACK if a[0] != 0 => {
                 syscall3(SIGALTSTACK, 0, uc.add(UC_STACK_OFF) as usize, 0);
             }
             _ => {}
