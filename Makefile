@@ -12,7 +12,7 @@ SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
 APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server zstd findutils \
-                pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk \
+                pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk libjemalloc2 libmimalloc2.0 \
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring
 
 .PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 conformance stress fullsys-setup fullsys arbiter-cgroup2 clean
@@ -125,6 +125,8 @@ bench: setup
 	$(PY) -m coreplane.map.experiments quality --out $(BENCH_OUT)/netos-quality.json
 	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
 	$(PY) -m coreplane.arbiter.bench --json > $(BENCH_OUT)/arbiter.json   # ROS Tables 1-2 (issue 14)
+	$(PY) -m coreplane.bench.memsvc --json > $(BENCH_OUT)/memsvc.json   # XOS Fig. 3, Table III (issue 15)
+	$(PY) -m coreplane.bench.memsvc --from $(BENCH_OUT)/memsvc.json
 	$(CLI) arbsim --check $(BENCH_OUT)/arbiter.json --json --figure docs/figures/arbsim-tables.png > $(BENCH_OUT)/arbsim.json   # simulated, 1-64 cores
 	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json

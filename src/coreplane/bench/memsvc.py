@@ -1,0 +1,108 @@
+"""The memory service's benchmarks (issue 15): parts of XOS's Figure 3 and Table III, with and without the pool.
+mmap + touch every page + munmap, and malloc + touch + free, natively (glibc, and jemalloc and
+mimalloc preloaded) and under the pool; the read and write cost of pool memory against kernel
+memory. Medians of the bundled workload `memtouch`, all in one run:
+`python -m coreplane.bench.memsvc --json`."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import binary, workload
+
+MMAP_MIB = [64, 256, 1024]
+MALLOC_MIB = [1, 16, 64, 256, 1024]
+RW_MIB = 256
+# Debian's libjemalloc2 and libmimalloc2.0 (APT_PACKAGES), preloaded into the native runs.
+PRELOADS = {"jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+            "mimalloc": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"}
+
+
+def iterations(mib: int) -> int:
+    """More repetitions of the small sizes; a 1 GiB touch costs about a second natively here."""
+    return max(3, min(40, 2048 // mib))
+
+
+def budget(mib: int) -> str:
+    """A pool that holds two blocks of the size and the program's own, so that one block is
+    scrubbed while the next is used."""
+    return f"{max(512, 3 * mib)}M"
+
+
+def memtouch(mode: str, mib: int, pool: bool = False, preload: str | None = None) -> dict:
+    """One memtouch run: natively (optionally with an allocator preloaded) or under the pool."""
+    argv = [str(workload("memtouch")), mode, str(mib), str(iterations(mib) if mode != "rw" else 15)]
+    env = dict(os.environ)
+    if pool:
+        argv = [str(binary("coreplane-exec")), "--memory", "pool", "--memory-budget", budget(mib), "--", *argv]
+    elif preload:
+        if not Path(PRELOADS[preload]).exists():
+            raise CoreplaneError(f"{PRELOADS[preload]}: missing (make setup installs it)")
+        env["LD_PRELOAD"] = PRELOADS[preload]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise CoreplaneError(f"memtouch {mode} {mib}{' under the pool' if pool else ''}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def measure() -> dict:
+    """Every figure of the section, in one run."""
+    load = os.getloadavg()
+    mmap_rows = []
+    for mib in MMAP_MIB:
+        linux, pool = memtouch("mmap", mib), memtouch("mmap", mib, pool=True)
+        mmap_rows.append({"mib": mib, "linux_ms": linux["median_ns"] / 1e6, "pool_ms": pool["median_ns"] / 1e6,
+                          "speedup": linux["median_ns"] / pool["median_ns"]})
+    malloc_rows = []
+    for mib in MALLOC_MIB:
+        row = {"mib": mib}
+        for name, kw in (("glibc", {}), ("jemalloc", {"preload": "jemalloc"}), ("mimalloc", {"preload": "mimalloc"}),
+                         ("glibc_pool", {"pool": True})):
+            row[f"{name}_ms"] = memtouch("malloc", mib, **kw)["median_ns"] / 1e6
+        row["speedup_vs_glibc"] = row["glibc_ms"] / row["glibc_pool_ms"]
+        row["speedup_vs_best_other"] = min(row["jemalloc_ms"], row["mimalloc_ms"]) / row["glibc_pool_ms"]
+        malloc_rows.append(row)
+    linux_rw, pool_rw = memtouch("rw", RW_MIB), memtouch("rw", RW_MIB, pool=True)
+    rw = {"mib": RW_MIB, **{f"{side}_{op}_ns_per_page": doc[f"{op}_ns_per_page"]
+                            for side, doc in (("linux", linux_rw), ("pool", pool_rw)) for op in ("read", "write")}}
+    return {"machine": os.uname().nodename, "load_before": load, "load_after": os.getloadavg(),
+            "mmap_touch_munmap": mmap_rows, "malloc_touch_free": malloc_rows, "read_write": rw}
+
+
+def render(doc: dict) -> str:
+    """The section's tables in markdown."""
+    lines = [f"load average {doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after", "",
+             "| mmap + touch + munmap | Linux (ms) | pool (ms) | pool speed-up |", "|---|---|---|---|"]
+    lines += [f"| {r['mib']} MiB | {r['linux_ms']:.2f} | {r['pool_ms']:.2f} | {r['speedup']:.1f}× |"
+              for r in doc["mmap_touch_munmap"]]
+    lines += ["", "| malloc + touch + free | glibc (ms) | jemalloc (ms) | mimalloc (ms) | glibc, pool (ms) "
+                  "| vs glibc | vs best of je/mi |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['mib']} MiB | {r['glibc_ms']:.2f} | {r['jemalloc_ms']:.2f} | {r['mimalloc_ms']:.2f} | "
+              f"{r['glibc_pool_ms']:.2f} | {r['speedup_vs_glibc']:.1f}× | {r['speedup_vs_best_other']:.1f}× |"
+              for r in doc["malloc_touch_free"]]
+    rw = doc["read_write"]
+    lines += ["", f"| {rw['mib']} MiB, ns per 4 KiB page | read | write |", "|---|---|---|",
+              f"| kernel memory | {rw['linux_read_ns_per_page']:.1f} | {rw['linux_write_ns_per_page']:.1f} |",
+              f"| pool memory | {rw['pool_read_ns_per_page']:.1f} | {rw['pool_write_ns_per_page']:.1f} |"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`--json`: measure and print the document; `--from FILE`: print its tables."""
+    parser = argparse.ArgumentParser(prog="coreplane.bench.memsvc", description=__doc__)
+    parser.add_argument("--json", action="store_true", help="measure; print JSON")
+    parser.add_argument("--from", dest="source", type=Path, help="print the tables of a saved run")
+    args = parser.parse_args(argv)
+    try:
+        doc = json.loads(args.source.read_text()) if args.source else measure()
+    except CoreplaneError as e:
+        sys.exit(f"coreplane: error: {e}")
+    print(json.dumps(doc) if args.json and not args.source else render(doc))
+
+
+if __name__ == "__main__":
+    main()
