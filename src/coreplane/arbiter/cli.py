@@ -17,6 +17,7 @@ from coreplane.core.output import console, emit
 app = typer.Typer(help="The core arbiter of many-core processes: provisions, allocations, loans, warn-then-preempt.",
                   invoke_without_command=True)
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
+REPETITIONS_OPT = typer.Option(2, "--repetitions", min=1, help="Runs of each configuration, interleaved.")
 STATE_OPT = typer.Option(DEFAULT_STATE_DIR, "--state-dir", metavar="DIR", help="Where the arbiter's socket lives.")
 
 
@@ -78,6 +79,54 @@ def _table(doc: dict) -> Table:
                      "{yielded_in_time}, preempted {preempted}, refused provisions {refused_provisions}, "
                      "MCP exits {exits}; ! = preemption pending").format(**c)
     return table
+
+
+@app.command()
+def fig6(frames: int = typer.Option(150, "--frames", min=2, help="Frames per run."),
+         fps: float = typer.Option(15.0, "--fps", min=0.1, help="Frame arrival rate."),
+         repetitions: int = REPETITIONS_OPT,
+         warn_us: int = typer.Option(1000, "--warn-us", min=0, help="Warning before a loaned core is taken back, µs."),
+         figure: Path = typer.Option(None, "--figure", metavar="PNG", help="Draw the figure here."),
+         json_flag: bool = JSON_OPT) -> None:
+    """ROS Fig. 6: a frame-driven encoder provisioned every compute core, alone and beside a
+    best-effort borrower (cooperating, and one that never yields), on a private arbiter."""
+    from coreplane.arbiter import fig6 as experiment
+    doc = experiment.measure(frames=frames, fps=fps, repetitions=repetitions, warn_us=warn_us)
+    if figure:
+        experiment.plot(doc, figure)
+    emit(doc, json_flag, lambda d: console.print(_fig6_table(d)))
+
+
+def _fig6_table(doc: dict) -> Table:
+    table = Table(title=f"Fig. 6 on {doc['machine']} (load {doc['load_average'][0]:.1f}, {doc['warn_us']} µs warning): per-frame time "
+                        f"within {doc['goals']['frame_ratio_max']}x of alone, borrower ≥ {doc['goals']['borrower_share_min']} "
+                        "of the idle core time")
+    for col in ("borrower", "runs", "frame p50 ms", "÷ alone", "get cores p50 ms", "idle core held", "idle core ran", "goal"):
+        table.add_column(col)
+    for name, c in doc["configs"].items():
+        table.add_row(name, str(c["runs"]), str(c["frame_p50_ms"]), str(c["frame_ratio"]), str(c.get("get_cores_p50_ms", "-")),
+                      str(c.get("borrower_held_share", "-")), str(c.get("borrower_share", "-")),
+                      "-" if "met" not in c else ("met" if c["met"] else "missed"))
+    return table
+
+
+@app.command()
+def pool(tasks: int = typer.Option(1000, "--tasks", min=1, help="Tasks of the job (~1 ms each)."),
+         on_ms: float = typer.Option(50.0, "--on-ms", min=1, help="The owner holds its cores this long ..."),
+         off_ms: float = typer.Option(50.0, "--off-ms", min=1, help="... then lends them this long."),
+         repetitions: int = REPETITIONS_OPT,
+         json_flag: bool = JSON_OPT) -> None:
+    """The adaptive work-stealing pool over the vcore API against fixed thread counts, while the
+    cores' owner takes them back and lends them again."""
+    from coreplane.arbiter import pool as experiment
+    doc = experiment.measure(tasks=tasks, on_ms=on_ms, off_ms=off_ms, repetitions=repetitions)
+    table = Table(title=f"{tasks} tasks, the owner holding the cores {on_ms} ms of every {on_ms + off_ms} ms "
+                        f"({doc['machine']}, load {doc['load_average'][0]:.1f})")
+    for col in ("program", "wall time, median (s)", "tasks ended on a control core"):
+        table.add_column(col)
+    for name, c in doc["configs"].items():
+        table.add_row(name, str(c["wall_s_median"]), str(c["share_on_control_cores"]))
+    emit(doc, json_flag, lambda d: console.print(table))
 
 
 @app.command()
