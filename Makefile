@@ -129,6 +129,7 @@ bench: setup
 	$(PY) -m coreplane.bench.memsvc --from $(BENCH_OUT)/memsvc.json
 	$(CLI) arbsim --check $(BENCH_OUT)/arbiter.json --json --figure docs/figures/arbsim-tables.png > $(BENCH_OUT)/arbsim.json   # simulated, 1-64 cores
 	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
+	$(CLI) arbiter fig6 --warn-us 200 --json --figure docs/figures/arbiter-fig6.png > $(BENCH_OUT)/arbiter-fig6.json   # ROS Fig. 6 (issue 14)
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
 	$(PY) -m coreplane.map.proposal --out $(BENCH_OUT)/netos-proposal.json   # threads proposed by each T (issue 18)
