@@ -140,7 +140,7 @@ def test_console_tail_prefers_the_panic_line():
 
 def test_the_study_infofile_reads_what_a_run_reports(tmp_path):
     spec = load_spec(REPO / "examples" / "sweeps" / "fullsys.info")
-    assert spec.parameters == {"distro": ["bullseye", "bookworm", "trixie"], "nodes": [1, 2, 4], "size": [64, 128, 256]}
+    assert spec.parameters == {"distro": ["bullseye", "bookworm", "trixie"], "nodes": [1, 2, 4], "size": [64, 256]}
     assert spec.repetitions >= 2
     fields = {name: path for m in spec.metrics if m.source == "json" for name, path in m.fields.items()}
     assert fields["network_share"] == "total.kernel_parts_share_of_region.network stack"
@@ -151,3 +151,14 @@ def test_the_study_infofile_reads_what_a_run_reports(tmp_path):
                                                  kernelparts.load_symbols(tmp_path / "kallsyms"), 100)
     doc = {"wall_s": 60.0, "total": totals([node]), "per_node": [node]}
     assert {name: json_field(doc, path) for name, path in fields.items()}["network_share"] == 0
+
+
+def test_figures_table_gives_medians_with_their_spread():
+    import pandas as pd
+    from coreplane.fullsys.figures import markdown
+    rows = [{"distro": d, "nodes": n, "size": 256, "metric": m, "n": 2, "median": v, "min": v - 0.01, "max": v + 0.01}
+            for d, n, m, v in [("bookworm", 1, "kernel_share", 0.02), ("bookworm", 1, "network_share", 0.0),
+                               ("bookworm", 4, "kernel_share", 0.12), ("bookworm", 4, "network_share", 0.05)]]
+    table = markdown(pd.DataFrame(rows)).splitlines()
+    assert table[0] == "| suite | nodes | kernel share, 256×256 | network stack, 256×256 |"
+    assert table[3] == "| bookworm | 4 | 12.00 % (11.00–13.00, n=2) | 5.00 % (4.00–6.00, n=2) |"

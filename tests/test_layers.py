@@ -17,7 +17,7 @@ SRC = REPO / "src"
 PACKAGE = "coreplane"
 # The areas, lowest first: an area may import core/ and the areas before it, never one after it.
 # This list is the one statement of the order.
-LAYERS = ["doctor", "graph", "map", "cell", "arbiter", "run", "bench", "profile", "model", "fullsys", "dse", "validate",
+LAYERS = ["doctor", "graph", "map", "cell", "arbiter", "run", "bench", "profile", "model", "dse", "fullsys", "validate",
           "noise", "report", "study", "arbsim"]
 CORE = "core"
 

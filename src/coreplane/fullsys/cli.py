@@ -1,4 +1,6 @@
-"""The `coreplane fullsys` commands: image (build and boot-check a suite's image) and run (OS activity of the workload under QEMU/TCG)."""
+"""The `coreplane fullsys` commands: image (build and boot-check a suite's image), run (OS activity of the workload on N nodes under QEMU/TCG) and figures (paper 001's, from a sweep)."""
+
+from pathlib import Path
 
 import typer
 
@@ -79,3 +81,14 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     multiply, report the kernel/user split of its region of interest per node and in total, the
     kernel's part by function (network stack, copies, ...), and the simulation speed."""
     emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep), as_json, _render_run)
+
+
+@app.command()
+def figures(sweep: Path = typer.Argument(..., help="A fullsys sweep's directory (examples/sweeps/fullsys.info)."),
+            out: Path = typer.Option(Path("docs/figures"), "--out", help="Where the PNGs go."),
+            note: str = typer.Option("", "--note", help="Machine and load, for the figures' titles."),
+            as_json: bool = JSON_OPT) -> None:
+    """Paper 001's figures from a sweep (simulated): kernel share against nodes per suite and size,
+    the kernel's parts; prints the medians as a Markdown table."""
+    from coreplane.fullsys import figures as drawing  # matplotlib and pandas only for this command
+    emit(drawing.draw(sweep, out, note), as_json, lambda doc: console.print(doc["table"], highlight=False))

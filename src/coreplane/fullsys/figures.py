@@ -1,0 +1,96 @@
+"""Paper 001's figures from a fullsys sweep, all simulated: the kernel's share of the region of interest against nodes per Debian suite and matrix size, and the kernel's parts (network stack, copies, memory management, the rest)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from coreplane import dse
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.figures import plt, save, style
+from coreplane.fullsys.paths import SUITES
+
+# The sweep's metric names (examples/sweeps/fullsys.info) of the parts drawn, bottom to top.
+PART_METRICS = (("network_share", "network stack"), ("copies_share", "data copies"),
+                ("memory_mgmt_share", "memory management"))
+SHARE = "kernel_share"
+
+
+def _release_order(distro: str) -> int:
+    """Suites in release order (oldest first), unknown names last."""
+    return SUITES.index(distro) if distro in SUITES else len(SUITES)
+
+
+def medians(sweep: Path):
+    """Per point (distro, nodes, size) and metric: median, min and max over the repetitions."""
+    table = dse.summary(sweep, metrics=[SHARE, *(m for m, _ in PART_METRICS)])
+    missing = {"distro", "nodes", "size"} - set(table.columns)
+    if missing:
+        raise CoreplaneError(f"{sweep}: not a fullsys sweep (no parameter {', '.join(sorted(missing))})")
+    return table
+
+
+def markdown(table) -> str:
+    """The kernel share and the network stack's share of all instructions, median (min–max, n), as
+    a Markdown table: one row per suite and node count, one column pair per size."""
+    sizes = sorted(table["size"].unique())
+    def cell(rows, metric):
+        r = rows[rows["metric"] == metric]
+        if r.empty:
+            return "—"
+        r = r.iloc[0]
+        return f"{100 * r['median']:.2f} % ({100 * r['min']:.2f}–{100 * r['max']:.2f}, n={r['n']})"
+    head = ["suite", "nodes"] + [f"{what}, {s}×{s}" for s in sizes for what in ("kernel share", "network stack")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    groups = sorted(table.groupby(["distro", "nodes"]), key=lambda g: (_release_order(g[0][0]), g[0][1]))
+    for (distro, nodes), rows in groups:
+        cells = [cell(rows[rows["size"] == s], m) for s in sizes for m in (SHARE, "network_share")]
+        lines.append(f"| {distro} | {nodes} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def share_against_nodes(table, path: Path, note: str) -> str:
+    """Kernel share of instructions against nodes, a line per suite, a panel per size; bars span
+    the repetitions' minimum to maximum."""
+    shares = table[table["metric"] == SHARE]
+    sizes = sorted(shares["size"].unique())
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.5 * len(sizes), 3.6), sharey=True, squeeze=False)
+    for ax, size in zip(axes[0], sizes):
+        for distro, rows in sorted(shares[shares["size"] == size].groupby("distro"), key=lambda g: _release_order(g[0])):
+            rows = rows.sort_values("nodes")
+            median = 100 * rows["median"].to_numpy()
+            spread = np.vstack([median - 100 * rows["min"].to_numpy(), 100 * rows["max"].to_numpy() - median])
+            ax.errorbar(rows["nodes"], median, yerr=spread, marker="o", capsize=3, label=distro)
+        ax.set_xticks(sorted(shares["nodes"].unique()))
+        style(ax, "nodes", "kernel share of instructions [%]", f"{size}×{size} matmul — simulated, {note}")
+    return str(save(fig, path))
+
+
+def parts(table, path: Path, note: str) -> str:
+    """The kernel's share split into parts (medians) at the largest size, a bar per suite and node
+    count: what grows with distribution."""
+    size = table["size"].max()
+    rows = table[table["size"] == size]
+    points = sorted({(d, n) for d, n in zip(rows["distro"], rows["nodes"])}, key=lambda p: (_release_order(p[0]), p[1]))
+    def median(metric, distro, nodes):
+        r = rows[(rows["metric"] == metric) & (rows["distro"] == distro) & (rows["nodes"] == nodes)]
+        return 100 * float(r["median"].iloc[0]) if not r.empty else 0.0
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(points)), 3.8))
+    x = np.arange(len(points))
+    bottom = np.zeros(len(points))
+    for metric, label in PART_METRICS:
+        height = np.array([median(metric, d, n) for d, n in points])
+        ax.bar(x, height, bottom=bottom, label=label)
+        bottom += height
+    rest = np.array([median(SHARE, d, n) for d, n in points]) - bottom
+    ax.bar(x, np.clip(rest, 0, None), bottom=bottom, label="rest of the kernel", color="lightgrey")
+    ax.set_xticks(x, [f"{d}\n{n} node{'s' if n > 1 else ''}" for d, n in points], fontsize=7)
+    style(ax, "", "share of all instructions [%]", f"kernel parts, {size}×{size} matmul — simulated, {note}")
+    return str(save(fig, path))
+
+
+def draw(sweep: Path, out: Path, note: str) -> dict:
+    """Both figures as PNGs in `out` and the Markdown table."""
+    table = medians(sweep)
+    return {"figures": [share_against_nodes(table, out / "fullsys-nodes.png", note),
+                        parts(table, out / "fullsys-parts.png", note)],
+            "table": markdown(table)}
