@@ -19,7 +19,7 @@ POOL = ["--memory", "pool", "--memory-budget", "256M"]
 @pytest.fixture(scope="module")
 def semantics(tmp_path_factory) -> Path:
     exe = tmp_path_factory.mktemp("prog") / "pool_semantics"
-    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
     return exe
 
 
@@ -27,7 +27,7 @@ def run_pool(*args: str, budget: str = "256M", **kw) -> subprocess.CompletedProc
     return run_cli("run", "--memory", "pool", "--memory-budget", budget, "--", *args, timeout=60, **kw)
 
 
-@pytest.mark.parametrize("mode,status", [("zero", 0), ("fork", 0), ("mprotect_free", 0),
+@pytest.mark.parametrize("mode,status", [("zero", 0), ("fork", 0), ("fork_threads", 0), ("mprotect_free", 0),
                                          ("uaf", -11), ("shrink", -11), ("mremap", -11)])
 def test_semantics_as_natively(semantics, mode, status):
     native = subprocess.run([str(semantics), mode], capture_output=True, text=True, timeout=60)
@@ -36,7 +36,7 @@ def test_semantics_as_natively(semantics, mode, status):
     assert proc.returncode == status, proc.stdout + proc.stderr
     assert "survived" not in proc.stdout
     assert mode == "uaf" or f"{mode} ok" in proc.stdout
-    if mode in ("zero", "fork", "mprotect_free", "shrink"):
+    if mode in ("zero", "fork", "fork_threads", "mprotect_free", "shrink"):
         assert proc.stdout == native.stdout
     if mode == "mremap":  # growing in place without MREMAP_MAYMOVE: the pool never does
         assert "mremap ok Cannot allocate memory" in proc.stdout

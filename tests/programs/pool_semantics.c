@@ -1,11 +1,13 @@
 /* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
- * pool_semantics zero|uaf|fork|mremap|shrink|exhaust|mprotect_free; prints "<mode> ok ..." or dies. */
+ * pool_semantics zero|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free; prints "<mode> ok ..."
+ * or dies. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,20 @@ static char *map(size_t n) {
 static void expect(const char *p, size_t n, char c, const char *what) {
     for (size_t i = 0; i < n; i++)
         if (p[i] != c) { printf("%s: byte %zu is %d, not %d\n", what, i, p[i], c); exit(1); }
+}
+
+static volatile int stop;
+
+/* Maps, fills, checks and unmaps blocks of several sizes until told to stop. */
+static void *churn(void *arg) {
+    size_t n = (size_t)arg;
+    while (!stop) {
+        char *p = map(n);
+        expect(p, n, 0, "churned memory");
+        memset(p, 0x55, n);
+        munmap(p, n);
+    }
+    return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -62,6 +78,31 @@ int main(int argc, char **argv) {
         waitpid(pid, &status, 0);
         expect(p, 8 * MIB, 'P', "parent's memory after the child wrote its copy");
         printf("fork ok %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    } else if (!strcmp(mode, "fork_threads")) {
+        /* Forks while two threads map and unmap: each child finds a consistent pool. */
+        pthread_t t[2];
+        pthread_create(&t[0], NULL, churn, (void *)(64 * 1024));
+        pthread_create(&t[1], NULL, churn, (void *)(MIB + 4096));
+        int bad = 0;
+        for (int i = 0; i < 12; i++) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                for (int k = 0; k < 8; k++) {
+                    char *q = map(MIB << (k % 3));
+                    expect(q, MIB << (k % 3), 0, "child's memory");
+                    memset(q, k, MIB << (k % 3));
+                    munmap(q, MIB << (k % 3));
+                }
+                _exit(0);
+            }
+            int status;
+            waitpid(pid, &status, 0);
+            bad += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
+        stop = 1;
+        pthread_join(t[0], NULL);
+        pthread_join(t[1], NULL);
+        printf("fork_threads ok %d\n", bad);
     } else if (!strcmp(mode, "mremap")) {
         /* Growing moves the pages (contents kept, new part zero); the old place faults. */
         char *p = map(4 * MIB);
@@ -103,7 +144,7 @@ int main(int argc, char **argv) {
         int r = mprotect(p, 4096, PROT_READ | PROT_WRITE);
         printf("mprotect_free ok %d %s\n", r, r ? strerror(errno) : "");
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|uaf|fork|mremap|shrink|exhaust|mprotect_free\n");
+        fprintf(stderr, "usage: pool_semantics zero|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free\n");
         return 2;
     }
     return 0;

@@ -175,8 +175,12 @@ fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64) -> usize {
 fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
     let key = placement::child_key(&mut thread::current().place);
     let taken = crate::rewrite_lock::before_fork();
+    let pool_taken = crate::memsvc::before_fork();
     let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     crate::rewrite_lock::after_fork(taken, r == 0);
+    if r != 0 {
+        crate::memsvc::after_fork_parent(pool_taken);
+    }
     if r == 0 {
         after_fork(&key);
         sud::arm_thread();

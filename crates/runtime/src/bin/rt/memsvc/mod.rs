@@ -10,7 +10,9 @@
 //!   mprotect on free is the cheapest way found that keeps the pages populated: one syscall per
 //!   run, 0.02-0.03 ms for 256 MiB of huge pages, where MADV_DONTNEED would make the next user
 //!   fault every page in again. The scrubber zeroes such pages without opening them (see `scrub`);
-//! - fork copies the pool (it is MAP_PRIVATE; the child starts its own scrubber);
+//! - fork copies the pool (it is MAP_PRIVATE; the child starts its own scrubber), taken while no
+//!   thread is inside the allocator (a clone onto a stack of the program's without CLONE_VM
+//!   is not held back so);
 //! - calls on pool pages the program does not hold fail as they would on unmapped memory
 //!   (munmap succeeds, mprotect ENOMEM, mremap EFAULT).
 //! What differs: /proc/self/maps shows the pool as anonymous mappings, its free parts `---p`;
@@ -162,6 +164,27 @@ pub fn start(bytes: u64) {
         });
     }
     scrub::start();
+}
+
+/// Before fork: no other thread (nor the scrubber) may be half-way through the pool's
+/// bookkeeping when the address space is copied; the lock is taken until the fork is done.
+/// False when there is no pool, or this thread holds the lock already (a signal handler).
+pub fn before_fork() -> bool {
+    match enabled().then(Guard::take).flatten() {
+        Some((guard, _)) => {
+            core::mem::forget(guard);
+            true
+        }
+        None => false,
+    }
+}
+
+/// After fork, in the parent: the lock `before_fork` took is released (the child's copy is
+/// released by `child_after_fork`).
+pub fn after_fork_parent(taken: bool) {
+    if taken {
+        LOCK.store(0, Release);
+    }
 }
 
 /// After fork, in the child: the parent's scrubber and lock holder are not here.
