@@ -4,9 +4,9 @@ barriers, fork and exec in between, at forward costs 0, 1 µs and 20 µs, with a
 interrupting the calls; a signal storm against one blocked reader; fork while other threads make
 their first calls; and a short run of the issue's hang shape (`make stress` runs it 200 times).
 
-Of the two runtime bugs these tests found (docs/conformance.md, "Under stress") the fork hang is
-fixed; the tests meeting the other (and the open hang of item 3) are expected failures until it is,
-each still bounded by its watchdog."""
+Both runtime bugs these tests found (docs/conformance.md, "Under stress") are fixed: the fork hang
+(fd166cb, 2896372) and a delegated request claimed twice (61ab790: bytes skipped, another call's
+result, or a completion never seen, with or without signals)."""
 
 import os
 import signal
@@ -23,8 +23,6 @@ PROGRAMS = Path(__file__).parent / "programs"
 # runtime on a loaded 2-vCPU machine a few seconds).
 WATCHDOG_S = 20
 FORWARD_COSTS = [0, 1000, 20000]
-SIGNAL_BUG = ("issue 12: a signal interrupting a delegated read loses the bytes it read "
-              "(docs/conformance.md, Under stress; tests/programs/eintr_read.c)")
 
 
 @pytest.fixture(scope="module")
@@ -58,17 +56,14 @@ def under(mode: str, cost: int, *argv: str) -> subprocess.CompletedProcess:
     return watched(CLI + ["run", "--delegate", mode, "--forward-cost", str(cost), "--", *argv])
 
 
-# Without any signal of the program's and after fd166cb, 2 of 15 runs (5 per cost, 09:40) still failed:
-# one hung (1 µs), one read a byte out of order (`thread 38: iteration 27 read 29`, 20 µs).
-@pytest.mark.xfail(reason="issue 12: a delegated read occasionally returns another byte or never ends under "
-                   "--delegate all even without signals (docs/conformance.md, Under stress)", strict=False)
+# Before 61ab790, without any signal of the program's, 2 of 15 runs (5 per cost) failed: one hung
+# (1 µs), one read a byte out of order (`thread 38: iteration 27 read 29`, 20 µs).
 @pytest.mark.parametrize("cost", FORWARD_COSTS)
 def test_64_threads_blocking_in_delegated_calls_with_fork_and_exec(built, cost):
     proc = under("all", cost, str(built / "stress_blocking"), "64", "30", "0")
     assert (proc.returncode, proc.stdout) == (0, "threads 64 iterations 30 forks 16 signals none\n"), proc.stderr
 
 
-@pytest.mark.xfail(reason=SIGNAL_BUG, strict=False)
 @pytest.mark.parametrize("cost", FORWARD_COSTS)
 def test_64_threads_blocking_in_delegated_calls_while_signals_arrive(built, cost):
     proc = under("all", cost, str(built / "stress_blocking"), "64", "30", "200")
@@ -81,7 +76,7 @@ def test_signal_storm_on_a_read_blocked_locally_loses_nothing(built):
     assert (proc.returncode, proc.stdout) == (0, "bytes 1000 in order\n"), proc.stderr
 
 
-@pytest.mark.xfail(reason=SIGNAL_BUG, strict=False)
+# Before 61ab790: `byte 285: read 1 bytes, value 30` (a read run twice) in 3 of 4 runs, or a hang.
 @pytest.mark.parametrize("cost", [0, 20000])
 def test_signal_storm_on_a_delegated_read_loses_nothing(built, cost):
     proc = under("all", cost, str(built / "eintr_read"), "1000")
@@ -93,8 +88,7 @@ def test_fork_while_other_threads_make_first_calls(built):
     assert (proc.returncode, proc.stdout) == (0, "done\n"), proc.stderr
 
 
-@pytest.mark.xfail(reason="issue 12 item 3: the hang under --delegate all --forward-cost 20000 is open "
-                   "(2 of the first 109 runs of `make stress` hung, one after fd166cb)", strict=False)
+# Before 61ab790: 2 hangs in the first 109 runs of `make stress`; after it 0 in 200 (load average 13-16).
 def test_the_hang_shape_of_issue_12_ends_every_time():
     result = hang.campaign(runs=4, watchdog=WATCHDOG_S * 3, files=300)
     assert all(r["hangs"] == 0 and r["wrong"] == 0 for r in result.values()), result
