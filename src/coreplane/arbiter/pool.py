@@ -53,14 +53,12 @@ def vcore_worker(slot, cpu):
             if task is None:
                 break
             work(task)
-    except OSError:   # the vcore went before the worker got there
-        pass
-    os.sched_setaffinity(0, range(os.cpu_count()))
-    try:
+        os.sched_setaffinity(0, range(os.cpu_count()))
         v.yield_vcore(slot)
-    except Exception:   # preempted at the deadline first
+    except Exception:   # the vcore went before the worker got there, or before it yielded
         pass
-    running.discard(slot)
+    finally:
+        running.discard(slot)
 
 def plain_worker(index):
     while (task := take(index % slots)) is not None:
