@@ -555,6 +555,20 @@ pub fn multilevel(g0: &Graph, search: &Model, judge: &Model, seed: u64, max_leve
     (best.1, levels)
 }
 
+/// Moves whole clusters of `member` by the critical model's own multilevel search on the graph
+/// of clusters (each cluster one node): cheap, since a coarse partition has few clusters, where
+/// the same search from the singletons costs many exact evaluations of T. Returns the better of
+/// `member` and the result, by `model`'s T.
+pub fn refine_coarse(g: &Graph, member: &[u32], model: &Model, seed: u64, max_levels: usize) -> Vec<u32> {
+    let (h, map) = aggregate(g, member);
+    let (coarse, _) = multilevel(&h, model, model, seed, max_levels);
+    let moved: Vec<u32> = map.iter().map(|&c| coarse[c as usize]).collect();
+    let k = |m: &[u32]| m.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    let (before, _) = quality(g, member, k(member), model);
+    let (after, _) = quality(g, &moved, k(&moved), model);
+    if after.t < before.t - 1e-12 * before.t.abs().max(1.0) { moved } else { member.to_vec() }
+}
+
 /// The weakly connected components of `g` as a membership: no messages at all, the partition
 /// eq. (1) prefers and the critical model's when messages cost much more than work.
 pub fn components(g: &Graph) -> Vec<u32> {
