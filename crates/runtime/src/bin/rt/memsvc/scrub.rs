@@ -15,8 +15,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 
 /// Pages zeroed or populated per step (8 MiB): a waiting caller gets memory after one step.
 const STEP_PAGES: usize = 2048;
-/// Free memory kept populated ahead of need (64 MiB, or the whole pool if smaller).
-const RESERVE_PAGES: usize = 16384;
+/// Free memory kept populated ahead of need (8 MiB): every process image has a pool, and a
+/// larger reserve made a four-process shell pipeline 2x slower (each scrubber populating
+/// 64 MiB on the control core, holding the mm's lock against the program's mapping calls);
+/// a larger request waits while the scrubber populates for it.
+const RESERVE_PAGES: usize = 2048;
 /// Idle polls before the scrubber sleeps (a few hundred µs).
 const IDLE_SPINS: u32 = 20_000;
 const STACK_SIZE: usize = 64 * 1024;
