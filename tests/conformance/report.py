@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from .compare import MODES, Verdict
-from .known import STRESS
+from .known import FIXED, STRESS
 
 # Skip reasons of strace's tests, grouped by what they say (the message stays in the table).
 SKIP_KINDS = [
@@ -82,6 +82,7 @@ def render(corpora: dict[str, list[Verdict]], notes: list[str], explain: Callabl
         for v in verdicts:
             modes = ", ".join(f"`{m}`: {cell(v.reason[m])}" for m in MODES if v.outcome[m] == "differ")
             out.append(f"  - {v.case} ({v.group}) — {modes}")
+    out += ["", FIXED]
     out += ["", "## Under stress", "", STRESS]
     if hang:
         out += ["", f"The hang shape of issue 12 (`make stress`, {hang['when']}): "
