@@ -47,8 +47,8 @@ def test_exhaustion_is_enomem_and_memory_comes_back(semantics):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     words = proc.stdout.split()
     assert words[:2] == ["exhaust", "ok"] and " ".join(words[3:]) == "Cannot allocate memory"
-    # 64 MiB less what the program's start-up took: the pool does not grow.
-    assert 56 <= int(words[2]) <= 64
+    # 64 MiB, less a block for what else the program took: the pool does not grow.
+    assert 60 <= int(words[2]) <= 64
 
 
 def test_calls_are_counted_as_served(semantics, tmp_path):
@@ -58,7 +58,8 @@ def test_calls_are_counted_as_served(semantics, tmp_path):
     doc = json.loads(prof.read_text())
     assert doc["config"]["memory"] == "pool" and doc["config"]["memory_budget"] == 256 << 20
     calls = {c["name"]: c for c in doc["syscalls"]}
-    assert calls["mmap"]["served"] >= 24 and calls["munmap"]["served"] >= 24
+    # 24 maps, of which the 12 of 128 KiB or more are the pool's (smaller ones stay the kernel's).
+    assert 12 <= calls["mmap"]["served"] < calls["mmap"]["count"] and calls["munmap"]["served"] >= 12
     for c in calls.values():
         assert c["local"] + c["delegated"] + c["served"] == c["count"]
     run_cli("run", "--profile", str(prof), "--", str(semantics), "zero", check=True, timeout=60)

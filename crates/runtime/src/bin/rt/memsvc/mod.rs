@@ -1,6 +1,6 @@
 //! The memory service (`--memory pool`): anonymous private memory served in user space.
-//! As in XOS, the process owns a pool reserved at start; mmap of anonymous private read-write
-//! memory is answered from it by the buddy allocator (coreplane_runtime::buddy) with one
+//! As in XOS, the process owns a pool, reserved at the first request of 128 KiB or more (smaller
+//! ones stay the kernel's); mmap of anonymous private read-write memory is answered from it by the buddy allocator (coreplane_runtime::buddy) with one
 //! mprotect and no page fault, munmap hands the pages to the scrubber (`scrub`), a thread on
 //! a control core that zeroes and re-populates them, and mremap moves page tables, not bytes.
 //!
@@ -26,7 +26,7 @@
 mod scrub;
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use coreplane_runtime::buddy::{Buddy, DIRTY, FOREIGN, USED};
 
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
@@ -42,6 +42,11 @@ const EFAULT: isize = 14;
 /// Flags that do not change what anonymous private memory is (MAP_POPULATE: pool pages are
 /// populated already; MAP_STACK: a hint).
 const HARMLESS_FLAGS: usize = MAP_NORESERVE | MAP_POPULATE | MAP_STACK;
+
+/// Smaller requests go to the kernel (128 KiB, glibc malloc's default mmap threshold): the
+/// pool, and its scrubber, start with the first larger one, so a program that never maps
+/// much (a shell, coreutils, the loader's own small maps) runs as without the service.
+const MIN_SERVED: usize = 128 * 1024;
 
 /// Freed runs waiting for the scrubber, oldest first.
 const RING: usize = 4096;
@@ -61,10 +66,16 @@ struct Pool {
 }
 
 static mut POOL: Option<Pool> = None;
+/// The budget from the configuration (0: no pool); the pool is reserved at its first use.
+static BUDGET: AtomicU64 = AtomicU64::new(0);
+/// Set once POOL is complete: other threads may look at it from then on.
+static READY: AtomicBool = AtomicBool::new(false);
+/// The thread reserving the pool (0: nobody yet, u32::MAX: done).
+static STARTER: AtomicU32 = AtomicU32::new(0);
 /// Tid of the thread holding the pool, 0 when none.
 static LOCK: AtomicU32 = AtomicU32::new(0);
 /// Bumped whenever the scrubber returns pages; threads waiting for memory sleep on it.
-static READY: AtomicU32 = AtomicU32::new(0);
+static RETURNED: AtomicU32 = AtomicU32::new(0);
 static WAITERS: AtomicU32 = AtomicU32::new(0);
 
 /// The pool under the lock; None if this thread holds it already (a signal handler that
@@ -73,6 +84,9 @@ struct Guard;
 
 impl Guard {
     fn take() -> Option<(Guard, &'static mut Pool)> {
+        if !enabled() {
+            return None;
+        }
         let pool = unsafe { (*core::ptr::addr_of_mut!(POOL)).as_mut()? };
         let me = crate::thread::current().tid as u32;
         loop {
@@ -102,7 +116,7 @@ fn failed(r: isize) -> bool {
 /// The service's entry from dispatch: a mapping call the pool answers (its result, counted in
 /// the profile as served in user space), or None for the runtime's usual path.
 pub fn serve(nr: usize, a: &[usize; 6]) -> Option<isize> {
-    if !enabled() {
+    if !enabled() && (nr != MMAP || BUDGET.load(Relaxed) == 0) {
         return None;
     }
     let t0 = sys::rdtsc();
@@ -117,14 +131,44 @@ pub fn serve(nr: usize, a: &[usize; 6]) -> Option<isize> {
     Some(r)
 }
 
-/// Whether a pool is on (`--memory pool`).
+/// Whether the pool exists (`--memory pool`, and a request has started it).
 pub fn enabled() -> bool {
-    unsafe { (*core::ptr::addr_of!(POOL)).is_some() }
+    READY.load(Acquire)
+}
+
+/// At process start: the pool will be of `bytes`, reserved when a request first needs it.
+pub fn start(bytes: u64) {
+    BUDGET.store(bytes, Relaxed);
+}
+
+/// Reserves the pool unless it is there; false when this thread is reserving it already (a
+/// signal handler interrupted it) or there is no budget.
+fn ensure_reserved() -> bool {
+    if enabled() {
+        return true;
+    }
+    let budget = BUDGET.load(Relaxed);
+    let me = crate::thread::current().tid as u32;
+    if budget == 0 {
+        return false;
+    }
+    loop {
+        match STARTER.compare_exchange(0, me, Acquire, Acquire) {
+            Ok(_) => {
+                reserve(budget);
+                STARTER.store(u32::MAX, Release);
+                return true;
+            }
+            Err(u32::MAX) => return enabled(),
+            Err(owner) if owner == me => return false,
+            Err(_) => core::hint::spin_loop(),
+        }
+    }
 }
 
 /// Reserves the pool of `bytes` (rounded up to huge pages), PROT_NONE and not yet populated,
 /// with its bookkeeping, and starts the scrubber, which populates it ahead of need.
-pub fn start(bytes: u64) {
+fn reserve(bytes: u64) {
     let size = (bytes as usize).next_multiple_of(HUGE_PAGE);
     let pages = size / PAGE;
     let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
@@ -163,6 +207,7 @@ pub fn start(bytes: u64) {
             wanted: 0,
         });
     }
+    READY.store(true, Release);
     scrub::start();
 }
 
@@ -189,6 +234,10 @@ pub fn after_fork_parent(taken: bool) {
 
 /// After fork, in the child: the parent's scrubber and lock holder are not here.
 pub fn child_after_fork() {
+    if !enabled() {
+        // A thread of the parent was reserving the pool: the child reserves its own.
+        STARTER.store(0, Relaxed);
+    }
     if enabled() {
         LOCK.store(0, Release);
         WAITERS.store(0, Relaxed);
@@ -260,19 +309,19 @@ impl Pool {
 /// Waits until the scrubber hands pages back (at most 10 ms, a safety net).
 fn wait_for_scrubber(pool: &mut Pool, guard: Guard, wanted: usize) {
     pool.wanted = pool.wanted.max(wanted);
-    let seq = READY.load(SeqCst);
+    let seq = RETURNED.load(SeqCst);
     WAITERS.fetch_add(1, SeqCst);
     drop(guard);
     scrub::wake();
-    sys::futex_wait(READY.as_ptr(), seq, 10_000_000);
+    sys::futex_wait(RETURNED.as_ptr(), seq, 10_000_000);
     WAITERS.fetch_sub(1, SeqCst);
 }
 
 /// The scrubber returned pages: wake whoever waits for them.
 fn pages_returned() {
-    READY.fetch_add(1, SeqCst);
+    RETURNED.fetch_add(1, SeqCst);
     if WAITERS.load(SeqCst) > 0 {
-        sys::futex_wake(READY.as_ptr(), usize::MAX);
+        sys::futex_wake(RETURNED.as_ptr(), usize::MAX);
     }
 }
 
@@ -312,14 +361,14 @@ fn allocate(n: usize) -> Result<usize, isize> {
 /// MAP_FIXED over pool pages is checked; anything else is the kernel's (None).
 pub fn mmap(a: &[usize; 6]) -> Option<isize> {
     let (addr, len, prot, flags) = (a[0], a[1], a[2], a[3]);
-    if !enabled() {
-        return None;
-    }
     if flags & MAP_FIXED != 0 {
         return fixed_over_pool(a);
     }
     let anonymous_private = flags & !HARMLESS_FLAGS == MAP_PRIVATE | MAP_ANONYMOUS;
-    if addr != 0 || !anonymous_private || prot != PROT_READ | PROT_WRITE || len == 0 || len > isize::MAX as usize {
+    if addr != 0 || !anonymous_private || prot != PROT_READ | PROT_WRITE || len < MIN_SERVED || len > isize::MAX as usize {
+        return None;
+    }
+    if !ensure_reserved() {
         return None;
     }
     if LOCK.load(Relaxed) == crate::thread::current().tid as u32 {
