@@ -20,6 +20,16 @@ from coreplane.profile import io as profiles
 from coreplane.profile.records import WAIT_CALLS
 
 
+def _shootdowns(cal: dict) -> str:
+    """The TLB-shootdown charge in words: the flushes counted, those charged (at most one per
+    delegated call), each one's cost."""
+    if cal["shootdowns"] is None:
+        return "TLB shootdowns not counted"
+    charged = round(cal["shootdowns_ns"] / cal["shootdown_ns"]) if cal["shootdown_ns"] else 0
+    return (f"TLB shootdowns {charged:,} of {cal['shootdowns']:,} flushes charged × {human_ns(cal['shootdown_ns'])} "
+            f"= {human_ns(cal['shootdowns_ns'])}")
+
+
 def _render(doc: dict) -> None:
     par, pol = doc["parameters"], doc["policy"]
     console.print(f"[bold]{' '.join(doc['argv']) or doc['program']}[/] ({doc['profile']}): "
@@ -35,9 +45,8 @@ def _render(doc: dict) -> None:
     else:
         console.print(f"calibration {cal['file']} ({cal['machine'].get('hostname', '?')}, {cal['created']}): f_c "
                       f"{human_ns(cal['fc_ns'])} per direction at this forward cost, interposed local call "
-                      f"+{human_ns(cal['interposed_call_ns'])}, start-up {human_ns(cal['startup_ns'])}, TLB shootdowns "
-                      f"{cal['shootdowns'] if cal['shootdowns'] is not None else '?'} × {human_ns(cal['shootdown_ns'])} = "
-                      f"{human_ns(cal['shootdowns_ns'])}", highlight=False)
+                      f"+{human_ns(cal['interposed_call_ns'])}, start-up {human_ns(cal['startup_ns'])}, "
+                      f"{_shootdowns(cal)}", highlight=False)
     table = Table()
     for col in ("model", "speedup", "projected time", "notes"):
         table.add_column(col, justify="left" if col in ("model", "notes") else "right")
