@@ -15,7 +15,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk libjemalloc2 libmimalloc2.0 \
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring
 
-.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 conformance stress fullsys-setup fullsys arbiter-cgroup2 clean
+.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 conformance stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
 
 setup: apt venv rust workloads
 
@@ -96,6 +96,13 @@ fullsys-setup: setup
 fullsys: fullsys-setup
 	$(CLI) fullsys image bookworm
 	COREPLANE_FULLSYS=1 $(PY) -m pytest -q tests/test_fullsys_live.py
+
+# Paper 001's study (issue 16; about an hour here): the suites' images, the sweep of
+# examples/sweeps/fullsys.info (suite x nodes x size, repetitions), its figures into docs/figures.
+fullsys-study: fullsys-setup
+	for s in bullseye bookworm trixie; do $(CLI) fullsys image $$s || exit 1; done
+	nice -n 10 $(CLI) sweep examples/sweeps/fullsys.info --out target/fullsys/sweeps/study --resume
+	$(CLI) fullsys figures target/fullsys/sweeps/study --out docs/figures --note "$$(hostname), load $$(cut -d' ' -f1 /proc/loadavg)"
 
 # The arbiter on cgroup v2 (issue 14), live in a QEMU/TCG guest (this machine binds the cpuset
 # controller to cgroup v1): Debian's kernel package unpacked under target/ (downloaded, not installed).
