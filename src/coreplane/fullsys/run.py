@@ -89,7 +89,8 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
-    would otherwise leap through its timers: 1.4-2.3x the kernel share at 2 nodes, more as the host is busier, TCP retransmitting)."""
+    would otherwise leap through its timers: 1.4-2.3x the kernel share at 2 nodes, more as the
+    host is busier, TCP retransmitting)."""
     _check(nodes, size, threads)
     idle_sleep = nodes > 1 if idle_sleep is None else idle_sleep
     plugin = built(PLUGIN)
