@@ -69,6 +69,11 @@ struct Args {
     /// Size of the memory pool (K, M, G suffixes); an mmap beyond it fails with ENOMEM.
     #[arg(long, default_value = "1G", value_parser = memory::parse_size)]
     memory_budget: u64,
+    /// Profile: count the TLB flushes of the program's own address spaces (the model charges each
+    /// once a delegate polls). Enabling the kernel tracepoint costs ≈ 40 ms per run here (the
+    /// kernel patches its code), outside the profile's wall time.
+    #[arg(long)]
+    count_tlb_flushes: bool,
     /// Write the profile (JSON, format coreplane-profile/1) here.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -239,7 +244,7 @@ fn main() {
     let rt_c = CString::new(rt.as_os_str().as_bytes()).unwrap();
     std::env::set_var("COREPLANE_RT", &cfg);
     // Opened before the fork, so that the program and every process it starts inherit it.
-    let flushes = args.profile.as_ref().map(|_| shootdowns::open());
+    let flushes = args.profile.as_ref().filter(|_| args.count_tlb_flushes).map(|_| shootdowns::open());
     let started = Instant::now();
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -302,7 +307,7 @@ fn main() {
             user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
             sys_ns: (usage.ru_stime.tv_sec as u64) * 1_000_000_000 + usage.ru_stime.tv_usec as u64 * 1000,
             status,
-            tlb_shootdowns: flushes.as_ref().map_or_else(|| Err("not counted".into()), |c| c.total()),
+            tlb_shootdowns: flushes.as_ref().map_or_else(|| Err("not counted (coreplane-exec --count-tlb-flushes)".into()), |c| c.total()),
         };
         if let Err(e) = merge::write_profile(dir, &run, out) {
             error_line(format!("profile: {e}"));

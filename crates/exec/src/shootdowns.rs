@@ -11,8 +11,11 @@
 //! The count comes from the kernel's `tlb:tlb_flush` tracepoint, reason 3 ("local MM
 //! shootdown": a flush of the address space the CPU runs), counted by an inherited perf event
 //! opened by the supervisor before it forks the program: a child's count is added to it when the
-//! child exits. Counting a kernel tracepoint needs root, CAP_PERFMON or perf_event_paranoid ≤ 1;
-//! without them the profile says the count is unknown.
+//! child exits. Only with --count-tlb-flushes (`coreplane profile` and validation's profile runs
+//! pass it): enabling a tracepoint makes the kernel patch its own code, ≈ 40 ms a run on this
+//! machine, outside the profile's wall time but not outside the command's. Counting a kernel
+//! tracepoint needs root, CAP_PERFMON or perf_event_paranoid ≤ 1; without them the profile says
+//! the count is unknown.
 
 use perf_event_open_sys::{self as sys, bindings};
 use std::os::fd::{FromRawFd, OwnedFd, AsRawFd};

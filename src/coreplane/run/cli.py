@@ -118,6 +118,7 @@ def profile(
     path = out or temporary_profile()
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,
                     null_page_sled, vdso)
+    opts.count_tlb_flushes = True   # what `coreplane project` charges once a delegate polls
     check(opts)
     result = run_program(opts)
     try:

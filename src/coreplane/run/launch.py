@@ -31,6 +31,7 @@ class RunOptions:
     delegate_threads: int = 1
     profile: Path | None = None
     time_every: int = 16  # a profile times one local call in N on average (1: every call)
+    count_tlb_flushes: bool = False  # a profile counts the program's TLB flushes (coreplane-exec --count-tlb-flushes)
     cell: bool | None = None  # None: a cell when compute cores are given and we are root
     placement: dict[str, list[int]] | None = None  # clone-tree key -> CPUs (coreplane run --map)
     online_map: str | None = None  # a topology spec: tasks placed as they appear (coreplane run --online-map)
@@ -86,6 +87,8 @@ def exec_argv(opts: RunOptions) -> list[str]:
         argv.append("--null-page-sled")
     if opts.profile:
         argv += ["--profile", str(opts.profile)]
+        if opts.count_tlb_flushes:
+            argv.append("--count-tlb-flushes")
     if opts.placement:
         argv += ["--placement", "|".join(f"{k}:{','.join(map(str, v))}" for k, v in opts.placement.items())]
     if opts.online_map:

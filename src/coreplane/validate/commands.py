@@ -93,12 +93,12 @@ def native(argv: list[str], machine: Machine, quiet: bool = True) -> str:
 
 
 def under_runtime(argv: list[str], machine: Machine, delegated: list[str] | str, fc_ns: float,
-                  quiet: bool = True) -> str:
+                  quiet: bool = True, count_tlb_flushes: bool = False) -> str:
     """The program under `coreplane run` (coreplane-exec, the same options) with `delegated`
     calls (a list, or a policy the runtime knows) and a forward cost of `fc_ns` per direction;
     its profile is the measurement."""
     delegate = ",".join(delegated) if isinstance(delegated, list) else delegated
     opts = RunOptions(command=argv, delegate=delegate or "none", forward_cost_ns=int(round(fc_ns)),
                       compute_cores=machine.compute, control_cores=machine.control,
-                      profile=Path(f"{RUN_DIR}/{MEASURE}"))
+                      profile=Path(f"{RUN_DIR}/{MEASURE}"), count_tlb_flushes=count_tlb_flushes)
     return _shell(_walltime(machine, False, f"{RUN_DIR}/outer.json") + exec_argv(opts), quiet)

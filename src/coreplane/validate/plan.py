@@ -64,9 +64,10 @@ def _prefix(out_dir: Path | None) -> str:
 
 
 def profile_case(program: Program, argv: list[str], machine: Machine, out_dir: Path | None = None) -> Case:
-    """The `coreplane profile` run of a program: the runtime without delegation, its profile kept;
+    """The `coreplane profile` run of a program: the runtime without delegation, its profile kept
+    with the count of TLB flushes the model charges (the timed runs do not count them);
     `out_dir`, the program's output directory, is emptied before it (commands.fresh_dir)."""
-    return Case(program.name, _prefix(out_dir) + under_runtime(argv, machine, "none", 0))
+    return Case(program.name, _prefix(out_dir) + under_runtime(argv, machine, "none", 0, count_tlb_flushes=True))
 
 
 def synthetic_argv(program: Program, source: Profile, calibration: Calibration, mix_dir: Path,
