@@ -110,3 +110,20 @@ def test_a_listed_call_the_profile_never_made_is_a_warning():
     doc = cli_json("project", str(FIXTURES / "bzip2.json"), "--delegate", "read,mount", "--no-calibration")
     assert doc["warnings"] == ["--delegate: the profile never made mount: nothing of it to delegate"]
     assert doc["policy"]["delegated"] == ["read"]
+
+
+def test_processes_running_side_by_side_are_warned_about(tmp_path):
+    """A pipeline's stages wait on each other through delegated pipe calls, which the models do
+    not see: three processes alive at once get a warning, processes one after another do not."""
+    doc = json.loads((FIXTURES / "tiny.json").read_text())
+    warned = {}
+    for name, spans in (("pipeline", [(0, 100), (10, 90), (20, 80)]), ("sequence", [(0, 100), (10, 40), (50, 90)])):
+        doc["processes"] = [{"pid": 10 + i, "start_ns": a, "end_ns": b} for i, (a, b) in enumerate(spans)]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        assert profiles.load(path).most_processes_at_once() == (3 if name == "pipeline" else 2)
+        warnings = cli_json("project", str(path), "--no-calibration", "--delegate", "all")["warnings"]
+        warned[name] = any("ran at once" in w for w in warnings)
+        none = cli_json("project", str(path), "--no-calibration", "--delegate", "none")["warnings"]
+        assert not any("ran at once" in w for w in none)
+    assert warned == {"pipeline": True, "sequence": False}

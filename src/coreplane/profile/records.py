@@ -133,6 +133,19 @@ class Profile:
         """True when some calls were delegated in the run: then g(s) includes forwarding."""
         return any(c.delegated for c in self.syscalls)
 
+    def most_processes_at_once(self) -> int:
+        """The largest number of the program's processes alive at the same moment (1 without a
+        process list): a shell pipeline's stages run side by side, cc's cc1 and as one after
+        another beside the driver."""
+        edges = sorted((t, step) for p in self.extra.get("processes") or []
+                       if p.get("start_ns") is not None and p.get("end_ns") is not None
+                       for t, step in ((p["start_ns"], 1), (p["end_ns"], -1)))
+        alive = most = 0
+        for _, step in edges:
+            alive += step
+            most = max(most, alive)
+        return max(1, most)
+
 
 def _compute_ns(lifetime_ns: float, calls: dict[str, tuple[int, float]]) -> float:
     # Timer skew can make Σ g a hair longer than the lifetime; C cannot be negative.
