@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_json, run_cli
+from conftest import CLI, cli_json, run_cli
 from machine_lock import machine_lock
 from coreplane.cell import Cell, CellSpec
 from coreplane.cell.cgroups import CpusetV2, detect
@@ -206,3 +206,21 @@ def test_cgroup2_mount_without_cpuset(sleeper):
             if p.exists():
                 p.rmdir()
     assert not cpuset.base.exists()
+
+
+def test_mlock_cell_locks_the_memory_of_a_program_under_the_runtime():
+    """`cell create --mlock` lifts the limit; `cell exec` of a program under coreplane's runtime
+    has its memory locked (the runtime calls mlockall); a program run without the runtime is
+    left to lock its own (natively: nothing locked)."""
+    read_vmlck = ["grep", "VmLck", "/proc/self/status"]
+    cli_json("cell", "create", "--compute-cores", str(COMPUTE[0]), "--control-cores", str(CONTROL[0]),
+             "--name", "t-mlock", "--mlock")
+    try:
+        under = run_cli("cell", "exec", "t-mlock", "--", *CLI, "run", "--", *read_vmlck)
+        plain = run_cli("cell", "exec", "t-mlock", "--", *read_vmlck)
+    finally:
+        cli_json("cell", "destroy", "t-mlock")
+    locked = lambda proc: int(proc.stdout.split()[1])
+    assert under.returncode == 0 and locked(under) > 1000, under.stdout + under.stderr
+    assert plain.returncode == 0 and locked(plain) == 0, plain.stdout
+    assert leftovers() == []

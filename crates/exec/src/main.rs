@@ -99,6 +99,10 @@ static CHILD: AtomicI32 = AtomicI32::new(0);
 /// Set by `coreplane run` when it hands the run over to this launcher: errors then read as the
 /// CLI's own (`coreplane: error: ...`). Taken out of the environment before the program starts.
 const PREFIX_VARIABLE: &str = "COREPLANE_ERROR_PREFIX";
+/// Set to 1 by `coreplane cell exec` in a cell made with `--mlock`: the runtime then locks the
+/// program's memory (mlockall), which no launcher outside the new image can do (locks end at
+/// execve). Taken out of the environment before the program starts.
+const CELL_MLOCK_VARIABLE: &str = "COREPLANE_CELL_MLOCK";
 static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Prints one line, `PREFIX message`, on stderr.
@@ -228,6 +232,10 @@ fn main() {
     }
     if pool {
         cfg += &format!(";mem={budget}");
+    }
+    if std::env::var_os(CELL_MLOCK_VARIABLE).is_some_and(|v| v == "1") {
+        std::env::remove_var(CELL_MLOCK_VARIABLE);
+        cfg += ";lock=1";
     }
     if let Some(d) = &profile_dir {
         cfg += &format!(";prof={}", d.display());

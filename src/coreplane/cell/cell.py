@@ -189,8 +189,16 @@ class Cell:
             raise CoreplaneError(f"cell {self.name}: no process {pid}")
         self.cpuset.add_process(self.name, pid)
         if self.record["spec"]["mlock"]:
-            # Locking happens inside the process (mlockall by the runtime); the cell lifts the limit.
-            resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            # The cell lifts the limit; locking happens inside the program's image (locks end at
+            # execve): coreplane's runtime calls mlockall when `coreplane cell exec` runs it
+            # (COREPLANE_CELL_MLOCK), a program run without it locks its memory itself or not.
+            try:
+                resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            except PermissionError:
+                # Raising the hard limit needs CAP_SYS_RESOURCE (a container may not grant it);
+                # the soft one goes up to it, and CAP_IPC_LOCK, where held, locks past both.
+                hard = resource.prlimit(pid, resource.RLIMIT_MEMLOCK)[1]
+                resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (hard, hard))
         with state.locked():
             record = state.load(self.name) or self.record
             record["processes"] = sorted(set(record["processes"]) | {pid})

@@ -15,6 +15,8 @@ from coreplane.core.output import console, emit
 
 app = typer.Typer(help="Cells: exclusive compute cores, the machine's other work on control cores.",
                   no_args_is_help=True)
+# coreplane-exec's variable for a cell made with --mlock (crates/exec/src/main.rs).
+CELL_MLOCK_VARIABLE = "COREPLANE_CELL_MLOCK"
 STYLE = {"isolated": "green", "partial": "yellow", "not isolated": "bold red", "info": "cyan"}
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 
@@ -69,7 +71,9 @@ def create(
     move_tasks: bool = typer.Option(True, "--move-tasks/--no-move-tasks", help="Move the machine's other processes to the control cores."),
     steer_irqs: bool = typer.Option(True, "--steer-irqs/--no-steer-irqs", help="Steer IRQs and unbound workqueues off the compute cores."),
     hugepages: int = typer.Option(0, "--hugepages", help="2 MiB huge pages to add to the pool for the cell."),
-    mlock: bool = typer.Option(False, "--mlock", help="Lift the memory-lock limit of the cell's processes."),
+    mlock: bool = typer.Option(False, "--mlock", help="Lift the memory-lock limit of the cell's processes; "
+                               "programs run by `cell exec` under coreplane's runtime have their memory "
+                               "locked (mlockall)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Creates a cell; without --owner it lives until `coreplane cell destroy`."""
@@ -116,7 +120,10 @@ def exec_in(ctx: typer.Context, name: str = typer.Argument(..., help="Cell name.
     """Runs a command inside the cell: `coreplane cell exec NAME -- taskset -c 1 ./app`."""
     if not ctx.args:
         raise CoreplaneError("nothing to run: coreplane cell exec NAME -- COMMAND [ARGS]")
-    Cell.load(name).add_process(os.getpid())
+    cell = Cell.load(name)
+    cell.add_process(os.getpid())
+    if cell.record["spec"]["mlock"]:
+        os.environ[CELL_MLOCK_VARIABLE] = "1"   # coreplane-exec's runtime then calls mlockall
     try:
         os.execvp(ctx.args[0], ctx.args)
     except OSError as exc:

@@ -22,6 +22,11 @@ pub fn start() {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
     }
     profile::open_process();
+    if env::config().lock_memory {
+        // Locked before the program runs and for every later mapping; a refusal (the limit)
+        // leaves the program running unlocked, which `coreplane cell status` shows.
+        unsafe { syscall3(MLOCKALL, MCL_CURRENT | MCL_FUTURE, 0, 0) };
+    }
     if env::config().memory_pool > 0 {
         crate::memsvc::start(env::config().memory_pool);
     }
