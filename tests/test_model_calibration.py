@@ -105,6 +105,7 @@ def test_tlb_shootdowns_are_charged_once_a_process_delegates(tmp_path):
     delegated = capped["policy"]["delegated_calls"]
     assert 250 < delegated < 10 ** 6
     assert capped["calibration"]["shootdowns_ns"] == pytest.approx(delegated * cal.shootdown_ns)
+    assert capped["calibration"]["shootdowns_charged"] == delegated
     unknown = cli_json("project", str(PROFILES / "bzip2.json"), "--calibration", str(FIXTURE), "--delegate", "all")
     assert unknown["calibration"]["shootdowns"] is None
     assert any("no count of TLB flushes" in w for w in unknown["warnings"]), unknown["warnings"]

@@ -252,7 +252,7 @@ fn main() {
     let rt_c = CString::new(rt.as_os_str().as_bytes()).unwrap();
     std::env::set_var("COREPLANE_RT", &cfg);
     // Opened before the fork, so that the program and every process it starts inherit it.
-    let flushes = args.profile.as_ref().filter(|_| args.count_tlb_flushes).map(|_| shootdowns::open());
+    let flushes = (args.count_tlb_flushes && args.profile.is_some()).then(shootdowns::open);
     let started = Instant::now();
     let pid = unsafe { libc::fork() };
     if pid < 0 {

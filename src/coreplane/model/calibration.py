@@ -191,20 +191,15 @@ def startup_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
     return total
 
 
-def shootdowns_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
-    """What the program's own TLB flushes cost it once a delegate polls in its address space:
-    a flush (a copy-on-write fault, munmap, mprotect, madvise; counted over the profiled run, the
-    runtime's own included) made while a delegate polls interrupts the control core and waits
-    for it, `shootdown_ns` more than a local flush. Which flushes fall in a polling window is not
-    in a profile (an untimed call has no timestamp); a delegate polls only after a delegated
-    call, so at most min(flushes, delegated calls) are charged: a program that flushes far more
-    than it calls (xz -T2's workers) does so where the delegate sleeps. 0 without delegation or
-    without a count (see `shootdown_count`)."""
-    count = shootdown_count(profile)
-    delegated = sum(p.remote_calls for p in splits(profile, delegated_set(profile, policy)))
-    if not count or not delegated:
-        return 0.0
-    return min(count, delegated) * cal.shootdown_ns
+def charged_shootdowns(profile: Profile, delegated_calls: int) -> int:
+    """How many of the profiled run's TLB flushes a delegated run pays for: a flush (a
+    copy-on-write fault, munmap, mprotect, madvise; the runtime's own included) made while a
+    delegate polls in the address space interrupts the control core and waits for it. Which
+    flushes fall in a polling window is not in a profile (an untimed call has no timestamp); a
+    delegate polls only after a delegated call, so at most min(flushes, delegated calls): a
+    program that flushes far more than it calls (xz -T2's workers) does so where the delegate
+    sleeps. 0 without delegation or without a count (see `shootdown_count`)."""
+    return min(shootdown_count(profile) or 0, delegated_calls)
 
 
 def shootdown_count(profile: Profile) -> int | None:
@@ -214,17 +209,31 @@ def shootdown_count(profile: Profile) -> int | None:
     return int(count) if isinstance(count, (int, float)) else None
 
 
+@dataclass(frozen=True)
+class RunCost:
+    """What a `coreplane run` of a profiled program costs beyond its calls: the one-way f_c its
+    delegated calls pay, and the time it adds once (start-up and TLB shootdowns)."""
+
+    fc_ns: float
+    startup_ns: float
+    shootdowns: int      # flushes charged
+    shootdown_ns: float  # each
+
+    @property
+    def added_ns(self) -> float:
+        return self.startup_ns + self.shootdowns * self.shootdown_ns
+
+
 def delegated_run(profile: Profile, policy: Policy, cal: Calibration, gamma: float, forward_cost_ns: float,
-                  statistic: str = "mean") -> tuple[float, float]:
-    """f_c and the time a `coreplane run` adds once, at forward cost F: f_c is the
-    micro-benchmark's warm round trip at F, plus the cold surcharge spread over the share of
-    calls that can be cold; the time added is the start-up (`startup_ns`) and the TLB shootdowns
-    (`shootdowns_ns`)."""
+                  statistic: str = "mean") -> RunCost:
+    """The costs of a `coreplane run` at forward cost F: f_c is the micro-benchmark's warm round
+    trip at F, plus the cold surcharge spread over the share of calls that can be cold; the time
+    added is the start-up (`startup_ns`) and the charged TLB shootdowns (`charged_shootdowns`)."""
     n_cold, delegated = cold_calls(profile, policy, gamma, cal.window_ns)
     fc = cal.fc_ns(forward_cost_ns, statistic)
     if delegated:
         fc += n_cold / delegated * cal.cold_extra_ns(statistic) / 2.0
-    return fc, startup_ns(profile, policy, cal) + shootdowns_ns(profile, policy, cal)
+    return RunCost(fc, startup_ns(profile, policy, cal), charged_shootdowns(profile, delegated), cal.shootdown_ns)
 
 
 def with_startup(native_ns: float, speedup: float | None, startup: float) -> float | None:

@@ -13,7 +13,7 @@ from coreplane.core import options as o, vocabulary as v
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit, human_ns
 from coreplane.model import calibration as calibrations, policies
-from coreplane.model.calibration import delegated_run, shootdown_count, shootdowns_ns, startup_ns
+from coreplane.model.calibration import delegated_run, shootdown_count
 from coreplane.model.refined import interposed_local_ns
 from coreplane.model.projection import project as project_all
 from coreplane.profile import io as profiles
@@ -29,8 +29,7 @@ def _shootdowns(cal: dict) -> str:
     delegated call), each one's cost."""
     if cal["shootdowns"] is None:
         return "TLB shootdowns not counted"
-    charged = round(cal["shootdowns_ns"] / cal["shootdown_ns"]) if cal["shootdown_ns"] else 0
-    return (f"TLB shootdowns {charged:,} of {cal['shootdowns']:,} flushes charged × {human_ns(cal['shootdown_ns'])} "
+    return (f"TLB shootdowns {cal['shootdowns_charged']:,} of {cal['shootdowns']:,} flushes charged × {human_ns(cal['shootdown_ns'])} "
             f"= {human_ns(cal['shootdowns_ns'])}")
 
 
@@ -131,13 +130,15 @@ def project(
         used = None
     else:
         cal = stored.calibration
-        fc, added = delegated_run(prof, pol, cal, gamma, forward_cost)
+        cost = delegated_run(prof, pol, cal, gamma, forward_cost)
+        fc = cost.fc_ns
         models = project_all(prof, gamma, fc, pol, delegates, compute, control, spin_ns=cal.spin_ns(forward_cost),
-                             local_ns=interposed_local_ns(prof, cal.local_ns), startup_ns=added)
+                             local_ns=interposed_local_ns(prof, cal.local_ns), startup_ns=cost.added_ns)
         used = {"file": str(stored.path), "machine": stored.machine, "created": stored.created, "fc_ns": fc,
                 "round_trip_ns": 2 * fc, "interposed_call_ns": cal.local_ns, "spin_ns": cal.spin_ns(forward_cost),
-                "startup_ns": startup_ns(prof, pol, cal), "shootdowns": shootdown_count(prof),
-                "shootdown_ns": cal.shootdown_ns, "shootdowns_ns": shootdowns_ns(prof, pol, cal)}
+                "startup_ns": cost.startup_ns, "shootdowns": shootdown_count(prof),
+                "shootdowns_charged": cost.shootdowns, "shootdown_ns": cal.shootdown_ns,
+                "shootdowns_ns": cost.shootdowns * cost.shootdown_ns}
         if used["shootdowns"] is None and pol.kind != "none":
             warnings.append(f"the profile has no count of TLB flushes (profiling needs root, CAP_PERFMON or "
                             f"kernel.perf_event_paranoid <= 1 to count them): the projection leaves out the "

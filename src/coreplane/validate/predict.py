@@ -61,8 +61,9 @@ class Subject:
 
 def parameters(subject: Subject, config: Config, cal: Calibration, gamma: float,
                statistic: str = "mean") -> tuple[float, float]:
-    """f_c and the start-up time of one configuration's run (model/calibration.py's delegated_run)."""
-    return delegated_run(subject.profile, policy_of(config.policy), cal, gamma, config.fc_ns, statistic)
+    """f_c and the time added once to one configuration's run (model/calibration.py's delegated_run)."""
+    cost = delegated_run(subject.profile, policy_of(config.policy), cal, gamma, config.fc_ns, statistic)
+    return cost.fc_ns, cost.added_ns
 
 
 def speedups(subject: Subject, config: Config, cal: Calibration, machine: Machine, gamma: float,
@@ -89,7 +90,8 @@ def _as_project(subject: Subject, config: Config, cal: Calibration, machine: Mac
     the closed model on the profile as recorded (C from the profiled wall, which knows nothing of
     the native run), as a speedup over the measured native time."""
     prof, pol = subject.profiled, policy_of(config.policy)
-    fc, startup = delegated_run(prof, pol, cal, gamma, config.fc_ns, statistic)
+    cost = delegated_run(prof, pol, cal, gamma, config.fc_ns, statistic)
+    fc, startup = cost.fc_ns, cost.added_ns
     answer = project(prof, gamma, fc, pol, 1, machine.compute_count, machine.control_count,
                      cal.spin_ns(config.fc_ns), interposed_local_ns(prof, cal.local_ns), startup)["answer"]
     return None if answer["time_ns"] is None else subject.native_ns / answer["time_ns"]
