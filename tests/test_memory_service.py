@@ -28,7 +28,7 @@ def run_pool(*args: str, budget: str = "256M", **kw) -> subprocess.CompletedProc
 
 
 @pytest.mark.parametrize("mode,status", [("zero", 0), ("fork", 0), ("fork_threads", 0), ("mprotect_free", 0),
-                                         ("uaf", -11), ("shrink", -11), ("mremap", -11)])
+                                         ("uaf", -11), ("shrink", -11), ("mremap", -11), ("exit_last", 7)])
 def test_semantics_as_natively(semantics, mode, status):
     native = subprocess.run([str(semantics), mode], capture_output=True, text=True, timeout=60)
     assert native.returncode == status, native.stdout + native.stderr
@@ -36,7 +36,7 @@ def test_semantics_as_natively(semantics, mode, status):
     assert proc.returncode == status, proc.stdout + proc.stderr
     assert "survived" not in proc.stdout
     assert mode == "uaf" or f"{mode} ok" in proc.stdout
-    if mode in ("zero", "fork", "fork_threads", "mprotect_free", "shrink"):
+    if mode in ("zero", "fork", "fork_threads", "mprotect_free", "shrink", "exit_last"):
         assert proc.stdout == native.stdout
     if mode == "mremap":  # growing in place without MREMAP_MAYMOVE: the pool never does
         assert "mremap ok Cannot allocate memory" in proc.stdout

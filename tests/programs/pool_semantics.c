@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +36,15 @@ static void *churn(void *arg) {
         memset(p, 0x55, n);
         munmap(p, n);
     }
+    return NULL;
+}
+
+/* Ends with exit(2) after the main thread did: the process's last thread. */
+static void *last_thread(void *arg) {
+    (void)arg;
+    usleep(100000);
+    printf("exit_last ok\n");
+    syscall(SYS_exit, 7);
     return NULL;
 }
 
@@ -143,8 +153,16 @@ int main(int argc, char **argv) {
         errno = 0;
         int r = mprotect(p, 4096, PROT_READ | PROT_WRITE);
         printf("mprotect_free ok %d %s\n", r, r ? strerror(errno) : "");
+    } else if (!strcmp(mode, "exit_last")) {
+        /* The pool's scrubber is a thread too: the process must still end with its last
+           program thread, with that thread's code, as natively. */
+        char *p = map(2 * MIB);
+        munmap(p, 2 * MIB);
+        pthread_t t;
+        pthread_create(&t, NULL, last_thread, NULL);
+        syscall(SYS_exit, 5);
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free\n");
+        fprintf(stderr, "usage: pool_semantics zero|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last\n");
         return 2;
     }
     return 0;

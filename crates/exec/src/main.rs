@@ -245,8 +245,9 @@ fn main() {
         .chain(std::iter::once(CString::new(program.as_os_str().as_bytes()).unwrap()))
         .chain(args.command.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| fail("argument contains NUL"))))
         .collect();
-    if args.online_map.is_some() && delegating {
-        fail("--online-map: not with a delegation policy (its delegates are pinned by the runtime)");
+    if args.online_map.is_some() && (delegating || pool) {
+        fail("--online-map: not with a delegation policy or --memory pool (the runtime pins its delegates and \
+              the pool's scrubber on the control cores)");
     }
     let online = args.online_map.as_deref().map(|s| mapping::subscribe(s).unwrap_or_else(|e| fail(e)));
     let rt_c = CString::new(rt.as_os_str().as_bytes()).unwrap();

@@ -48,8 +48,11 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         MMAP | MUNMAP | MPROTECT | MREMAP if let Some(r) = crate::memsvc::serve(nr, a) => r,
         MMAP if a[3] & MAP_FIXED == 0 => run(nr, a),
         MMAP | MUNMAP | MPROTECT | MREMAP => {
+            // After the change, not before: a rewrite that read the maps in between would cache
+            // the old layout under the new generation.
+            let r = run(nr, a);
             crate::textmap::mappings_changed();
-            run(nr, a)
+            r
         }
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
         PTRACE if a[0] == PTRACE_TRACEME => process::traced(run(nr, a)),

@@ -481,15 +481,17 @@ pub fn set_tsc(a: &[usize; 6]) -> isize {
     r
 }
 
-/// exit(2) of one thread. The last program thread's ends the process when delegates would
-/// keep it alive (they take no signal either, so not even SIGTERM would end it), with its own
-/// code, as the kernel ends a process whose threads all called exit(2).
+/// exit(2) of one thread. The last program thread's ends the process when the runtime's own
+/// threads (delegates, the memory pool's scrubber) would keep it alive (they take no signal
+/// either, so not even SIGTERM would end it), with its own code, as the kernel ends a process
+/// whose threads all called exit(2).
 pub fn exit_thread(code: usize) -> ! {
     let t = thread::current();
+    let last = app_threads::exiting(t);
     if t.strict {
         unsafe { syscall3(EXIT, code, 0, 0) };
     }
-    if app_threads::exiting(t) && delegate::has_delegates(t.pid) {
+    if last && (delegate::has_delegates(t.pid) || crate::memsvc::has_scrubber()) {
         exit_group(code);
     }
     profile::end_thread(t.prof);

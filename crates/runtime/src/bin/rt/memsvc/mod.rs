@@ -131,6 +131,12 @@ pub fn serve(nr: usize, a: &[usize; 6]) -> Option<isize> {
     Some(r)
 }
 
+/// Whether the process has the pool's scrubber thread: a thread of the runtime's that, like a
+/// delegate, would keep the process alive after its last program thread.
+pub fn has_scrubber() -> bool {
+    scrub::running()
+}
+
 /// Whether the pool exists (`--memory pool`, and a request has started it).
 pub fn enabled() -> bool {
     READY.load(Acquire)

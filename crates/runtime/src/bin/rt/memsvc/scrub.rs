@@ -49,6 +49,11 @@ extern "C" {
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
 }
 
+/// Whether this process has a scrubber thread (a thread of the runtime's, like the delegates).
+pub fn running() -> bool {
+    RUNNING.load(Acquire)
+}
+
 /// Starts the scrubber thread (once per process).
 pub fn start() {
     if RUNNING.swap(true, AcqRel) {
