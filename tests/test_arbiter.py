@@ -17,6 +17,7 @@ import pytest
 from machine_lock import machine_lock
 
 from coreplane.arbiter.client import Daemon, env_for
+from coreplane.core.cpulist import parse_cpu_list
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or (os.cpu_count() or 1) < 2,
                                 reason="needs root, a cpuset hierarchy and two CPUs")
@@ -97,7 +98,7 @@ def wait_for(predicate, seconds=5.0):
 
 
 def test_admission_refuses_what_does_not_fit(arbiter):
-    cores = len(status(arbiter)["compute_cores"].split(","))
+    cores = len(parse_cpu_list(status(arbiter)["compute_cores"]))
     a = Program(arbiter.state_dir)
     with arbiter.client() as c:
         assert c.checked("provision", pid=a.pid, cores=cores)["provision"] == cores
@@ -155,7 +156,7 @@ def test_uncooperative_vcore_is_moved_off_at_deadline(arbiter):
     assert reply["revoked"][0]["outcome"] == "preempted"
     moved = json.loads(a.proc.stdout.readline())
     assert moved["now_on"] != cpu
-    assert str(cpu) not in (arbiter.group / f"mcp-{a.pid}" / "cpuset.cpus").read_text().split(",")
+    assert cpu not in parse_cpu_list((arbiter.group / f"mcp-{a.pid}" / "cpuset.cpus").read_text())
     assert status(arbiter)["counters"]["preempted"] == 1
     assert ("preempted", cpu) in [tuple(e) for e in a.ask("events 0")["events"]]
     a.kill()
@@ -202,7 +203,7 @@ def test_client_killed_mid_revoke_returns_everything(arbiter):
         a.kill()
         wait_for(lambda: not status(arbiter)["mcps"])
         after = c.checked("status")
-    assert after["free"] == len(after["compute_cores"].split(",")) and after["pending_preemptions"] == 0
+    assert after["free"] == len(parse_cpu_list(after["compute_cores"])) and after["pending_preemptions"] == 0
     assert not (arbiter.group / f"mcp-{a.pid}").exists()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from coreplane.arbiter.client import Daemon, env_for
+from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
 
 # Issue 14's goals: per-frame time with the borrower within 5 % of alone (median), the borrower
@@ -119,7 +120,7 @@ def _encoder(state: Path, admin, cores: int, frames: int, fps: float, size: tupl
 
 def one_run(state: Path, admin, borrower: str | None, frames: int, fps: float, size: tuple[int, int]) -> dict:
     """One encoder run of `frames` frames, alone (borrower None) or beside a borrower."""
-    cores = len(admin.checked("status")["compute_cores"].split(","))
+    cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
     lender = None
     if borrower:
         lender = subprocess.Popen([sys.executable, "-c", BORROWER, borrower], stdout=subprocess.PIPE, text=True,
@@ -206,9 +207,7 @@ def summarise(runs: list[dict]) -> dict:
 
 def plot(doc: dict, path: Path) -> None:
     """Per-frame time distributions (alone, with each borrower) and the borrowers' shares."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from coreplane.core.figures import plt, save
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [2, 1]})
     for name in doc["configs"]:
         key = None if name == "alone" else name
@@ -226,5 +225,4 @@ def plot(doc: dict, path: Path) -> None:
     load = doc["load_average"][0]
     fig.suptitle(f"Encoder provisioned every compute core + best-effort borrower, {doc['warn_us']} µs warning "
                  f"({doc['machine']}, under load {load:.1f})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from coreplane.arbiter.client import Daemon, env_for
+from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
 
 # The program, a best-effort MCP: TASKS tasks (an 8x8 DCT, quantisation and inverse DCT of a slab
@@ -114,8 +115,8 @@ while not stop:
 
 def one_run(state: Path, admin, mode: str, threads: int, tasks: int, on_ms: float, off_ms: float) -> dict:
     """The program once, in `mode`, beside the owner taking the cores on_ms of every on+off ms."""
-    cores = len(admin.checked("status")["compute_cores"].split(","))
-    control = set(int(c) for c in admin.checked("status")["control_cores"].split(","))
+    cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
+    control = set(parse_cpu_list(admin.checked("status")["control_cores"]))
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(on_ms), str(off_ms), str(cores)], env=env_for(state))
     admin.checked("provision", pid=owner.pid, cores=cores)
     program = subprocess.Popen([sys.executable, "-c", PROGRAM, mode, str(threads), str(tasks), str(cores)],
@@ -138,7 +139,7 @@ def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetit
     state = Path(tempfile.mkdtemp(prefix="coreplane-pool-"))
     runs = []
     with Daemon(state, f"coreplane-pool-{os.getpid()}", ["--warn-us", str(warn_us)]) as daemon, daemon.client() as admin:
-        cores = len(admin.checked("status")["compute_cores"].split(","))
+        cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
         configs = [("adaptive", 0), ("fixed", cores), ("fixed", cores + 1)]
         for _ in range(repetitions):
             for mode, threads in configs:

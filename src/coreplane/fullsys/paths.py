@@ -3,9 +3,9 @@
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[3]
-ROOT = REPO / "target" / "fullsys"
+ROOT = REPO_ROOT / "target" / "fullsys"
 IMAGES = ROOT / "images"
 RUNS = ROOT / "runs"
 PLUGIN = ROOT / "plugins" / "libosact.so"
