@@ -311,6 +311,8 @@ pub fn run(opts: &Options) -> Result<serde_json::Value, String> {
     let mut deps: Vec<(u32, u32)> = Vec::new();
     let mut live: Vec<i32> = vec![child];
     let mut interrupted = false;
+    let mut exec_window_task: Option<i32> = None; // the task whose window opened at its exec stop
+    let mut exec_rip = 0u64;
 
     loop {
         if !stepping && exec_seen && window < opts.windows && started.elapsed() >= next_window_at && !interrupted {
@@ -368,6 +370,13 @@ pub fn run(opts: &Options) -> Result<serde_json::Value, String> {
             libc::PTRACE_EVENT_EXEC => {
                 if tid == child && !exec_seen {
                     exec_seen = true;
+                    // a first window at exec starts here: a short program would be gone before a
+                    // PTRACE_INTERRUPT sent after PTRACE_CONT reached it (seen in CI: no nodes)
+                    if opts.start_ms == 0 && opts.windows > 0 {
+                        stepping = true;
+                        in_window = 0;
+                        exec_window_task = Some(tid);
+                    }
                 }
                 let i = index[&tid] as usize;
                 tasks[i].pid = tgid_of(tid);
@@ -387,7 +396,21 @@ pub fn run(opts: &Options) -> Result<serde_json::Value, String> {
         }
         if stepping && exec_seen && in_window < opts.window {
             let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-            if unsafe { libc::ptrace(libc::PTRACE_GETREGS, tid, 0, &mut regs as *mut _) } == 0 {
+            let got = unsafe { libc::ptrace(libc::PTRACE_GETREGS, tid, 0, &mut regs as *mut _) } == 0;
+            // the first step from the exec stop returns through the syscall exit, which reports a
+            // step trap at the same address before the instruction has run: record it once
+            let repeat = match exec_window_task {
+                Some(t) if t == tid && event == 0 => {
+                    exec_window_task = None;
+                    exec_rip == regs.rip
+                }
+                Some(t) if t == tid => {
+                    exec_rip = regs.rip;
+                    false
+                }
+                _ => false,
+            };
+            if got && !repeat {
                 let t0 = Instant::now();
                 let ti = index[&tid];
                 rec.step(ti, &mut tasks[ti as usize], &regs, window, &mut deps);
