@@ -231,9 +231,14 @@ def family_summary(rows: list[dict]) -> dict:
 
 @app.command()
 def family(out: Path = typer.Option(..., "--out"), real: bool = typer.Option(True, "--real/--no-real"),
-           sizes: str = typer.Option(",".join(map(str, families.SIZES)), "--sizes")) -> None:
-    """(d) scotch, the paper's greedy and the portfolio on the generated family and traced programs."""
-    members = families.members(tuple(int(s) for s in sizes.split(",")))
+           sizes: str = typer.Option(",".join(map(str, families.SIZES)), "--sizes"),
+           heldout: bool = typer.Option(False, "--heldout", help="the held-out family (no traced programs)")) -> None:
+    """(d) scotch, the paper's greedy and the portfolio on the generated family and traced programs,
+    or on the held-out family (families.heldout_members)."""
+    if heldout:
+        members, real = families.heldout_members(), False
+    else:
+        members = families.members(tuple(int(s) for s in sizes.split(",")))
     traced = {}
     if real:
         with tempfile.TemporaryDirectory(prefix="coreplane-real-") as tmp:
@@ -244,7 +249,9 @@ def family(out: Path = typer.Option(..., "--out"), real: bool = typer.Option(Tru
         err.print(f"{method}: <= scotch on {s['at_most_scotch']}/{s['graphs']} "
                   f"(<= its default mapping on {s['at_most_scotch_default']}), worst {s['worst']:.3f} "
                   f"({s['worst_graph']}), median time {s['median_s'] * 1e3:.0f} ms")
-    out.write_text(json.dumps({"machine": describe(), "summary": summary, "rows": rows}, indent=1))
+    out.write_text(json.dumps({"machine": describe(), "family": "heldout" if heldout else "development",
+                               "load_average": Path("/proc/loadavg").read_text().split()[:3],
+                               "summary": summary, "rows": rows}, indent=1))
 
 
 ONLINE_TOPOLOGY = "mesh:2x1"  # run-time mapping of (e): two cores a hop apart, core i = the i-th CPU

@@ -1,4 +1,9 @@
-"""A generated family of communication graphs and target machines, with fixed seeds, for judging mappings on graphs nobody tuned for."""
+"""A generated family of communication graphs and target machines, with fixed seeds, for judging mappings on graphs nobody tuned for.
+
+Two families: the development family (members(): the kinds, sizes and seeds the mapping methods
+were tuned on) and the held-out family (heldout_members(): six kinds never used for tuning, the
+development kinds again with other seeds, at other sizes on non-square targets). A result on the
+held-out family is the one that says how a method does on graphs nobody tuned for."""
 
 from dataclasses import dataclass
 
@@ -18,6 +23,17 @@ TOPOLOGIES = {
     1024: ("mesh:32x32", "torus:32x32", "tree:8,8,16"),
 }
 MESSAGE_BYTES = 1024.0
+
+# the held-out family: kinds no method was tuned on, sizes and (non-square) targets not in the
+# development family, seeds from a range the development family never uses (HELDOUT_SEED_BASE)
+HELDOUT_KINDS = ("hypercube", "transpose", "rmat", "masterworker", "bipartite", "components")
+HELDOUT_SIZES = (32, 128, 512)
+HELDOUT_TOPOLOGIES = {
+    32: ("mesh:8x4", "torus:8x4", "tree:2,4,4"),
+    128: ("mesh:16x8", "torus:16x8", "tree:4,4,8"),
+    512: ("mesh:32x16", "torus:32x16", "tree:8,8,8"),
+}
+HELDOUT_SEED_BASE = 7_000_000  # development seeds are 1000 * kind index + size < 10,000
 
 
 @dataclass(frozen=True)
@@ -95,8 +111,56 @@ def _edges(kind: str, p: int, rng: np.random.Generator, seed: int) -> tuple[list
     elif kind == "unbalanced":  # a 2-D stencil whose edges carry heavy-tailed (Pareto) volumes
         pairs = _stencil(_factor(p, 2))
         return pairs, MESSAGE_BYTES * (1 + rng.pareto(1.2, len(pairs)))
+    elif kind in HELDOUT_KINDS:
+        return _heldout_edges(kind, p, rng)
     else:
-        raise CoreplaneError(f"family kind '{kind}': unknown, expected one of {', '.join(KINDS)}")
+        raise CoreplaneError(f"family kind '{kind}': unknown, expected one of {', '.join(KINDS + HELDOUT_KINDS)}")
+    return pairs, MESSAGE_BYTES * rng.uniform(0.5, 2.0, len(pairs))
+
+
+def _heldout_edges(kind: str, p: int, rng: np.random.Generator) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The held-out kinds' undirected pairs and bytes per direction."""
+    if kind == "hypercube":  # recursive-doubling exchange (allreduce, FFT butterfly): i <-> i xor 2^s
+        pairs = [(i, i ^ (1 << s)) for s in range(max(1, p.bit_length() - 1)) for i in range(p) if i < i ^ (1 << s) < p]
+    elif kind == "transpose":  # 2-D FFT in pencils: all-to-all within every row and every column of a grid
+        rows, cols = _factor(p, 2)
+        idx = np.arange(rows * cols).reshape(rows, cols)
+        pairs = [(int(line[a]), int(line[b])) for grid in (idx, idx.T) for line in grid
+                 for a in range(len(line)) for b in range(a + 1, len(line))]
+        return pairs, MESSAGE_BYTES * rng.uniform(0.5, 2.0, len(pairs)) / np.sqrt(p)
+    elif kind == "rmat":  # Kronecker / R-MAT, (a, b, c, d) = (0.57, 0.19, 0.19, 0.05), 4P draws; repeats add bytes
+        bits = max(1, (p - 1).bit_length())
+        quads = rng.choice(4, size=(4 * p, bits), p=[0.57, 0.19, 0.19, 0.05])
+        weights = 1 << np.arange(bits)[::-1]
+        u, v = (quads // 2) @ weights % p, (quads % 2) @ weights % p
+        keep = u != v
+        pair, hits = np.unique(np.sort(np.stack([u[keep], v[keep]], axis=1), axis=1), axis=0, return_counts=True)
+        return [tuple(e) for e in pair.tolist()], MESSAGE_BYTES * hits * rng.uniform(0.5, 2.0, len(hits))
+    elif kind == "masterworker":  # masters (1 per 16) with Pareto-sized worker pools and heavy-tailed volumes
+        masters = max(1, p // 16)
+        share = rng.pareto(1.0, masters) + 1.0
+        pools = np.maximum(1, np.floor(share / share.sum() * (p - masters))).astype(int)
+        pools[0] += p - masters - pools.sum()
+        owner = np.repeat(np.arange(masters), pools)
+        pairs = [(int(m), masters + w) for w, m in enumerate(owner.tolist())]
+        pairs += [(m, m + 1) for m in range(masters - 1)]  # masters pass work along a chain
+        return pairs, MESSAGE_BYTES * (1 + rng.pareto(1.2, len(pairs)))
+    elif kind == "bipartite":  # producers each feeding 3 random consumers
+        half = p // 2
+        pairs = sorted({(i, half + int(c)) for i in range(half) for c in rng.choice(p - half, 3, replace=False)})
+    else:  # components: independent jobs (rings, small stencils, all-to-all groups) of 2-32 processes
+        pairs, first = [], 0
+        while first < p:
+            size = int(min(p - first, rng.integers(2, 33)))
+            shape = rng.integers(3)
+            ranks = list(range(first, first + size))
+            if shape == 0 or size < 4:
+                pairs += [(ranks[i], ranks[(i + 1) % size]) for i in range(size if size > 2 else 1)]
+            elif shape == 1:
+                pairs += [(first + a, first + b) for a, b in _stencil(_factor(size, 2))]
+            else:
+                pairs += [(a, b) for i, a in enumerate(ranks) for b in ranks[i + 1:]]
+            first += size
     return pairs, MESSAGE_BYTES * rng.uniform(0.5, 2.0, len(pairs))
 
 
@@ -108,7 +172,7 @@ def generate(kind: str, p: int, seed: int) -> CommGraph:
     rank = rng.permutation(p)
     a = rank[np.array([u for u, _ in pairs], dtype=np.int64)]
     b = rank[np.array([v for _, v in pairs], dtype=np.int64)]
-    load = rng.lognormal(0.0, 1.0, p) if kind == "unbalanced" else np.ones(p)
+    load = rng.lognormal(0.0, 1.0, p) if kind in ("unbalanced", "masterworker") else np.ones(p)
     return CommGraph(names=[f"{kind}{i}" for i in range(p)], src=np.concatenate([a, b]),
                      dst=np.concatenate([b, a]), weight=np.concatenate([w, w]), load=load)
 
@@ -123,4 +187,19 @@ def members(sizes: tuple[int, ...] = SIZES, kinds: tuple[str, ...] = KINDS) -> l
                 out.append(Member(kind, size, topo, seed=1000 * k + size))
                 if kind == "pipeline":
                     out.append(Member(kind, 2 * size, topo, seed=1000 * k + size, capacity=2))
+    return out
+
+
+def heldout_members() -> list[Member]:
+    """The held-out family: HELDOUT_KINDS and the development KINDS at HELDOUT_SIZES on
+    HELDOUT_TOPOLOGIES, seeds HELDOUT_SEED_BASE + 1000 * kind index + size (disjoint from
+    members()'s). Pipelines also at two processes per core, as in the development family."""
+    out = []
+    for size in HELDOUT_SIZES:
+        for k, kind in enumerate(KINDS + HELDOUT_KINDS):
+            for topo in HELDOUT_TOPOLOGIES[size]:
+                seed = HELDOUT_SEED_BASE + 1000 * k + size
+                out.append(Member(kind, size, topo, seed=seed))
+                if kind == "pipeline":
+                    out.append(Member(kind, 2 * size, topo, seed=seed, capacity=2))
     return out
