@@ -138,3 +138,11 @@ def test_the_proposed_thread_count_follows_the_parallel_work(lengths, threads):
     assert got.quality.width == threads
     assert got.quality.t == pytest.approx(max(lengths), rel=0.051)
     assert greedy_partition(n, src, dst, w, Model(16, "eq1")).quality.width == len(lengths) + 8
+
+
+def test_the_proposed_thread_count_is_capped_at_n_wherever_it_is_read():
+    # eq. (1) keeps 4 chains + 8 small components at one depth (12 at once) on N = 4 cores: every
+    # reader (summary, the CLI's partition.json, the proposal benchmark) gets Partition.threads
+    n, src, dst, w = chains((400, 400, 400, 400), bridges=8)
+    got = greedy_partition(n, src, dst, w, Model(4, "eq1"))
+    assert got.quality.width == 12 and got.threads == 4 and got.summary()["threads"] == 4

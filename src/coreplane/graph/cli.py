@@ -123,7 +123,7 @@ def partition(
         pd.concat([rows, reps], ignore_index=True).to_parquet(out, index=False)
     doc = {"path": str(graph_dir), "layer": layer, "nodes": n, "edges": int(len(src)), "cores": cores,
            "model": model, "message_cost": message_cost, "processes": int(len(np.unique(result.membership))),
-           "threads": min(result.quality.width, cores), "out": str(out) if out else None,
+           "threads": result.threads, "out": str(out) if out else None,
            "results": [r.summary() for r in results]}
     io.save_partition(graph_dir, doc)
     emit(doc, json_out, _render_partition)

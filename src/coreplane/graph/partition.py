@@ -27,13 +27,20 @@ class Partition:
     quality: Quality
     cut: float
     seconds: float
+    cores: float  # N the partition was computed for
     detail: dict = field(default_factory=dict)
+
+    @property
+    def threads(self) -> int:
+        """The number of threads the partition proposes: the most processes at one depth (they run
+        at once), capped at the N cores it was computed for. The one place this count is derived."""
+        return min(self.quality.width, int(self.cores))
 
     def summary(self) -> dict:
         sizes = np.bincount(self.membership) if len(self.membership) else np.zeros(0, int)
         sizes = sizes[sizes > 0]
         return {"method": self.method, "processes": int(len(sizes)), **self.quality.as_dict(),
-                "threads": self.quality.width,
+                "threads": self.threads,
                 "cut": self.cut, "replicas": len(self.replicas), "seconds": round(self.seconds, 4),
                 "largest_cluster": int(sizes.max(initial=0)),
                 "median_cluster": float(np.median(sizes)) if len(sizes) else 0.0, **self.detail}
@@ -57,7 +64,7 @@ def greedy_partition(n: int, src, dst, weight, model: Model, seed: int = 1, rest
                      overlap: bool = True, slack: float = SLACK) -> Partition:
     """The paper's greedy multilevel local moving, then (critical model) the clusters of each depth
     packed into as few processes as T allows within `slack`, then overlapping clusters (native,
-    crates/netos). The result's `threads` (most processes at one depth) is how many run at once."""
+    crates/netos). The result's `threads` (Partition.threads) is how many it proposes to run at once."""
     if model.cores < 1:
         raise CoreplaneError(f"--cores {model.cores:g}: N must be at least 1")
     if model.message_cost < 0 or slack < 0:
@@ -80,7 +87,7 @@ def greedy_partition(n: int, src, dst, weight, model: Model, seed: int = 1, rest
         replicas = [tuple(r) for r in np.fromfile(Path(tmp, "p.replicas"), dtype="<u4").reshape(-1, 2).tolist()]
     q = Quality(t=doc["t"], w_seq=doc["w_seq"], w_par=doc["w_par"], w_c=doc["w_c"],
                 clusters=int(len(np.unique(membership))), depths=doc["depths"], width=doc["width"])
-    return Partition("greedy", membership, replicas, q, cut_weight(src, dst, weight, membership), seconds,
+    return Partition("greedy", membership, replicas, q, cut_weight(src, dst, weight, membership), seconds, model.cores,
                      {"model": model.kind, "message_cost": model.message_cost, "levels": doc["levels"],
                       "t_disjoint": doc["t_disjoint"], "clusters_before_packing": doc["clusters_before_packing"],
                       "native_s": doc["total_s"]})
@@ -89,4 +96,4 @@ def greedy_partition(n: int, src, dst, weight, model: Model, seed: int = 1, rest
 def evaluate(method: str, membership: np.ndarray, src, dst, weight, model: Model, seconds: float) -> Partition:
     """A Partition for any membership (baselines), with T from the reference quality()."""
     return Partition(method, membership, [], quality(src, dst, weight, membership, model),
-                     cut_weight(src, dst, weight, membership), seconds)
+                     cut_weight(src, dst, weight, membership), seconds, model.cores)

@@ -49,7 +49,7 @@ def _argv(template: list[str], threads: int | str, files: dict[str, Path]) -> li
 
 def _row(program: str, model: Model, part, work: float) -> dict:
     return {"program": program, "cores": model.cores, "model": model.kind, "message_cost": model.message_cost,
-            "processes": part.summary()["processes"], "threads": min(part.quality.width, int(model.cores)),
+            "processes": part.summary()["processes"], "threads": part.threads,
             "t_over_w": part.quality.t / work, "seconds": part.seconds}
 
 
