@@ -20,6 +20,18 @@ def test_family_is_reproducible_and_covers_every_kind_size_and_topology():
         assert not np.array_equal(a.src, families.generate(kind, 64, 8).src)  # ranks are shuffled per seed
 
 
+def test_the_heldout_family_shares_no_seed_or_graph_with_the_development_family():
+    dev, held = families.members(), families.heldout_members()
+    assert not {m.seed for m in dev} & {m.seed for m in held}
+    assert not {(m.kind, m.processes, m.topology) for m in dev} & {(m.kind, m.processes, m.topology) for m in held}
+    assert {m.kind for m in held} == set(families.KINDS + families.HELDOUT_KINDS)
+    assert not set(families.KINDS) & set(families.HELDOUT_KINDS)
+    for kind in families.HELDOUT_KINDS:  # every new kind: reproducible, no self traffic, fits its size
+        a, b = families.generate(kind, 128, 7_000_001), families.generate(kind, 128, 7_000_001)
+        assert np.array_equal(a.src, b.src) and np.array_equal(a.weight, b.weight)
+        assert a.n == 128 and len(a.src) and (a.src != a.dst).all() and (a.weight > 0).all()
+
+
 def test_unknown_kind_is_one_clear_error():
     with pytest.raises(CoreplaneError, match="family kind 'mesh3d'"):
         families.generate("mesh3d", 16, 0)
