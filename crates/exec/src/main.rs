@@ -63,7 +63,9 @@ struct Args {
     #[arg(long, value_enum, default_value_t = Vdso::Native)]
     vdso: Vdso,
     /// Anonymous private memory: served by the kernel (`linux`) or by the runtime in user space
-    /// from a pool of --memory-budget bytes (`pool`; see docs/architecture.md, memory service).
+    /// from a pool of --memory-budget bytes, its pages filled at first touch by the kernel
+    /// (`pool`) or by the runtime's userfaultfd handler (`pool-demand`; see
+    /// docs/architecture.md, memory service).
     #[arg(long, value_enum, default_value_t = memory::Memory::Linux)]
     memory: memory::Memory,
     /// Size of the memory pool (K, M, G suffixes); an mmap beyond it fails with ENOMEM.
@@ -178,8 +180,11 @@ fn main() {
     }
     let delegated = policy::delegated_set(&args.delegate, &args.local).unwrap_or_else(|e| fail(e));
     let delegating = delegated != coreplane_runtime::sysset::SysSet::EMPTY;
-    let pool = args.memory == memory::Memory::Pool;
+    let pool = args.memory != memory::Memory::Linux;
     let budget = if pool { memory::checked_budget(args.memory_budget).unwrap_or_else(|e| fail(e)) } else { 0 };
+    if args.memory == memory::Memory::PoolDemand {
+        memory::check_userfaultfd().unwrap_or_else(|e| fail(e));
+    }
     let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating || pool)
         .unwrap_or_else(|e| fail(e));
     let placement = args.placement.as_deref().map(|p| cores::check_placement(p).unwrap_or_else(|e| fail(e)));
@@ -232,6 +237,9 @@ fn main() {
     }
     if pool {
         cfg += &format!(";mem={budget}");
+    }
+    if args.memory == memory::Memory::PoolDemand {
+        cfg += ";memd=1";
     }
     if std::env::var_os(CELL_MLOCK_VARIABLE).is_some_and(|v| v == "1") {
         std::env::remove_var(CELL_MLOCK_VARIABLE);

@@ -1,5 +1,5 @@
-//! The memory options: `--memory linux|pool` and the pool's `--memory-budget`, checked against
-//! the machine before the program starts.
+//! The memory options: `--memory linux|pool|pool-demand` and the pool's `--memory-budget`,
+//! checked against the machine before the program starts.
 
 /// Who serves the program's anonymous memory.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -8,6 +8,8 @@ pub enum Memory {
     Linux,
     /// The runtime's memory service, from a pool of --memory-budget bytes.
     Pool,
+    /// The same, its pages filled on demand by the runtime's userfaultfd handler.
+    PoolDemand,
 }
 
 impl Memory {
@@ -15,6 +17,7 @@ impl Memory {
         match self {
             Memory::Linux => "linux",
             Memory::Pool => "pool",
+            Memory::PoolDemand => "pool-demand",
         }
     }
 }
@@ -47,6 +50,22 @@ fn machine_bytes() -> Result<u64, String> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map(|kib| kib * 1024)
         .ok_or_else(|| "/proc/meminfo: no MemTotal line".to_string())
+}
+
+/// Whether this process may handle the faults of its own memory through userfaultfd, as the
+/// runtime does under `--memory pool-demand` (kernel-mode faults too: a read(2) into the pool).
+pub fn check_userfaultfd() -> Result<(), String> {
+    let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) };
+    if fd < 0 {
+        let sysctl = std::fs::read_to_string("/proc/sys/vm/unprivileged_userfaultfd").unwrap_or_default();
+        return Err(format!(
+            "--memory pool-demand: userfaultfd refused ({}; it needs CAP_SYS_PTRACE, or vm.unprivileged_userfaultfd = 1, now {})",
+            std::io::Error::last_os_error(),
+            sysctl.trim()
+        ));
+    }
+    unsafe { libc::close(fd as i32) };
+    Ok(())
 }
 
 /// The pool's size for the runtime, or an error naming the option when the machine lacks it.

@@ -93,7 +93,7 @@ impl<'a> Buddy<'a> {
         self.state[at as usize] = FREE_BODY;
     }
 
-    /// Returns `len` pages from `start` (zeroed, populated, PROT_NONE) to the free lists,
+    /// Returns `len` pages from `start` (zero, populated or not, PROT_NONE) to the free lists,
     /// merging each aligned block with its free buddies.
     pub fn release(&mut self, start: u32, len: usize) {
         self.state[start as usize..start as usize + len].fill(FREE_BODY);

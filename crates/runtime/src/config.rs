@@ -70,6 +70,9 @@ pub struct Config<'a> {
     /// Bytes of the memory pool that serves anonymous memory in user space (`--memory pool`);
     /// 0: the kernel serves it (`--memory linux`).
     pub memory_pool: u64,
+    /// The pool's pages are filled at first touch by the runtime's userfaultfd handler
+    /// (`--memory pool-demand`), not by the kernel.
+    pub memory_on_demand: bool,
     /// Lock the program's memory, present and future (mlockall), as a cell made with `--mlock`
     /// asks: page faults and reclaim stay off the compute cores.
     pub lock_memory: bool,
@@ -107,6 +110,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         null_page_sled: false,
         vdso_intercept: false,
         memory_pool: 0,
+        memory_on_demand: false,
         lock_memory: false,
     };
     let mut rest = text;
@@ -131,6 +135,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"sled" => cfg.null_page_sled = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"vdso" => cfg.vdso_intercept = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"mem" => cfg.memory_pool = parse_u64(value)?,
+            b"memd" => cfg.memory_on_demand = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"lock" => cfg.lock_memory = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,

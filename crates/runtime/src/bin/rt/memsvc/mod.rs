@@ -1,18 +1,22 @@
-//! The memory service (`--memory pool`): anonymous private memory served in user space.
+//! The memory service (`--memory pool|pool-demand`): anonymous private memory served in user space.
 //! As in XOS, the process owns a pool, reserved at the first request of 128 KiB or more (smaller
-//! ones stay the kernel's); mmap of anonymous private read-write memory is answered from it by the buddy allocator (coreplane_runtime::buddy) with one
-//! mprotect and no page fault, munmap hands the pages to the scrubber (`scrub`), a thread on
-//! a control core that zeroes and re-populates them, and mremap moves page tables, not bytes.
+//! ones stay the kernel's); mmap of anonymous private read-write memory is answered from it by
+//! the buddy allocator (coreplane_runtime::buddy) with one mprotect, munmap hands the pages to
+//! the scrubber (`scrub`), a thread on a control core that makes them zero again, and mremap
+//! moves page tables, not bytes. Freed pages the program had touched come back zeroed and
+//! populated, so memory that is reused does not fault; pages never handed out, or mostly left
+//! untouched, are filled at first touch: by the kernel (`pool`), or by the runtime's fault
+//! handler on the control core through userfaultfd (`pool-demand`, see `demand`).
 //!
-//! Semantics kept (the default, and only, pool mode):
-//! - new memory reads as zero: every page is zeroed by the scrubber before it is handed out;
+//! Semantics kept (both modes):
+//! - new memory reads as zero: a freed page is zeroed or dropped before it is handed out again;
 //! - an access to memory the program unmapped faults (SIGSEGV): free pool pages are PROT_NONE.
 //!   mprotect on free is the cheapest way found that keeps the pages populated: one syscall per
 //!   run, 0.02-0.03 ms for 256 MiB of huge pages, where MADV_DONTNEED would make the next user
 //!   fault every page in again. The scrubber zeroes such pages without opening them (see `scrub`);
-//! - fork copies the pool (it is MAP_PRIVATE; the child starts its own scrubber), taken while no
-//!   thread is inside the allocator (a clone onto a stack of the program's without CLONE_VM
-//!   is not held back so);
+//! - fork copies the pool (it is MAP_PRIVATE; the child starts its own scrubber when it frees
+//!   pool memory), taken while no thread is inside the allocator (a clone onto a stack of the
+//!   program's without CLONE_VM is not held back so);
 //! - calls on pool pages the program does not hold fail as they would on unmapped memory
 //!   (munmap succeeds, mprotect ENOMEM, mremap EFAULT).
 //! What differs: /proc/self/maps shows the pool as anonymous mappings, its free parts `---p`;
@@ -23,15 +27,20 @@
 //! kernel's. A mapping call from a program signal handler that interrupted the service in the
 //! same thread goes to the kernel (mmap) or fails with ENOMEM (munmap, mremap of pool memory).
 
+mod demand;
+mod lock;
 mod scrub;
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use coreplane_runtime::buddy::{Buddy, DIRTY, FOREIGN, USED};
+use lock::OwnerLock;
 
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
+const HUGE_PAGES: usize = HUGE_PAGE / PAGE;
 pub(crate) const MADVISE: usize = 28;
 const MADV_HUGEPAGE: usize = 14;
+const MADV_POPULATE_WRITE: usize = 23;
 const MAP_NORESERVE: usize = 0x4000;
 const MAP_POPULATE: usize = 0x8000;
 const MAP_STACK: usize = 0x20000;
@@ -39,69 +48,72 @@ const MREMAP_MAYMOVE: usize = 1;
 const MREMAP_FIXED: usize = 2;
 const MREMAP_DONTUNMAP: usize = 4;
 const EFAULT: isize = 14;
-/// Flags that do not change what anonymous private memory is (MAP_POPULATE: pool pages are
-/// populated already; MAP_STACK: a hint).
+/// Flags that do not change what anonymous private memory is (MAP_POPULATE: asked of the
+/// kernel with MADV_POPULATE_WRITE; MAP_STACK: a hint).
 const HARMLESS_FLAGS: usize = MAP_NORESERVE | MAP_POPULATE | MAP_STACK;
 
 /// Smaller requests go to the kernel (128 KiB, glibc malloc's default mmap threshold): the
-/// pool, and its scrubber, start with the first larger one, so a program that never maps
-/// much (a shell, coreutils, the loader's own small maps) runs as without the service.
+/// pool starts with the first larger one, so a program that never maps much (a shell,
+/// coreutils, the loader's own small maps) runs as without the service.
 const MIN_SERVED: usize = 128 * 1024;
 
 /// Freed runs waiting for the scrubber, oldest first.
 const RING: usize = 4096;
 
-/// The pool and its allocator; only touched under `LOCK`.
+/// The pool and its allocator; only touched under `POOL_LOCK`.
 struct Pool {
     base: usize,
     buddy: Buddy<'static>,
-    /// Pages below this have been populated once (the scrubber fills the pool ahead of need).
-    populated: usize,
+    /// Pages from here on have never been given to the allocator: zero and not populated.
+    fresh: usize,
     ring: [(u32, u32); RING],
     ring_head: usize,
     ring_len: usize,
     dirty_pages: usize,
-    /// Largest request waiting for pages (the scrubber populates while one waits).
-    wanted: usize,
+}
+
+/// What `Pool::take` found for a request.
+enum Taken {
+    Block(u32),
+    /// The scrubber will return enough pages.
+    Wait,
+    Exhausted,
 }
 
 static mut POOL: Option<Pool> = None;
+static POOL_LOCK: OwnerLock = OwnerLock::new();
 /// The budget from the configuration (0: no pool); the pool is reserved at its first use.
 static BUDGET: AtomicU64 = AtomicU64::new(0);
 /// Set once POOL is complete: other threads may look at it from then on.
 static READY: AtomicBool = AtomicBool::new(false);
-/// The thread reserving the pool (0: nobody yet, u32::MAX: done).
-static STARTER: AtomicU32 = AtomicU32::new(0);
-/// Tid of the thread holding the pool, 0 when none.
-static LOCK: AtomicU32 = AtomicU32::new(0);
+/// The pool's address range, fixed once READY: calls outside it never take the lock.
+static BASE: AtomicUsize = AtomicUsize::new(0);
+static END: AtomicUsize = AtomicUsize::new(0);
 /// Bumped whenever the scrubber returns pages; threads waiting for memory sleep on it.
 static RETURNED: AtomicU32 = AtomicU32::new(0);
 static WAITERS: AtomicU32 = AtomicU32::new(0);
 
-/// The pool under the lock; None if this thread holds it already (a signal handler that
-/// interrupted the service) or there is no pool.
+/// The calling program thread's id, its owner id for `POOL_LOCK`.
+fn me() -> u32 {
+    crate::thread::current().tid as u32
+}
+
+/// The pool under the lock; None if there is no pool or this thread holds the lock already (a
+/// signal handler that interrupted the service).
 struct Guard;
 
 impl Guard {
     fn take() -> Option<(Guard, &'static mut Pool)> {
-        if !enabled() {
+        if !enabled() || !POOL_LOCK.acquire(me()) {
             return None;
         }
-        let pool = unsafe { (*core::ptr::addr_of_mut!(POOL)).as_mut()? };
-        let me = crate::thread::current().tid as u32;
-        loop {
-            match LOCK.compare_exchange(0, me, Acquire, Relaxed) {
-                Ok(_) => return Some((Guard, pool)),
-                Err(owner) if owner == me => return None,
-                Err(_) => core::hint::spin_loop(),
-            }
-        }
+        Some((Guard, unsafe { (*core::ptr::addr_of_mut!(POOL)).as_mut().unwrap_unchecked() }))
     }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        LOCK.store(0, Release);
+        POOL_LOCK.release();
     }
 }
 
@@ -113,28 +125,43 @@ fn failed(r: isize) -> bool {
     (-4095..0).contains(&r)
 }
 
+/// Whether [addr, addr + len) reaches into the pool; read without the lock.
+fn reaches_pool(addr: usize, len: usize) -> bool {
+    enabled() && addr < END.load(Relaxed) && addr.saturating_add(len) > BASE.load(Relaxed)
+}
+
 /// The service's entry from dispatch: a mapping call the pool answers (its result, counted in
 /// the profile as served in user space), or None for the runtime's usual path.
 pub fn serve(nr: usize, a: &[usize; 6]) -> Option<isize> {
     if !enabled() && (nr != MMAP || BUDGET.load(Relaxed) == 0) {
         return None;
     }
+    let t = crate::thread::current();
+    if t.no_tsc {
+        // rdtsc would fault on this thread (PR_TSC_SIGSEGV): served untimed and unrecorded, as
+        // `dispatch::run` makes such a thread's calls.
+        return answer(nr, a);
+    }
     let t0 = sys::rdtsc();
-    let r = match nr {
+    let r = answer(nr, a)?;
+    crate::profile::record_served(t.prof, nr, r, t0, sys::rdtsc() - t0);
+    Some(r)
+}
+
+fn answer(nr: usize, a: &[usize; 6]) -> Option<isize> {
+    match nr {
         MMAP => mmap(a),
         MUNMAP => munmap(a[0], a[1]),
         MREMAP => mremap(a),
         MPROTECT => check_held(a[0], a[1]),
         _ => None,
-    }?;
-    crate::profile::record_served(crate::thread::current().prof, nr, r, t0, sys::rdtsc() - t0);
-    Some(r)
+    }
 }
 
-/// Whether the process has the pool's scrubber thread: a thread of the runtime's that, like a
-/// delegate, would keep the process alive after its last program thread.
+/// Whether the process has a thread of the service's (the scrubber, the fault handler): like
+/// a delegate, it would keep the process alive after its last program thread.
 pub fn has_scrubber() -> bool {
-    scrub::running()
+    scrub::running() || demand::running()
 }
 
 /// Whether the pool exists (`--memory pool`, and a request has started it).
@@ -142,38 +169,32 @@ pub fn enabled() -> bool {
     READY.load(Acquire)
 }
 
-/// At process start: the pool will be of `bytes`, reserved when a request first needs it.
-pub fn start(bytes: u64) {
+/// At process start: the pool will be of `bytes`, reserved when a request first needs it;
+/// `on_demand`: its pages are filled by the runtime's fault handler (`--memory pool-demand`).
+pub fn start(bytes: u64, on_demand: bool) {
     BUDGET.store(bytes, Relaxed);
+    demand::choose(on_demand);
 }
 
-/// Reserves the pool unless it is there; false when this thread is reserving it already (a
-/// signal handler interrupted it) or there is no budget.
+/// Reserves the pool unless it is there; false when there is no budget, or this thread holds
+/// the lock (a signal handler interrupted the service).
 fn ensure_reserved() -> bool {
     if enabled() {
         return true;
     }
     let budget = BUDGET.load(Relaxed);
-    let me = crate::thread::current().tid as u32;
-    if budget == 0 {
+    if budget == 0 || !POOL_LOCK.acquire(me()) {
         return false;
     }
-    loop {
-        match STARTER.compare_exchange(0, me, Acquire, Acquire) {
-            Ok(_) => {
-                reserve(budget);
-                STARTER.store(u32::MAX, Release);
-                return true;
-            }
-            Err(u32::MAX) => return enabled(),
-            Err(owner) if owner == me => return false,
-            Err(_) => core::hint::spin_loop(),
-        }
+    if !enabled() {
+        reserve(budget);
     }
+    POOL_LOCK.release();
+    true
 }
 
-/// Reserves the pool of `bytes` (rounded up to huge pages), PROT_NONE and not yet populated,
-/// with its bookkeeping, and starts the scrubber, which populates it ahead of need.
+/// Reserves the pool of `bytes` (rounded up to huge pages), PROT_NONE and not populated, with
+/// its bookkeeping; called under the lock.
 fn reserve(bytes: u64) {
     let size = (bytes as usize).next_multiple_of(HUGE_PAGE);
     let pages = size / PAGE;
@@ -189,7 +210,10 @@ fn reserve(bytes: u64) {
             syscall3(MUNMAP, raw as usize, base - raw as usize, 0);
         }
         syscall3(MUNMAP, base + size, raw as usize + HUGE_PAGE - base, 0);
-        syscall3(MADVISE, base, size, MADV_HUGEPAGE);
+    }
+    if !demand::register(base, size) {
+        // The kernel fills the pool: with huge pages (userfaultfd copies in 4 KiB pages).
+        unsafe { syscall3(MADVISE, base, size, MADV_HUGEPAGE) };
     }
     let bookkeeping = |bytes: usize| {
         sys::map_anon(bytes.next_multiple_of(PAGE)).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's bookkeeping"]))
@@ -205,50 +229,42 @@ fn reserve(bytes: u64) {
         *core::ptr::addr_of_mut!(POOL) = Some(Pool {
             base,
             buddy: Buddy::new(state, next, prev),
-            populated: 0,
+            fresh: 0,
             ring: [(0, 0); RING],
             ring_head: 0,
             ring_len: 0,
             dirty_pages: 0,
-            wanted: 0,
         });
     }
+    BASE.store(base, Relaxed);
+    END.store(base + size, Relaxed);
     READY.store(true, Release);
-    scrub::start();
 }
 
 /// Before fork: no other thread (nor the scrubber) may be half-way through the pool's
-/// bookkeeping when the address space is copied; the lock is taken until the fork is done.
-/// False when there is no pool, or this thread holds the lock already (a signal handler).
+/// bookkeeping, or through reserving the pool, when the address space is copied; the lock is
+/// taken until the fork is done. False when there is no budget, or this thread holds the lock
+/// already (a signal handler).
 pub fn before_fork() -> bool {
-    match enabled().then(Guard::take).flatten() {
-        Some((guard, _)) => {
-            core::mem::forget(guard);
-            true
-        }
-        None => false,
-    }
+    BUDGET.load(Relaxed) != 0 && POOL_LOCK.acquire(me())
 }
 
 /// After fork, in the parent: the lock `before_fork` took is released (the child's copy is
 /// released by `child_after_fork`).
 pub fn after_fork_parent(taken: bool) {
     if taken {
-        LOCK.store(0, Release);
+        POOL_LOCK.release();
     }
 }
 
-/// After fork, in the child: the parent's scrubber and lock holder are not here.
+/// After fork, in the child: the parent's scrubber, fault handler and lock holder are not here.
 pub fn child_after_fork() {
-    if !enabled() {
-        // A thread of the parent was reserving the pool: the child reserves its own.
-        STARTER.store(0, Relaxed);
-    }
+    POOL_LOCK.reset();
+    WAITERS.store(0, Relaxed);
     if enabled() {
-        LOCK.store(0, Release);
-        WAITERS.store(0, Relaxed);
         scrub::child_after_fork();
     }
+    demand::child_after_fork();
 }
 
 impl Pool {
@@ -266,9 +282,33 @@ impl Pool {
         (lo < hi).then(|| (self.page(lo), pages_of(hi - lo)))
     }
 
-    /// Pages that the scrubber will still hand back (dirty, or never populated).
-    fn pending(&self) -> usize {
-        self.dirty_pages + self.buddy.pages() - self.populated
+    /// A block of `n` pages: free pages first; while the scrubber holds as many, its (they come
+    /// back populated where the program had touched them, where fresh pages fault in at first
+    /// touch); then fresh pages, given to the allocator as far as the request needs.
+    fn take(&mut self, n: usize) -> Taken {
+        if let Some(first) = self.buddy.alloc(n) {
+            return Taken::Block(first);
+        }
+        if self.dirty_pages >= n {
+            return Taken::Wait;
+        }
+        let (pages, block) = (self.buddy.pages(), n.next_power_of_two());
+        // Just the request, then enough for an aligned block of its size, then all.
+        for end in [self.fresh + n, self.fresh.next_multiple_of(block) + block, pages] {
+            let end = end.next_multiple_of(HUGE_PAGES).min(pages);
+            if end > self.fresh {
+                self.buddy.release(self.fresh as u32, end - self.fresh);
+                self.fresh = end;
+                if let Some(first) = self.buddy.alloc(n) {
+                    return Taken::Block(first);
+                }
+            }
+        }
+        if self.dirty_pages > 0 {
+            Taken::Wait
+        } else {
+            Taken::Exhausted
+        }
     }
 
     /// Queues a run (PROT_NONE already) for the scrubber; false when the queue is full.
@@ -313,8 +353,7 @@ impl Pool {
 }
 
 /// Waits until the scrubber hands pages back (at most 10 ms, a safety net).
-fn wait_for_scrubber(pool: &mut Pool, guard: Guard, wanted: usize) {
-    pool.wanted = pool.wanted.max(wanted);
+fn wait_for_scrubber(guard: Guard) {
     let seq = RETURNED.load(SeqCst);
     WAITERS.fetch_add(1, SeqCst);
     drop(guard);
@@ -331,35 +370,24 @@ fn pages_returned() {
     }
 }
 
-/// `n` pages from the pool, open for reading and writing; waits while the scrubber may still
-/// return enough, else ENOMEM.
+/// `n` pages from the pool, open for reading and writing; waits while the scrubber will return
+/// enough, else ENOMEM.
 fn allocate(n: usize) -> Result<usize, isize> {
     loop {
         let Some((guard, pool)) = Guard::take() else { return Err(-ENOMEM) };
-        let found = pool.buddy.alloc(n);
-        if found.is_some() || pool.pending() == 0 || n > pool.buddy.free_pages + pool.pending() {
-            if pool.wanted <= n {
-                pool.wanted = 0;
+        match pool.take(n) {
+            Taken::Block(first) => {
+                let addr = pool.base + first as usize * PAGE;
+                let r = unsafe { syscall3(MPROTECT, addr, n * PAGE, PROT_READ | PROT_WRITE) };
+                if failed(r) {
+                    pool.buddy.release(first, n);
+                    return Err(r);
+                }
+                return Ok(addr);
             }
+            Taken::Wait => wait_for_scrubber(guard),
+            Taken::Exhausted => return Err(-ENOMEM),
         }
-        if let Some(first) = found {
-            let addr = pool.base + first as usize * PAGE;
-            let r = unsafe { syscall3(MPROTECT, addr, n * PAGE, PROT_READ | PROT_WRITE) };
-            if failed(r) {
-                pool.buddy.release(first, n);
-                return Err(r);
-            }
-            let low = scrub::below_reserve(pool);
-            drop(guard);
-            if low {
-                scrub::wake();
-            }
-            return Ok(addr);
-        }
-        if pool.pending() == 0 || n > pool.buddy.free_pages + pool.pending() {
-            return Err(-ENOMEM);
-        }
-        wait_for_scrubber(pool, guard, n);
     }
 }
 
@@ -374,14 +402,18 @@ pub fn mmap(a: &[usize; 6]) -> Option<isize> {
     if addr != 0 || !anonymous_private || prot != PROT_READ | PROT_WRITE || len < MIN_SERVED || len > isize::MAX as usize {
         return None;
     }
-    if !ensure_reserved() {
-        return None;
-    }
-    if LOCK.load(Relaxed) == crate::thread::current().tid as u32 {
-        return None; // a signal handler interrupted the service: the kernel serves it
+    if !ensure_reserved() || POOL_LOCK.held_by(me()) {
+        return None; // no pool, or a signal handler interrupted the service: the kernel serves it
     }
     Some(match allocate(pages_of(len)) {
-        Ok(addr) => addr as isize,
+        Ok(addr) => {
+            if flags & MAP_POPULATE != 0 {
+                // Fresh or dropped pages are not populated yet (an old kernel's EINVAL: they
+                // fault in at first touch).
+                unsafe { syscall3(MADVISE, addr, len, MADV_POPULATE_WRITE) };
+            }
+            addr as isize
+        }
         Err(e) => e,
     })
 }
@@ -389,6 +421,9 @@ pub fn mmap(a: &[usize; 6]) -> Option<isize> {
 /// mmap MAP_FIXED reaching into the pool: allowed over pages the program holds (they become
 /// its own mapping, FOREIGN), refused with ENOMEM over free ones.
 fn fixed_over_pool(a: &[usize; 6]) -> Option<isize> {
+    if !reaches_pool(a[0], a[1]) {
+        return None;
+    }
     let (guard, pool) = Guard::take()?;
     let (first, n) = pool.overlap(a[0], a[1])?;
     if !(0..n).all(|i| matches!(pool.buddy.state(first as usize + i), USED | FOREIGN)) {
@@ -406,19 +441,14 @@ fn fixed_over_pool(a: &[usize; 6]) -> Option<isize> {
 /// munmap of a range reaching into the pool: the pool's part is taken back, the rest unmapped
 /// by the kernel. None when the range misses the pool.
 pub fn munmap(addr: usize, len: usize) -> Option<isize> {
-    if !enabled() {
-        return None;
-    }
-    if addr % PAGE != 0 || len == 0 {
-        return None; // the kernel's EINVAL
+    if addr % PAGE != 0 || len == 0 || !reaches_pool(addr, len) {
+        return None; // not the pool's, or the kernel's EINVAL
     }
     loop {
-        let Some((guard, pool)) = Guard::take() else {
-            return enabled().then_some(-ENOMEM);
-        };
+        let Some((guard, pool)) = Guard::take() else { return Some(-ENOMEM) };
         let (first, n) = pool.overlap(addr, len)?;
         if !pool.release_held(first, n) {
-            wait_for_scrubber(pool, guard, 0);
+            wait_for_scrubber(guard);
             continue;
         }
         let (base, end) = (pool.base, pool.end());
@@ -441,6 +471,9 @@ pub fn munmap(addr: usize, len: usize) -> Option<isize> {
 /// mprotect (and other calls the kernel makes on a range) reaching into the pool: ENOMEM when
 /// some of its pool pages are not the program's, as for unmapped memory; else None.
 pub fn check_held(addr: usize, len: usize) -> Option<isize> {
+    if !reaches_pool(addr, len) {
+        return None;
+    }
     let (guard, pool) = Guard::take()?;
     let (first, n) = pool.overlap(addr, len)?;
     let held = (0..n).all(|i| matches!(pool.buddy.state(first as usize + i), USED | FOREIGN));
@@ -450,30 +483,21 @@ pub fn check_held(addr: usize, len: usize) -> Option<isize> {
 
 /// mremap of pool memory: shrinking frees the tail, growing (with MREMAP_MAYMOVE) takes a new
 /// block and moves the page tables into it (MREMAP_DONTUNMAP leaves the old range mapped, and
-/// empty, for the scrubber to refill), so no byte is copied. None when the pool is not involved.
+/// empty, for the scrubber to take back), so no byte is copied. None when the pool is not
+/// involved.
 pub fn mremap(a: &[usize; 6]) -> Option<isize> {
     let (old, old_len, new_len, flags, target) = (a[0], a[1], a[2], a[3], a[4]);
-    if !enabled() {
+    let in_target = flags & MREMAP_FIXED != 0 && reaches_pool(target, new_len);
+    if !in_target && !reaches_pool(old, old_len.max(1)) {
         return None;
     }
-    let (first, n, in_pool) = {
-        let (guard, pool) = Guard::take()?;
-        let in_old = pool.overlap(old, old_len.max(1));
-        let in_target = (flags & MREMAP_FIXED != 0).then(|| pool.overlap(target, new_len)).flatten();
-        if in_old.is_none() && in_target.is_none() {
-            return None;
-        }
-        if in_target.is_some() || flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 || old_len == 0 || old % PAGE != 0 {
-            return Some(-EINVAL);
-        }
-        let (first, n) = in_old?;
-        let whole = old >= pool.base && old + old_len <= pool.end();
-        drop(guard);
-        (first, n, whole)
-    };
-    let held = in_pool && {
+    if in_target || flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 || old_len == 0 || old % PAGE != 0 {
+        return Some(-EINVAL);
+    }
+    let held = {
         let (_guard, pool) = Guard::take()?;
-        pool.buddy.all(first, n, USED)
+        let (first, n) = pool.overlap(old, old_len)?;
+        old >= pool.base && old + old_len <= pool.end() && pool.buddy.all(first, n, USED)
     };
     if !held {
         return Some(-EFAULT);
@@ -504,4 +528,45 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
     }
     munmap(old, old_pages * PAGE);
     Some(new as isize)
+}
+
+/// Zeros to write or copy from (the scrubber's writes, the fault handler's batches).
+static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+
+/// `fd` moved to 900 or above, away from the numbers programs expect to get (itself if not).
+fn out_of_the_way(fd: isize) -> isize {
+    const FCNTL: usize = 72;
+    const F_DUPFD_CLOEXEC: usize = 1030;
+    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
+    if high < 0 {
+        return fd;
+    }
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    high
+}
+
+extern "C" {
+    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
+}
+
+/// Starts a thread of the service's (`what` names it in the error), and in it `entry`, which
+/// calls `on_control_core` first.
+fn spawn(entry: extern "C" fn(usize), what: &[u8]) {
+    const STACK_SIZE: usize = 64 * 1024;
+    let stack = sys::map_anon(STACK_SIZE).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's ", what]));
+    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, entry, 0) } < 0 {
+        sys::die(&[b"cannot start the memory pool's ", what]);
+    }
+}
+
+/// In a thread of the service's: every signal blocked (they are the program's), and the thread
+/// on the control cores.
+fn on_control_core() {
+    let all: u64 = !0;
+    unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &all as *const u64 as usize, 0, 8, 0, 0) };
+    let control = &crate::env::config().control;
+    if !control.is_empty() {
+        unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&control.0), control.0.as_ptr() as usize) };
+    }
 }
