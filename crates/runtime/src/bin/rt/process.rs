@@ -23,6 +23,8 @@ struct ChildStart {
     stack: u64,
     flags: u64,
     key: Key,
+    /// A vfork child's own memory (`VforkBlock`), or 0.
+    vfork_block: usize,
 }
 
 global_asm!(
@@ -81,10 +83,14 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         after_fork(&start.key);
         lend_signal_stack(thread::current());
     } else {
-        let t = thread::start_thread();
+        let block = VforkBlock::at(start.vfork_block);
+        let t = thread::start_thread_in(block.as_ref().map(VforkBlock::thread_page));
         // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
         // delegate pool too, but not the file table: it makes its calls itself until it execs.
         t.local_only = start.flags & CLONE_THREAD == 0;
+        if let Some(b) = block {
+            t.lent_stack = b.lend_signal_stack();
+        }
         placement::adopt(&mut t.place, &start.key, 0);
     }
     sud::arm_thread();
@@ -144,6 +150,42 @@ pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
     0
 }
 
+/// The memory of a child that runs in its parent's memory until it execs or exits
+/// (CLONE_VM|CLONE_VFORK with a stack: glibc's posix_spawn, so every Rust `Command`), mapped by
+/// the parent before the clone and unmapped by it once the clone returns, when the child no
+/// longer uses it: its Thread page, then a signal stack. The kernel keeps the parent's signal
+/// stack for such a child (it clears it only for CLONE_VM without CLONE_VFORK), and the parent's
+/// trap for this very clone lies on it, suspended: the child's own traps there overwrote that
+/// frame and the parent returned through it (SIGSEGV in hyperfine, `fd -x`; Rust gives every
+/// thread a signal stack). Its Thread page was also never freed: one mapping per spawn.
+struct VforkBlock(usize);
+
+impl VforkBlock {
+    const SIZE: usize = PAGE + LENT_STACK_SIZE;
+
+    fn map() -> Option<VforkBlock> {
+        sys::map_anon(Self::SIZE).map(|p| VforkBlock(p as usize))
+    }
+
+    fn at(addr: usize) -> Option<VforkBlock> {
+        (addr != 0).then_some(VforkBlock(addr))
+    }
+
+    fn thread_page(&self) -> *mut u8 {
+        self.0 as *mut u8
+    }
+
+    /// Makes the block's stack the calling child's signal stack (SS_AUTODISARM, as `lend_signal_stack`).
+    fn lend_signal_stack(&self) -> bool {
+        let lent = SignalStack { sp: self.0 + PAGE, flags: SS_AUTODISARM, size: LENT_STACK_SIZE };
+        unsafe { syscall3(SIGALTSTACK, &lent as *const SignalStack as usize, 0, 0) == 0 }
+    }
+
+    fn unmap(self) {
+        unsafe { syscall3(MUNMAP, self.0, Self::SIZE, 0) };
+    }
+}
+
 /// In a child process with its own copy of memory: own profile, its clone-tree name.
 fn after_fork(key: &Key) {
     // Locks another thread of the parent held at the fork (a clone with its own stack and
@@ -158,7 +200,7 @@ fn after_fork(key: &Key) {
 }
 
 /// Places a ChildStart below `stack_top` and returns the child's initial stack pointer.
-fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64) -> usize {
+fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64, vfork_block: &Option<VforkBlock>) -> usize {
     let g = gregs(uc);
     let sp = ((stack_top as usize) - core::mem::size_of::<ChildStart>()) & !15;
     let start = sp as *mut ChildStart;
@@ -167,8 +209,18 @@ fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64) -> usize {
         (*start).stack = stack_top;
         (*start).flags = flags;
         (*start).key = placement::child_key(&mut thread::current().place);
+        (*start).vfork_block = vfork_block.as_ref().map_or(0, |b| b.0);
     }
     sp
+}
+
+/// A child that runs in its parent's memory until it execs or exits gets a `VforkBlock`.
+fn vfork_block(flags: u64) -> Option<VforkBlock> {
+    if flags & (CLONE_VM | CLONE_VFORK | CLONE_THREAD) == CLONE_VM | CLONE_VFORK {
+        VforkBlock::map()
+    } else {
+        None
+    }
 }
 
 /// A fork-like call (no new stack): the child returns here, inside the trap, then re-arms.
@@ -199,8 +251,13 @@ pub fn clone(uc: *mut u8, a: &[usize; 6]) -> isize {
         }
         return fork_here(CLONE, &[flags as usize, 0, a[2], a[3], a[4], a[5]]);
     }
-    let sp = prepare_child(uc, stack, flags);
-    counted_clone(flags, || unsafe { coreplane_clone(flags, sp, a[2], a[3], a[4]) })
+    let block = vfork_block(flags);
+    let sp = prepare_child(uc, stack, flags, &block);
+    let r = counted_clone(flags, || unsafe { coreplane_clone(flags, sp, a[2], a[3], a[4]) });
+    if let Some(b) = block {
+        b.unmap(); // the child has exec'd or exited (or was never made)
+    }
+    r
 }
 
 /// Runs `clone` (with a stack of its own) with the new thread counted among the program's.
@@ -256,9 +313,14 @@ pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
         }
         return fork_here(CLONE3, &[args.as_ptr() as usize, size, 0, 0, 0, 0]);
     }
-    let sp = prepare_child(uc, stack + stack_size, flags);
+    let block = vfork_block(flags);
+    let sp = prepare_child(uc, stack + stack_size, flags, &block);
     args[6] = sp as u64 - stack;
-    counted_clone(flags, || unsafe { coreplane_clone3(args.as_ptr(), size) })
+    let r = counted_clone(flags, || unsafe { coreplane_clone3(args.as_ptr(), size) });
+    if let Some(b) = block {
+        b.unmap(); // the child has exec'd or exited (or was never made)
+    }
+    r
 }
 
 /// The kernel's first checks of clone3's arguments (copy_clone_args_from_user and

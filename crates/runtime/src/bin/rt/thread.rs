@@ -54,7 +54,13 @@ pub fn current() -> &'static mut Thread {
 
 /// Creates the state of a new thread (or of a new process's only thread) and points GS at it.
 pub fn start_thread() -> &'static mut Thread {
-    let t = sys::map_anon(PAGE).unwrap_or_else(|| sys::die(&[b"out of memory for a thread"])) as *mut Thread;
+    start_thread_in(None)
+}
+
+/// `start_thread` with the state in `page` (zeroed, a page) when given, else in a new page.
+pub fn start_thread_in(page: Option<*mut u8>) -> &'static mut Thread {
+    let page = page.or_else(|| sys::map_anon(PAGE));
+    let t = page.unwrap_or_else(|| sys::die(&[b"out of memory for a thread"])) as *mut Thread;
     unsafe {
         (*t).self_ptr = t;
         (*t).tid = sys::gettid();
