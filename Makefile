@@ -91,8 +91,8 @@ fullsys-setup: setup
 	@mkdir -p target/fullsys/bin
 	for p in matmul dmm netup; do $(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/bin/$$p workloads/fullsys/$$p.c || exit 1; done
 
-# The full-system regression run (image built and boot-checked if not cached, one node, small matrix);
-# not in `make test`: building an image takes minutes (docs/benchmarks.md).
+# The full-system runs on a suite's own image (built and boot-checked if not cached); `make test`
+# runs the regression run on the minimal image instead: mmdebstrap takes minutes (docs/benchmarks.md).
 fullsys: fullsys-setup
 	$(CLI) fullsys image bookworm
 	COREPLANE_FULLSYS=1 $(PY) -m pytest -q tests/test_fullsys_live.py
@@ -117,7 +117,8 @@ arbiter-cgroup2: setup
 docs: venv
 	$(PY) tests/doc_modules.py --write
 
-test: setup
+# fullsys-setup: the regression run of tests/test_fullsys_minimal.py (QEMU, the plugin; ~1 min idle).
+test: setup fullsys-setup
 	cargo test --release --workspace --quiet
 	$(PY) -m pytest -q
 

@@ -9,7 +9,15 @@
  * Kernel code in the region is also counted per translation block (start address, length, times
  * executed, memory accesses made): the host names the functions afterwards from the guest's own
  * /proc/kallsyms, so no symbols are needed at run time and KASLR does not matter.
- * Arguments: out=PATH (required), mem=on|off (count memory accesses; default on). */
+ * With cache=on, every vCPU also runs a cache model (cachemodel.h: L1 instruction, L1 data, a
+ * unified L2, all private to the vCPU) inside the region, caches cold at its start: each
+ * translation block's execution fetches the lines its bytes span (by host address: the API gives
+ * no guest physical address of an instruction), each load or store the line of its guest physical
+ * address (I/O accesses bypass the caches); hits and misses are counted by the side of the code
+ * that made them. The timing model on top is the host's (fullsys/timing.py).
+ * Arguments: out=PATH (required), mem=on|off (count memory accesses; default on), cache=on|off
+ * (default off; on implies mem=on), l1i=, l1d=, l2=SIZE:ASSOC:LINE (defaults 32K:8:64,
+ * 32K:8:64, 1M:16:64). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -21,40 +29,53 @@
 
 #include <qemu-plugin.h>
 
+#include "cachemodel.h"
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 enum { USER = 0, KERNEL = 1 };
 enum { ROI_BEFORE = 0, ROI_INSIDE = 1, ROI_AFTER = 2 };
 
-/* One cache line per vCPU: vCPU threads never share a line they write. */
+/* The cache model's events in the region, by the side of the code that made them. */
+enum { L1I_ACCESSES, L1I_MISSES, L2I_MISSES, L1D_ACCESSES, L1D_MISSES, L2D_MISSES, N_CACHE_EVENTS };
+static const char *const CACHE_EVENTS[N_CACHE_EVENTS] = {"l1i_accesses", "l1i_misses", "l2i_misses",
+                                                         "l1d_accesses", "l1d_misses", "l2d_misses"};
+
+/* Aligned to cache lines: vCPU threads never share a line they write. */
 typedef struct {
     uint64_t insns[2];   /* in the region of interest, by the instruction address's MSB */
     uint64_t loads[2];   /* by the accessed address's MSB */
     uint64_t stores[2];
     uint64_t run_insns;  /* the whole run, boot included: the simulation speed */
-    uint64_t pad;
+    uint64_t cache_events[N_CACHE_EVENTS][2];
+    Cache l1i, l1d, l2;
 } __attribute__((aligned(64))) VcpuCounts;
 
 static VcpuCounts *counts;
 static int n_vcpus;
 static bool count_memory = true;
+static bool model_caches = false;
+static CacheGeometry geometry_l1i = {32 << 10, 8, 64}, geometry_l1d = {32 << 10, 8, 64}, geometry_l2 = {1 << 20, 16, 64};
 static char *out_path;
 static volatile int roi_state = ROI_BEFORE;
 static int roi_opened_by = -1;
 static uint64_t start_ns, roi_begin_ns, roi_end_ns, roi_begin_cpu_ns, roi_end_cpu_ns;
 
-/* One kernel translation block's work in the region, found again by (address, length) when QEMU
- * translates the same code anew. */
-typedef struct KernelBlock {
+/* One translation block, found again by (address, host address, length) when QEMU translates the
+ * same code anew; for kernel code also its work in the region. */
+typedef struct Block {
     uint64_t vaddr;
-    uint64_t n_insns;
-    uint64_t execs;   /* in the region of interest */
-    uint64_t memory;  /* loads and stores its instructions made in the region */
-    struct KernelBlock *next;
-} KernelBlock;
+    uint64_t haddr;   /* of its first byte in the host's copy of guest memory: the cache model's fetch address */
+    uint32_t n_insns;
+    uint32_t bytes;
+    int side;
+    uint64_t execs;   /* in the region of interest (kernel blocks) */
+    uint64_t memory;  /* loads and stores its instructions made in the region (kernel blocks) */
+    struct Block *next;
+} Block;
 
 enum { BLOCK_BUCKETS = 1 << 16 };
-static KernelBlock *blocks[BLOCK_BUCKETS];
+static Block *blocks[BLOCK_BUCKETS];
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const uint8_t ROI_BEGIN[3] = {0x66, 0x87, 0xdb};
@@ -82,56 +103,77 @@ static int side(uint64_t address)
     return (int)(address >> 63);
 }
 
-/* A translation block lies in one page, so all its instructions are on one side: the count and
- * the side travel packed in the callback's user data. */
-static void on_tb(unsigned int vcpu, void *packed)
+static Block *block_of(uint64_t vaddr, uint64_t haddr, size_t n_insns, size_t bytes)
 {
-    uintptr_t n = (uintptr_t)packed >> 1;
-    counts[vcpu].run_insns += n;
-    if (roi_state == ROI_INSIDE) {
-        counts[vcpu].insns[(uintptr_t)packed & 1] += n;
-    }
-}
-
-static KernelBlock *kernel_block(uint64_t vaddr, size_t n_insns)
-{
-    size_t bucket = (size_t)((vaddr ^ (vaddr >> 16) ^ n_insns) & (BLOCK_BUCKETS - 1));
+    size_t bucket = (size_t)((vaddr ^ (vaddr >> 16) ^ haddr ^ (haddr >> 20) ^ n_insns) & (BLOCK_BUCKETS - 1));
     pthread_mutex_lock(&blocks_lock);
-    KernelBlock *block = blocks[bucket];
-    while (block != NULL && !(block->vaddr == vaddr && block->n_insns == n_insns)) {
+    Block *block = blocks[bucket];
+    while (block != NULL && !(block->vaddr == vaddr && block->haddr == haddr && block->n_insns == n_insns)) {
         block = block->next;
     }
     if (block == NULL && (block = calloc(1, sizeof *block)) != NULL) {
-        *block = (KernelBlock){.vaddr = vaddr, .n_insns = n_insns, .next = blocks[bucket]};
+        *block = (Block){.vaddr = vaddr, .haddr = haddr, .n_insns = (uint32_t)n_insns, .bytes = (uint32_t)bytes,
+                         .side = side(vaddr), .next = blocks[bucket]};
         blocks[bucket] = block;
     }
     pthread_mutex_unlock(&blocks_lock);
     return block;
 }
 
-static void on_kernel_tb(unsigned int vcpu, void *data)
+/* An L1 access that misses goes on to the L2; the events count where it was served. */
+static void cached_access(VcpuCounts *c, Cache *l1, uint64_t address, int event, int code_side)
 {
-    KernelBlock *block = data;
-    counts[vcpu].run_insns += block->n_insns;
-    if (roi_state == ROI_INSIDE) {
-        counts[vcpu].insns[KERNEL] += block->n_insns;
-        __atomic_fetch_add(&block->execs, 1, __ATOMIC_RELAXED);
+    c->cache_events[event][code_side]++;
+    if (!cachemodel_access(l1, address)) {
+        c->cache_events[event + 1][code_side]++;
+        if (!cachemodel_access(&c->l2, address)) {
+            c->cache_events[event + 2][code_side]++;
+        }
     }
 }
 
-/* `data` is the kernel block of the instruction making the access, NULL in user code. */
+/* A translation block lies in one page, so all its instructions are on one side. */
+static void on_tb(unsigned int vcpu, void *data)
+{
+    Block *block = data;
+    VcpuCounts *c = &counts[vcpu];
+    c->run_insns += block->n_insns;
+    if (roi_state != ROI_INSIDE) {
+        return;
+    }
+    c->insns[block->side] += block->n_insns;
+    if (block->side == KERNEL) {
+        __atomic_fetch_add(&block->execs, 1, __ATOMIC_RELAXED);
+    }
+    if (model_caches) {
+        uint64_t line = c->l1i.geometry.line;
+        for (uint64_t a = block->haddr & ~(line - 1); a < block->haddr + block->bytes; a += line) {
+            cached_access(c, &c->l1i, a, L1I_ACCESSES, block->side);
+        }
+    }
+}
+
+/* `data` is the block of the instruction making the access. */
 static void on_memory(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t address, void *data)
 {
     if (roi_state != ROI_INSIDE) {
         return;
     }
-    if (data != NULL) {
-        __atomic_fetch_add(&((KernelBlock *)data)->memory, 1, __ATOMIC_RELAXED);
+    Block *block = data;
+    VcpuCounts *c = &counts[vcpu];
+    if (block->side == KERNEL) {
+        __atomic_fetch_add(&block->memory, 1, __ATOMIC_RELAXED);
     }
     if (qemu_plugin_mem_is_store(info)) {
-        counts[vcpu].stores[side(address)]++;
+        c->stores[side(address)]++;
     } else {
-        counts[vcpu].loads[side(address)]++;
+        c->loads[side(address)]++;
+    }
+    if (model_caches) {
+        struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, address);
+        if (hw != NULL && !qemu_plugin_hwaddr_is_io(hw)) {
+            cached_access(c, &c->l1d, qemu_plugin_hwaddr_phys_addr(hw), L1D_ACCESSES, block->side);
+        }
     }
 }
 
@@ -168,14 +210,16 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     if (n == 0) {
         return;
     }
-    uint64_t first = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, 0));
-    KernelBlock *block = side(first) == KERNEL ? kernel_block(first, n) : NULL;
-    if (block != NULL) {
-        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_kernel_tb, QEMU_PLUGIN_CB_NO_REGS, block);
-    } else {
-        uintptr_t packed = ((uintptr_t)n << 1) | (uintptr_t)side(first);
-        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb, QEMU_PLUGIN_CB_NO_REGS, (void *)packed);
+    struct qemu_plugin_insn *first = qemu_plugin_tb_get_insn(tb, 0), *last = qemu_plugin_tb_get_insn(tb, n - 1);
+    uint64_t vaddr = qemu_plugin_insn_vaddr(first);
+    uint64_t haddr = (uint64_t)(uintptr_t)qemu_plugin_insn_haddr(first);
+    size_t bytes = qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - vaddr;
+    Block *block = block_of(vaddr, haddr != 0 ? haddr : vaddr, n, bytes);
+    if (block == NULL) {
+        qemu_plugin_outs("osact: out of memory\n");
+        abort();
     }
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb, QEMU_PLUGIN_CB_NO_REGS, block);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         if (is_marker(insn, ROI_BEGIN)) {
@@ -203,7 +247,7 @@ static void write_counts(qemu_plugin_id_t id, void *unused)
         qemu_plugin_outs("osact: cannot write the output file\n");
         return;
     }
-    fprintf(f, "{\"plugin\": \"osact\", \"format\": 2, \"memory_counted\": %s,\n", count_memory ? "true" : "false");
+    fprintf(f, "{\"plugin\": \"osact\", \"format\": 3, \"memory_counted\": %s,\n", count_memory ? "true" : "false");
     bool closed = roi_state == ROI_AFTER;
     fprintf(f, " \"roi\": {\"opened\": %s, \"closed\": %s, \"opened_by_vcpu\": %d, \"wall_ns\": %" PRIu64
             ", \"cpu_ns\": %" PRIu64 "},\n", roi_state != ROI_BEFORE ? "true" : "false", closed ? "true" : "false",
@@ -215,14 +259,30 @@ static void write_counts(qemu_plugin_id_t id, void *unused)
         write_pair(f, "insns", counts[v].insns, ", ");
         write_pair(f, "loads", counts[v].loads, ", ");
         write_pair(f, "stores", counts[v].stores, "");
+        if (model_caches) {
+            fprintf(f, ", \"cache\": {");
+            for (int e = 0; e < N_CACHE_EVENTS; e++) {
+                write_pair(f, CACHE_EVENTS[e], counts[v].cache_events[e], e + 1 < N_CACHE_EVENTS ? ", " : "}");
+            }
+        }
         fprintf(f, "}%s\n", v + 1 < n_vcpus ? "," : "");
     }
-    fprintf(f, " ],\n \"kernel_blocks\": [");
+    fprintf(f, " ],\n");
+    if (model_caches) {
+        const CacheGeometry *g[3] = {&geometry_l1i, &geometry_l1d, &geometry_l2};
+        const char *names[3] = {"l1i", "l1d", "l2"};
+        fprintf(f, " \"caches\": {");
+        for (int i = 0; i < 3; i++) {
+            fprintf(f, "\"%s\": {\"size\": %" PRIu64 ", \"assoc\": %u, \"line\": %u}%s", names[i], g[i]->size,
+                    g[i]->assoc, g[i]->line, i < 2 ? ", " : "},\n");
+        }
+    }
+    fprintf(f, " \"kernel_blocks\": [");
     const char *separator = "\n  ";
     for (size_t bucket = 0; bucket < BLOCK_BUCKETS; bucket++) {
-        for (const KernelBlock *b = blocks[bucket]; b != NULL; b = b->next) {
-            if (b->execs > 0) {
-                fprintf(f, "%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", separator, b->vaddr, b->n_insns,
+        for (const Block *b = blocks[bucket]; b != NULL; b = b->next) {
+            if (b->side == KERNEL && b->execs > 0) {
+                fprintf(f, "%s[%" PRIu64 ", %" PRIu32 ", %" PRIu64 ", %" PRIu64 "]", separator, b->vaddr, b->n_insns,
                         b->execs, b->memory);
                 separator = ",\n  ";
             }
@@ -248,11 +308,24 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                 fprintf(stderr, "osact: mem=%s is not on or off\n", value);
                 return -1;
             }
+        } else if (strcmp(argv[i], "cache") == 0) {
+            if (!qemu_plugin_bool_parse(argv[i], value, &model_caches)) {
+                fprintf(stderr, "osact: cache=%s is not on or off\n", value);
+                return -1;
+            }
+        } else if (strcmp(argv[i], "l1i") == 0 || strcmp(argv[i], "l1d") == 0 || strcmp(argv[i], "l2") == 0) {
+            CacheGeometry *g = argv[i][1] == '2' ? &geometry_l2 : argv[i][2] == 'i' ? &geometry_l1i : &geometry_l1d;
+            char why[160];
+            if (!cachemodel_parse(value, g, why, sizeof why)) {
+                fprintf(stderr, "osact: %s=%s\n", argv[i], why);
+                return -1;
+            }
         } else {
             fprintf(stderr, "osact: unknown argument %s\n", argv[i]);
             return -1;
         }
     }
+    count_memory = count_memory || model_caches;
     if (out_path == NULL) {
         fprintf(stderr, "osact: out=PATH is required\n");
         return -1;
@@ -265,6 +338,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     counts = calloc((size_t)n_vcpus, sizeof *counts);
     if (counts == NULL) {
         return -1;
+    }
+    for (int v = 0; v < n_vcpus && model_caches; v++) {
+        if (!cachemodel_init(&counts[v].l1i, geometry_l1i) || !cachemodel_init(&counts[v].l1d, geometry_l1d) ||
+            !cachemodel_init(&counts[v].l2, geometry_l2)) {
+            fprintf(stderr, "osact: out of memory for the caches\n");
+            return -1;
+        }
     }
     start_ns = now_ns();
     qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);

@@ -54,7 +54,8 @@ def test_region_never_closed_is_an_error(tmp_path):
 def test_unknown_suite_is_one_line():
     proc = run_cli("fullsys", "image", "etch")
     assert proc.returncode != 0
-    assert proc.stderr.strip() == "coreplane: error: unknown suite 'etch': one of bullseye, bookworm, trixie, sid"
+    assert proc.stderr.strip() == ("coreplane: error: unknown suite 'etch': one of bullseye, bookworm, trixie, sid "
+                                   "(or minimal)")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -162,3 +163,20 @@ def test_figures_table_gives_medians_with_their_spread():
     table = markdown(pd.DataFrame(rows)).splitlines()
     assert table[0] == "| suite | nodes | kernel share, 256×256 | network stack, 256×256 |"
     assert table[3] == "| bookworm | 4 | 12.00 % (11.00–13.00, n=2) | 5.00 % (4.00–6.00, n=2) |"
+
+
+def test_analytic_timing_model():
+    from coreplane.fullsys.timing import Timing, estimate, model
+    events = {"l1i_accesses": 100, "l1i_misses": 10, "l2i_misses": 2,
+              "l1d_accesses": 400, "l1d_misses": 40, "l2d_misses": 8}
+    t = Timing(cpi=1.0, l1_latency=4, l2_latency=12, memory_latency=200)
+    m = estimate(1000, events, t)
+    assert m["cycles"] == 1000 + 50 * 12 + 10 * 200
+    assert m["cpi"] == pytest.approx(3.6)
+    assert m["data_access_latency"] == pytest.approx((400 * 4 + 40 * 12 + 8 * 200) / 400)
+    assert m["l2_miss_rate"] == pytest.approx(10 / 50)
+    assert estimate(0, dict.fromkeys(events, 0), t)["l2_miss_rate"] is None
+    both = model({"kernel": 1000, "user": 1000}, {e: {"kernel": n, "user": n} for e, n in events.items()},
+                 {"l2": {"size": 1 << 20, "assoc": 16, "line": 64}}, t)
+    assert both["kernel_share_cycles"] == pytest.approx(0.5)
+    assert both["total"]["cycles"] == 2 * m["cycles"]

@@ -1,8 +1,8 @@
 """OS activity from the osact plugin's counts: kernel and user instructions and memory accesses in the region of interest, their shares, and simulation speed."""
 
-import json
 from pathlib import Path
 
+from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 
 SIDES = ("kernel", "user")
@@ -25,11 +25,12 @@ def speed(insns: int, wall_ns: int, cpu_ns: int) -> dict:
 def summarise(counts_path: Path) -> dict:
     """The plugin's file summed over vCPUs: per kind the kernel/user counts and kernel share, the
     region of interest's and the whole run's speed; per vCPU the raw counts; the kernel blocks
-    executed in the region (for kernelparts)."""
+    executed in the region (for kernelparts); with the cache model, its events summed over vCPUs
+    ({event: {side: count}}) and the caches' geometry."""
     try:
-        raw = json.loads(counts_path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise CoreplaneError(f"{counts_path}: no counts from the osact plugin ({e})") from None
+        raw = read_json(counts_path)
+    except CoreplaneError as e:
+        raise CoreplaneError(f"no counts from the osact plugin: {e}") from None
     if not raw["roi"]["closed"]:
         state = "opened but not closed" if raw["roi"]["opened"] else "never opened"
         raise CoreplaneError(f"{counts_path}: the workload's region of interest was {state}")
@@ -45,4 +46,7 @@ def summarise(counts_path: Path) -> dict:
         "memory_counted": raw["memory_counted"],
         "vcpus": raw["vcpus"],
         "kernel_blocks": raw.get("kernel_blocks", []),
+        "cache_events": ({e: {side: sum(v["cache"][e][side] for v in raw["vcpus"]) for side in SIDES}
+                          for e in raw["vcpus"][0]["cache"]} if "caches" in raw else None),
+        "caches": raw.get("caches"),
     }

@@ -8,6 +8,8 @@ from coreplane.core import options as o
 from coreplane.core.output import console, emit
 from coreplane.fullsys import image as images
 from coreplane.fullsys import run as runs
+from coreplane.fullsys import timing
+from coreplane.fullsys.paths import MINIMAL
 
 app = typer.Typer(help="Full-system OS activity (paper 001): Debian images under QEMU/TCG with coreplane's plugins.",
                   no_args_is_help=True)
@@ -19,7 +21,8 @@ def _mib(n: int) -> str:
 
 
 def _render_image(doc: dict) -> None:
-    how = (f"built in {doc['wall_s']:.0f} s (mmdebstrap {doc['bootstrap_s']:.0f} s, mkfs {doc['mkfs_s']:.0f} s, "
+    how = (f"built in {doc['wall_s']:.0f} s ({'kernel and busybox' if doc['suite'] == MINIMAL else 'mmdebstrap'} "
+           f"{doc['bootstrap_s']:.0f} s, mkfs {doc['mkfs_s']:.0f} s, "
            f"boot check {doc['boot_check_s']:.0f} s)" if doc["built_now"] else "cached")
     console.print(f"[bold]{doc['suite']}[/] (debian {doc['debian_version']}, kernel {doc['kernel']}): {how}")
     console.print(f"  {doc['path']}: rootfs {_mib(doc['bytes']['rootfs.ext4'])} "
@@ -37,6 +40,20 @@ def _speed(part: dict) -> str:
             f"{part['mips_cpu']:.0f} MIPS per CPU second")
 
 
+def _render_cache(what: str, cache: dict) -> None:
+    caches = ", ".join(f"{level} {g['size'] >> 10} KiB {g['assoc']}-way {g['line']} B" for level, g in cache["caches"].items())
+    rows = []
+    for side in ("kernel", "user", "total"):
+        m = cache[side]
+        latency = "—" if m["data_access_latency"] is None else f"{m['data_access_latency']:.2f}"
+        rows.append(f"{side} {m['cycles']:,.0f} cycles (CPI {m['cpi'] or 0:.2f}), data-access latency {latency} cycles, "
+                    f"L2 miss rate {_percent(m['l2_miss_rate'])}")
+    console.print(f"{what} ({caches}; simulated): kernel share of cycles {_percent(cache['kernel_share_cycles'])}",
+                  highlight=False)
+    for row in rows:
+        console.print(f"    {row}", highlight=False)
+
+
 def _render_run(doc: dict) -> None:
     total = doc["total"]
     console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} matmul on "
@@ -44,6 +61,8 @@ def _render_run(doc: dict) -> None:
     console.print(f"  region of interest, all nodes: {sum(total['insns'].values()):,} instructions, kernel share "
                   f"{_percent(total['kernel_share_insns'])}; memory accesses kernel share "
                   f"{_percent(total['kernel_share_memory'])}")
+    if total["cache"]:
+        _render_cache("  analytic timing, all nodes", total["cache"])
     console.print("  kernel parts (share of all instructions): " + ", ".join(
         f"{part} {_percent(x)}" for part, x in total["kernel_parts_share_of_region"].items()), highlight=False)
     for node in doc["per_node"]:
@@ -76,11 +95,28 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
                                         help="An idle guest's clock follows the host's (sleep=on; default with "
                                              "several nodes) or leaps to its next timer (sleep=off; default on one)."),
         timeout: float = typer.Option(900, "--timeout", help="Seconds before the guests are stopped."),
+        cache: bool = typer.Option(False, "--cache/--no-cache",
+                                   help="Run the cache model (L1I, L1D, unified L2 per vCPU) and the analytic "
+                                        "in-order timing model in the region of interest (slower)."),
+        l1i: str = typer.Option("32K:8:64", "--l1i", help="L1 instruction cache SIZE:ASSOC:LINE (with --cache)."),
+        l1d: str = typer.Option("32K:8:64", "--l1d", help="L1 data cache SIZE:ASSOC:LINE (with --cache)."),
+        l2: str = typer.Option("1M:16:64", "--l2", help="Unified L2 SIZE:ASSOC:LINE (with --cache)."),
+        cpi: float = typer.Option(timing.Timing.cpi, "--cpi", help="Cycles per instruction, L1 hits included."),
+        l1_latency: float = typer.Option(timing.Timing.l1_latency, "--l1-latency",
+                                         help="Cycles of a load or store that hits the L1."),
+        l2_latency: float = typer.Option(timing.Timing.l2_latency, "--l2-latency",
+                                         help="Cycles an L1 miss served by the L2 adds."),
+        memory_latency: float = typer.Option(timing.Timing.memory_latency, "--memory-latency",
+                                             help="Cycles an L2 miss adds."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the
-    kernel's part by function (network stack, copies, ...), and the simulation speed."""
-    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep), as_json, _render_run)
+    kernel's part by function (network stack, copies, ...), and the simulation speed; with --cache
+    also simulated cycles, data-access latency and L2 miss rate (an analytic model, not a pipeline)."""
+    caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
+    model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
+    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model), as_json,
+         _render_run)
 
 
 @app.command()

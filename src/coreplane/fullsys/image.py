@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.fullsys import guest
-from coreplane.fullsys.paths import GUEST_INIT, IMAGES, check_suite
+from coreplane.core.documents import read_json
+from coreplane.fullsys import guest, minimal
+from coreplane.fullsys.paths import GUEST_INIT, IMAGES, MINIMAL, check_suite
 
 # minbase plus the kernel (initramfs-tools comes with it); documentation is left out to keep the
 # image small. Part of the cache key: changing it builds new images.
@@ -27,8 +28,10 @@ HEADROOM_BYTES = 128 << 20
 
 
 def cache_key(suite: str) -> str:
-    """The hash of everything an image is made from: suite, options, init script."""
-    digest = hashlib.sha256(f"{FORMAT}\0{suite}\0{chr(0).join(MMDEBSTRAP_OPTIONS)}\0".encode())
+    """The hash of everything an image is made from: suite, options (or the minimal image's
+    inputs), init script."""
+    digest = hashlib.sha256(f"{FORMAT}\0{suite}\0".encode())
+    digest.update(minimal.key_material() if suite == MINIMAL else "\0".join((*MMDEBSTRAP_OPTIONS, "")).encode())
     digest.update(GUEST_INIT.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -59,6 +62,20 @@ def _run(cmd: list[str], what: str, log: Path) -> float:
     return time.monotonic() - started
 
 
+def _debian_tree(suite: str, scratch: Path, log: Path) -> dict:
+    """mmdebstrap's tree of `suite` in `scratch`/root with coreplane's init, its kernel and initrd
+    beside it; what went in."""
+    root = scratch / "root"
+    _run(["mmdebstrap", "--quiet", *MMDEBSTRAP_OPTIONS, suite, str(root)], f"mmdebstrap {suite}", log)
+    (root / "coreplane").mkdir()
+    shutil.copy2(GUEST_INIT, root / "coreplane" / "init")
+    os.chmod(root / "coreplane" / "init", 0o755)
+    kernel = _only(root / "boot", "vmlinuz-*")
+    shutil.copy2(kernel, scratch / "vmlinuz")
+    shutil.copy2(_only(root / "boot", "initrd.img-*"), scratch / "initrd.img")
+    return {"kernel": kernel.name.removeprefix("vmlinuz-")}
+
+
 def build(suite: str) -> Path:
     """Builds `suite`'s image into a scratch directory, boot-checks it, then moves it into the cache."""
     final = image_dir(suite)
@@ -67,22 +84,17 @@ def build(suite: str) -> Path:
     root = scratch / "root"
     scratch.mkdir(parents=True)
     log = scratch / "build.log"
-    bootstrap_s = _run(["mmdebstrap", "--quiet", *MMDEBSTRAP_OPTIONS, suite, str(root)], f"mmdebstrap {suite}", log)
-    (root / "coreplane").mkdir()
-    shutil.copy2(GUEST_INIT, root / "coreplane" / "init")
-    os.chmod(root / "coreplane" / "init", 0o755)
-    kernel = _only(root / "boot", "vmlinuz-*")
-    shutil.copy2(kernel, scratch / "vmlinuz")
-    shutil.copy2(_only(root / "boot", "initrd.img-*"), scratch / "initrd.img")
+    started = time.monotonic()
+    made = minimal.populate(scratch, GUEST_INIT, log) if suite == MINIMAL else _debian_tree(suite, scratch, log)
+    bootstrap_s = time.monotonic() - started
     size = int(_tree_bytes(root) * HEADROOM) + HEADROOM_BYTES
     mkfs_s = _run(["mkfs.ext4", "-q", "-F", "-L", "coreplane", "-d", str(root), str(scratch / "rootfs.ext4"),
                    f"{size // 1024}k"], "mkfs.ext4", log)
     debian_version = (root / "etc" / "debian_version").read_text().strip()
     shutil.rmtree(root)
     check = guest.boot(scratch, scratch / "boot-check.log")
-    info = {"suite": suite, "key": final.name.rsplit("-", 1)[1], "debian_version": debian_version,
-            "kernel": kernel.name.removeprefix("vmlinuz-"), "bootstrap_s": round(bootstrap_s, 1),
-            "mkfs_s": round(mkfs_s, 1), "boot_check_s": round(check.wall_s, 1),
+    info = {"suite": suite, "key": final.name.rsplit("-", 1)[1], "debian_version": debian_version, **made,
+            "bootstrap_s": round(bootstrap_s, 1), "mkfs_s": round(mkfs_s, 1), "boot_check_s": round(check.wall_s, 1),
             "boot_banner": re.search(f"{guest.BOOT_MARKER}.*", check.console).group(0).strip()}
     (scratch / "image.json").write_text(json.dumps(info, indent=2) + "\n")
     if final.exists():  # another build finished first: same inputs, same image
@@ -94,7 +106,7 @@ def build(suite: str) -> Path:
 
 def describe(path: Path, built_now: bool, wall_s: float) -> dict:
     """What an image is: its build record, its files' sizes, and whether this call built it."""
-    info = json.loads((path / "image.json").read_text())
+    info = read_json(path / "image.json")
     files = {name: (path / name).stat().st_size for name in ("rootfs.ext4", "vmlinuz", "initrd.img")}
     allocated = sum((path / name).stat().st_blocks * 512 for name in files)
     return {**info, "path": str(path), "built_now": built_now, "wall_s": round(wall_s, 1), "bytes": files,

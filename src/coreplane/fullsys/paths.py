@@ -15,12 +15,14 @@ GUEST_PROGRAMS = ("matmul", "dmm", "netup")
 GUEST_INIT = Path(__file__).with_name("guest_init.sh")
 # The Debian suites the study compares (paper 001's "distributions").
 SUITES = ("bullseye", "bookworm", "trixie", "sid")
+# The regression run's image (fullsys/minimal.py): Debian's kernel, busybox as the user land.
+MINIMAL = "minimal"
 
 
 def check_suite(suite: str) -> str:
-    """`suite` if it is one of SUITES, else a one-line error."""
-    if suite not in SUITES:
-        raise CoreplaneError(f"unknown suite {suite!r}: one of {', '.join(SUITES)}")
+    """`suite` if it is one of SUITES or the minimal image, else a one-line error."""
+    if suite not in (*SUITES, MINIMAL):
+        raise CoreplaneError(f"unknown suite {suite!r}: one of {', '.join(SUITES)} (or {MINIMAL})")
     return suite
 
 

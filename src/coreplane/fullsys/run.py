@@ -3,9 +3,11 @@
 import os
 import re
 import time
+from pathlib import Path
 
+from coreplane.core import machine
 from coreplane.core.errors import CoreplaneError
-from coreplane.fullsys import activity, guest, image, kernelparts, workdisk
+from coreplane.fullsys import activity, guest, image, kernelparts, timing, workdisk
 from coreplane.fullsys.paths import PLUGIN, RUNS, built
 
 RESULT = re.compile(r"coreplane-(?:matmul|dmm) n=(\d+) .*checksum=(\S+)")
@@ -53,7 +55,16 @@ def _check(nodes: int, size: int, threads: int) -> None:
                              "multiply; several nodes run one thread each")
 
 
-def _node_result(rank: int, booted: guest.Boot, node_dir, disk) -> dict:
+def plugin_arguments(counts: Path, memory_counted: bool, caches: dict | None) -> str:
+    """The osact plugin's arguments: its output file, memory counting, the cache model's geometry
+    ({"l1i"|"l1d"|"l2": "SIZE:ASSOC:LINE"}, None for no cache model)."""
+    arguments = f"out={counts},mem={'on' if memory_counted else 'off'}"
+    if caches:
+        arguments += ",cache=on" + "".join(f",{level}={spec}" for level, spec in caches.items())
+    return arguments
+
+
+def _node_result(rank: int, booted: guest.Boot, node_dir, disk, model: timing.Timing) -> dict:
     result = RESULT.search(booted.console)
     if result is None or "workload exit 0" not in booted.console:
         raise CoreplaneError(f"the workload failed on node {rank}: console ends "
@@ -61,6 +72,9 @@ def _node_result(rank: int, booted: guest.Boot, node_dir, disk) -> dict:
     out = workdisk.read_back(disk, node_dir)
     counts = activity.summarise(node_dir / "osact.json")
     blocks = counts.pop("kernel_blocks")
+    events, caches = counts.pop("cache_events"), counts.pop("caches")
+    if events is not None:
+        counts["cache"] = timing.model(counts["roi"]["insns"], events, caches, model)
     region = counts["roi"]["insns"]["kernel"] + counts["roi"]["insns"]["user"]
     snmp = out / "snmp"
     return {"node": rank, "checksum": float(result.group(2)), "wall_s": round(booted.wall_s, 2),
@@ -68,9 +82,10 @@ def _node_result(rank: int, booted: guest.Boot, node_dir, disk) -> dict:
             "tcp": tcp_counters(snmp.read_text()) if snmp.exists() else {}, **counts}
 
 
-def totals(per_node: list[dict]) -> dict:
+def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict:
     """The region of interest summed over nodes: kernel/user instructions and memory accesses, the
-    kernel's shares, and each part of the kernel's share of all instructions."""
+    kernel's shares, each part of the kernel's share of all instructions, and the timing model over
+    all nodes' cache events when there are any."""
     pairs = {kind: {side: sum(n["roi"][kind][side] for n in per_node) for side in activity.SIDES}
              for kind in ("insns", "memory")}
     region = sum(pairs["insns"].values())
@@ -78,19 +93,25 @@ def totals(per_node: list[dict]) -> dict:
     for node in per_node:
         for part, counts in node["kernel_parts"]["parts"].items():
             parts[part] = parts.get(part, 0) + counts["insns"]
+    cache = None
+    if "cache" in per_node[0]:
+        events = timing.add_events([n["cache"]["events"] for n in per_node])
+        cache = timing.model(pairs["insns"], events, per_node[0]["cache"]["caches"], model)
     return {**pairs, "kernel_share_insns": activity.share(pairs["insns"]),
             "kernel_share_memory": activity.share(pairs["memory"]) if per_node[0]["memory_counted"] else None,
             "kernel_parts_share_of_region": {p: n / region if region else None
-                                             for p, n in sorted(parts.items(), key=lambda item: -item[1])}}
+                                             for p, n in sorted(parts.items(), key=lambda item: -item[1])},
+            "cache": cache}
 
 
 def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
-        idle_sleep: bool | None = None) -> dict:
+        idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing()) -> dict:
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
     would otherwise leap through its timers: 1.4-2.3x the kernel share at 2 nodes, more as the
-    host is busier, TCP retransmitting)."""
+    host is busier, TCP retransmitting). With `caches` ({"l1i"|"l1d"|"l2": "SIZE:ASSOC:LINE"}) every
+    guest also runs the cache model, and the analytic timing `model` turns its events into cycles."""
     _check(nodes, size, threads)
     idle_sleep = nodes > 1 if idle_sleep is None else idle_sleep
     plugin = built(PLUGIN)
@@ -106,7 +127,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
             disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads)))
             extras = guest.Extras(disks[-1], netdev, f"52:54:00:16:00:{rank + 1:02x}")
             guests.append(guest.start(image.image_dir(suite), node_dir / "console.log",
-                                      plugin=f"{plugin},out={node_dir / 'osact.json'},mem={'on' if memory_counted else 'off'}",
+                                      plugin=f"{plugin},{plugin_arguments(node_dir / 'osact.json', memory_counted, caches)}",
                                       vcpus=threads, icount=icount, expect=guest.WORKLOAD_MARKER, extras=extras,
                                       idle_sleep=idle_sleep))
         deadline = guests[0].started + timeout_s
@@ -114,9 +135,10 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     finally:
         for g in guests:  # after a failure the other nodes would wait for their peer forever
             guest.stop(g)
-    per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank]) for rank, b in enumerate(booted)]
+    per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank], model) for rank, b in enumerate(booted)]
     wall = max(b.wall_s for b in booted)
     return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "icount": icount,
             "idle_sleep": idle_sleep, "image": img["path"],
             "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],
-            "wall_s": round(wall, 2), "out": str(out), "total": totals(per_node), "per_node": per_node}
+            "wall_s": round(wall, 2), "out": str(out), "machine": machine.describe(),
+            "load_average": os.getloadavg(), "total": totals(per_node, model), "per_node": per_node}

@@ -1,0 +1,105 @@
+"""The full-system regression run in `make test` (issue 16, MYINSTALL's step), on the minimal image
+(Debian's kernel with busybox, made in seconds from the package registry): the kernel boots under
+QEMU/TCG, the osact plugin built against Debian's qemu-plugin.h loads, the matrix multiply's
+region of interest is counted kernel and user apart, its result is right, and the cache model
+and analytic timing model answer as caches must (a smaller L2 misses more). A broken plugin, a
+kernel that no longer boots or a workload that no longer reaches its region fails here."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import run_cli
+from coreplane.core.errors import CoreplaneError
+from coreplane.fullsys import guest, image
+from coreplane.fullsys.paths import MINIMAL, PLUGIN, PROGRAMS
+
+SIZE = 48
+# A booting guest gets a fraction of a CPU on loaded 2-vCPU machines (20 s idle, 80 s at load 9).
+TIMEOUT_S = 900
+
+pytestmark = pytest.mark.skipif(shutil.which(guest.QEMU) is None or not PLUGIN.exists(),
+                                reason="QEMU or the osact plugin missing: `make test` installs and builds them "
+                                       "(make fullsys-setup)")
+
+
+def run_matmul(*options: str) -> dict:
+    proc = run_cli("fullsys", "run", "--image", MINIMAL, "--size", str(SIZE), *options, "--json", timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def minimal_image() -> dict:
+    """The minimal image, from the cache or built (and boot-checked) now."""
+    return image.ensure(MINIMAL)
+
+
+@pytest.fixture(scope="module")
+def with_cache(minimal_image) -> dict:
+    return run_matmul("--cache", "--l2", "1M:16:64")
+
+
+def native_checksum() -> str:
+    out = subprocess.run([str(PROGRAMS / "dmm"), str(SIZE), "0", "1", "-"], capture_output=True, text=True, check=True)
+    return out.stdout.split("checksum=")[1].strip()
+
+
+def test_minimal_image_boots_debian_kernel(minimal_image):
+    assert minimal_image["boot_banner"].startswith(guest.BOOT_MARKER)
+    assert minimal_image["kernel_package"].startswith("linux-image-")
+    assert {"virtio_blk", "ext4", "virtio_net"} <= set(minimal_image["modules"])
+
+
+def test_region_counted_and_result_right(with_cache):
+    assert f"{with_cache['checksum']:.1f}" == native_checksum()
+    roi = with_cache["per_node"][0]["roi"]
+    # The inner loop alone executes SIZE³ iterations of at least a load, a multiply-add and a
+    # store, all in user space; the single node's region makes few system calls.
+    assert roi["insns"]["user"] >= 3 * SIZE**3
+    assert roi["memory"]["user"] >= 2 * SIZE**3
+    assert 0 <= roi["kernel_share_insns"] < 0.5
+    assert with_cache["per_node"][0]["run"]["insns"] > 10 * roi["insns"]["user"]  # the boot is outside
+
+
+def test_cache_and_timing_model(with_cache):
+    cache = with_cache["total"]["cache"]
+    assert cache["caches"]["l2"] == {"size": 1 << 20, "assoc": 16, "line": 64}
+    events, user = cache["events"], cache["user"]
+    roi = with_cache["total"]
+    # Every load and store of the region (but I/O) went through the L1 data cache.
+    accesses = events["l1d_accesses"]["kernel"] + events["l1d_accesses"]["user"]
+    assert 0.99 * sum(roi["memory"].values()) <= accesses <= sum(roi["memory"].values())
+    # Three 48×48 matrices (55 KiB) fit into the L2: after the first touch of each line it hits.
+    assert events["l2d_misses"]["user"] <= 3 * SIZE * SIZE * 8 // 64 + 64
+    assert user["cycles"] >= roi["insns"]["user"] * cache["timing"]["cpi"]
+    assert cache["timing"]["l1_latency"] <= user["data_access_latency"] <= cache["timing"]["memory_latency"]
+    assert cache["total"]["cycles"] == pytest.approx(cache["kernel"]["cycles"] + user["cycles"])
+
+
+def test_smaller_l2_misses_more(with_cache):
+    small = run_matmul("--cache", "--l2", "8K:4:64", "--l1d", "4K:2:64")
+    big_l2, small_l2 = with_cache["total"]["cache"]["user"], small["total"]["cache"]["user"]
+    # -icount: the same user instruction stream (to 1e-4, timer ticks fall elsewhere)
+    assert small["total"]["insns"]["user"] == pytest.approx(with_cache["total"]["insns"]["user"], rel=1e-4)
+    assert small_l2["l2_misses"] > 2 * big_l2["l2_misses"]
+    assert small_l2["cycles"] > big_l2["cycles"]
+    assert small_l2["data_access_latency"] > big_l2["data_access_latency"]
+
+
+def test_bad_cache_geometry_is_one_line(minimal_image):
+    proc = run_cli("fullsys", "run", "--image", MINIMAL, "--size", str(SIZE), "--cache", "--l2", "1000:3:60",
+                   timeout=TIMEOUT_S)
+    assert proc.returncode != 0
+    assert "failed to load: osact: l2=1000:3:60: the line must be a power of two" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_plugin_that_fails_to_load_is_one_line(minimal_image, tmp_path):
+    bad = tmp_path / "libosact.so"
+    bad.write_text("not a shared object\n")  # dlopen refuses it (a truncated ELF file crashes QEMU: SIGBUS)
+    with pytest.raises(CoreplaneError, match=f"plugin {bad} failed to load"):
+        guest.boot(image.image_dir(MINIMAL), tmp_path / "console.log", plugin=f"{bad},out={tmp_path}/x.json",
+                   timeout_s=120)
