@@ -6,8 +6,11 @@ the main thread ended so, unshare(CLONE_NEWUSER), which the kernel allows only i
 single-threaded process, a traced child (whose tracer must not see the runtime's dispatch traps
 or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV, seccomp strict mode), a
 child process cloned onto a one-page stack, children that run in their parent's memory until
-they exec (posix_spawn's clone) from a thread with a signal stack. Every run is bounded by the stress tests' watchdog."""
+they exec (posix_spawn's clone) from a thread with a signal stack, a program that drops its
+privileges under --profile. Every run is bounded by the stress tests' watchdog."""
 
+import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -113,3 +116,16 @@ def test_strace_attached_before_exec_sees_the_program_alone(mode):
     native = watched(argv)
     proc = watched(CLI + ["run", "--delegate", mode, "--", *argv])
     assert (proc.returncode, proc.stderr) == (native.returncode, native.stderr) == (2, "exit_group(2)                           = ?\n")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_program_that_drops_privileges_is_profiled(mode, tmp_path):
+    # Before: exit 127, "cannot create profile file": the image setpriv executes as nobody could
+    # not create its file in the launcher's private directory.
+    prof = tmp_path / "p.json"
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "sh", "-c", "echo dropped; exit 3"]
+    proc = watched(CLI + ["run", "--delegate", mode, "--profile", str(prof), "--", *argv])
+    assert (proc.returncode, proc.stdout) == (3, "dropped\n"), proc.stderr
+    exes = [p["exe"] for p in json.loads(prof.read_text())["processes"]]
+    assert exes[0].endswith("setpriv") and any(e.endswith(("/sh", "/dash")) for e in exes[1:]), exes

@@ -38,14 +38,16 @@ pub struct Run {
 const NOT_INTERCEPTED: [&str; 5] = ["clock_gettime", "gettimeofday", "time", "getcpu", "clock_getres"];
 
 /// A private directory for the runtime's profile files, on tmpfs when there is one: creating,
-/// mapping and removing the (sparse) files there costs no disk work.
+/// mapping and removing the (sparse) files there costs no disk work. Others may only pass
+/// through it (0711), into the subdirectory the runtime gives each user a process of the run
+/// became (uid-N, owned by that user, made while the process could still do so).
 pub fn make_dir() -> Result<PathBuf, String> {
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let shm = PathBuf::from("/dev/shm");
     let base = if shm.is_dir() { shm } else { std::env::temp_dir() };
     let dir = base.join(format!("coreplane-prof-{}-{stamp}", std::process::id()));
     std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).map_err(|e| e.to_string())?;
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o711)).map_err(|e| e.to_string())?;
     Ok(dir)
 }
 
@@ -230,10 +232,15 @@ fn syscall_entries(stats: &[u64], hists: Option<&Hists>) -> Vec<Value> {
 /// Reads every process file in `dir` and writes the merged profile to `out`.
 pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
     let mut procs = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.extension().is_some_and(|e| e == "cpprof") {
-            procs.push(read_process(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).map_err(|e| e.to_string())? {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.extension().is_some_and(|e| e == "cpprof") {
+                procs.push(read_process(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+            } else if d == dir && path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("uid-")) {
+                dirs.push(path);
+            }
         }
     }
     procs.sort_by_key(|p| p.header[L::H_START_NS / 8]);

@@ -15,7 +15,7 @@ pub fn needs_trap(nr: usize) -> bool {
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
-        | MUNMAP | MPROTECT | MREMAP | MMAP)
+        | MUNMAP | MPROTECT | MREMAP | MMAP | SETUID | SETREUID | SETRESUID | SETFSUID)
 }
 
 /// Any call but those in `needs_trap`, from the trap or from the fast path.
@@ -56,6 +56,12 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         }
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
         PTRACE if a[0] == PTRACE_TRACEME => process::traced(run(nr, a)),
+        SETUID | SETREUID | SETRESUID | SETFSUID => {
+            if let Some(uid) = profile::changes_file_user(nr, a) {
+                profile::before_credentials(uid);
+            }
+            run(nr, a)
+        }
         UNSHARE => {
             process::before_unshare(a[0]);
             run(nr, a)

@@ -21,12 +21,19 @@ pub fn open_process() {
     }
     let start = sys::monotonic_ns();
     let start_tsc = sys::rdtsc();
-    let mut path = [0u8; 4096];
-    let (mut b1, mut b2) = ([0u8; 20], [0u8; 20]);
-    let pid = sys::fmt_u64(sys::getpid() as u64, &mut b1);
-    sys::concat(&[dir, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], &mut path);
+    let mut fd = create_file(dir, b"", start);
+    if fd == -EACCES {
+        // A process whose user is not the launcher's (a program that dropped privileges) may
+        // create files only in its user's subdirectory (`before_credentials`); without one it
+        // runs unprofiled rather than otherwise than natively.
+        let mut b = [0u8; 20];
+        let euid = unsafe { syscall3(GETEUID, 0, 0, 0) } as u64;
+        fd = create_file(dir, sys::fmt_u64(euid, &mut b), start);
+        if fd == -EACCES || fd == -ENOENT {
+            return;
+        }
+    }
     unsafe {
-        let fd = syscall3(OPEN, path.as_ptr() as usize, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644);
         if fd < 0 {
             sys::die(&[b"cannot create profile file in ", dir]);
         }
@@ -46,6 +53,51 @@ pub fn open_process() {
         let exe = crate::exe::exe();
         let len = exe.len().min(L::H_EXE_MAX - 1);
         core::ptr::copy_nonoverlapping(exe.as_ptr(), BASE.add(L::H_EXE), len);
+    }
+}
+
+/// Subdirectories of the profile directory, one per user a process of the run became.
+const USER_DIR: &[u8] = b"/uid-";
+
+/// Creates this process's file `pid-start.cpprof` in the profile directory, or in its
+/// subdirectory for user `uid` when `uid` is not empty; the fd, or -errno.
+fn create_file(dir: &[u8], uid: &[u8], start: u64) -> isize {
+    let mut path = [0u8; 4096];
+    let (mut b1, mut b2) = ([0u8; 20], [0u8; 20]);
+    let pid = sys::fmt_u64(sys::getpid() as u64, &mut b1);
+    let sub: &[u8] = if uid.is_empty() { b"" } else { USER_DIR };
+    sys::concat(&[dir, sub, uid, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], &mut path);
+    unsafe { syscall3(OPEN, path.as_ptr() as usize, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+}
+
+/// The calls that change the user id files are created as: their new id, if they change it
+/// (setuid, setreuid and setresuid set the file-system id with the effective one).
+pub fn changes_file_user(nr: usize, a: &[usize; 6]) -> Option<u32> {
+    let id = match nr {
+        SETUID | SETFSUID => a[0],
+        SETREUID | SETRESUID => a[1],
+        _ => return None,
+    } as u32;
+    (id != u32::MAX).then_some(id)
+}
+
+/// Before a call that makes files be created as user `uid` (`changes_file_user`), while the
+/// process may still give a directory away: the subdirectory where that user's processes of the
+/// run create their profile files, owned by it (the profile directory itself admits only the
+/// launcher's user: a program that dropped privileges, as `setpriv` or a daemon does, died with
+/// status 127 at its next execve or fork). Failures are the kernel's business: without the
+/// privilege to give the directory away, the call itself fails or changes nothing.
+pub fn before_credentials(uid: u32) {
+    let dir = crate::env::config().profile_dir;
+    if dir.is_empty() || unsafe { syscall3(GETEUID, 0, 0, 0) } as u32 == uid {
+        return;
+    }
+    let mut path = [0u8; 4096];
+    let mut b = [0u8; 20];
+    sys::concat(&[dir, USER_DIR, sys::fmt_u64(uid as u64, &mut b)], &mut path);
+    unsafe {
+        syscall3(MKDIR, path.as_ptr() as usize, 0o700, 0);
+        syscall3(CHOWN, path.as_ptr() as usize, uid as usize, u32::MAX as usize);
     }
 }
 
