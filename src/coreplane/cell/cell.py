@@ -37,6 +37,10 @@ def _reconcile(cpuset: Cpuset, live: dict[str, dict]) -> dict:
         if host is not None:
             problems += cpuset.release_host()
             problems += steering.restore_steering(host["steering"])
+            if host.get("io_completions_set"):
+                problems += steering.restore_io_completions(host["steering"])
+            if host.get("init_pinned"):
+                problems += steering.restore_init(host["steering"])
             if host.get("hugepages_touched"):
                 steering.set_hugepages(host["steering"]["nr_hugepages"])
             if why := cpuset.remove_base_if_empty():
@@ -47,6 +51,10 @@ def _reconcile(cpuset: Cpuset, live: dict[str, dict]) -> dict:
         return {"problems": problems}
     if host is None:
         host = {"steering": steering.capture(), "since": time.time()}
+        state.save_host(host)
+    elif missing := {k: v for k, v in steering.capture().items() if k not in host["steering"]}:
+        # Settings a cell of an older coreplane did not capture (so never changed): as they are now.
+        host = {**host, "steering": {**host["steering"], **missing}}
         state.save_host(host)
     online = [c for c in online_cpus() if c in all_cpus(cpuset)]
     summary: dict = {}
@@ -61,6 +69,25 @@ def _reconcile(cpuset: Cpuset, live: dict[str, dict]) -> dict:
         summary["steering"] = steering.steer(host["steering"], [c for c in online if c not in steered_off])
     else:
         problems += steering.restore_steering(host["steering"])
+    # The opt-in machine-wide cuts are given back only where a cell made them (others may change
+    # these settings meanwhile, and nothing of ours should undo that).
+    if any(r["spec"].get("io_completions") for r in cells):
+        host = {**host, "io_completions_set": True}
+        state.save_host(host)
+        summary["io_completions"] = steering.complete_io_on_submitter(host["steering"])
+    elif host.get("io_completions_set"):
+        problems += steering.restore_io_completions(host["steering"])
+        host = {k: v for k, v in host.items() if k != "io_completions_set"}
+        state.save_host(host)
+    pinned_off = _union([r for r in cells if r["spec"].get("pin_init")], "compute")
+    if pinned_off:
+        host = {**host, "init_pinned": True}
+        state.save_host(host)
+        summary["init"] = steering.pin_init(host["steering"], [c for c in online if c not in pinned_off])
+    elif host.get("init_pinned"):
+        problems += steering.restore_init(host["steering"])
+        host = {k: v for k, v in host.items() if k != "init_pinned"}
+        state.save_host(host)
     extra = sum(r["spec"]["hugepages"] for r in cells)
     if extra or host.get("hugepages_touched"):
         # The pool is only touched for cells that asked, and given back to its original size.

@@ -71,6 +71,11 @@ def create(
     move_tasks: bool = typer.Option(True, "--move-tasks/--no-move-tasks", help="Move the machine's other processes to the control cores."),
     steer_irqs: bool = typer.Option(True, "--steer-irqs/--no-steer-irqs", help="Steer IRQs and unbound workqueues off the compute cores."),
     hugepages: int = typer.Option(0, "--hugepages", help="2 MiB huge pages to add to the pool for the cell."),
+    io_completions: bool = typer.Option(False, "--io-completions", help="Complete block I/O on the CPU that "
+                                        "submitted it (rq_affinity=2 on every disk), not on a compute core that a "
+                                        "disk's managed IRQ lands on; machine-wide, given back with the last cell."),
+    pin_init: bool = typer.Option(False, "--pin-init", help="Keep init's threads (pid 1, never moved) off the "
+                                  "compute cores by their CPU affinity; machine-wide, given back with the last cell."),
     mlock: bool = typer.Option(False, "--mlock", help="Lift the memory-lock limit of the cell's processes; "
                                "programs run by `cell exec` under coreplane's runtime have their memory "
                                "locked (mlockall)."),
@@ -78,7 +83,8 @@ def create(
 ) -> None:
     """Creates a cell; without --owner it lives until `coreplane cell destroy`."""
     spec = CellSpec(compute=parse_cores(compute, v.COMPUTE_CORES), control=parse_cores(control, v.CONTROL_CORES),
-                    name=name, move_tasks=move_tasks, steer_irqs=steer_irqs, hugepages=hugepages, mlock=mlock)
+                    name=name, move_tasks=move_tasks, steer_irqs=steer_irqs, hugepages=hugepages, mlock=mlock,
+                    io_completions=io_completions, pin_init=pin_init)
     cell = Cell.create(spec, watchdog=owner is not None, owner=owner)
     for pid in pids:
         cell.add_process(pid)

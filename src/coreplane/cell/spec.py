@@ -23,6 +23,12 @@ class CellSpec:
     steer_irqs: bool = True
     hugepages: int = 0
     mlock: bool = False
+    # Block I/O completes on the CPU that submitted it (rq_affinity=2 on every disk), not on the
+    # compute core a device's managed IRQ lands on: machine-wide, so opt-in, given back with the cell.
+    io_completions: bool = False
+    # init's threads (pid 1 is never moved between groups) kept off the compute cores by their
+    # CPU affinity: machine-wide, so opt-in, given back with the cell.
+    pin_init: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -83,7 +89,8 @@ def validate(spec: CellSpec, online: list[int], taken: dict[str, tuple[list[int]
             raise CoreplaneError(f"{v.COMPUTE_CORES} {format_cpu_list(compute)}: core {format_cpu_list(clash)} "
                                  f"is a control core of live cell {other!r}")
     return CellSpec(compute=compute, control=control, name=spec.name, move_tasks=spec.move_tasks,
-                    steer_irqs=spec.steer_irqs, hugepages=spec.hugepages, mlock=spec.mlock)
+                    steer_irqs=spec.steer_irqs, hugepages=spec.hugepages, mlock=spec.mlock,
+                    io_completions=spec.io_completions, pin_init=spec.pin_init)
 
 
 def default_name(existing: set[str]) -> str:

@@ -1,7 +1,10 @@
 """Machine-wide settings a cell changes and must give back: IRQ affinities, the unbound
-workqueue cpumask and the 2 MiB huge page pool. Originals are captured once, by the first cell."""
+workqueue cpumask, the 2 MiB huge page pool and, on request, where block I/O completes and
+where init's threads may run.
+Originals are captured once, by the first cell."""
 
 import errno
+import os
 from pathlib import Path
 
 from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
@@ -9,6 +12,9 @@ from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 PROC_IRQ = Path("/proc/irq")
 WQ_CPUMASK = Path("/sys/devices/virtual/workqueue/cpumask")
 HUGEPAGES = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+SYS_BLOCK = Path("/sys/block")
+# rq_affinity=2: a request completes on the CPU that submitted it, whatever CPU took the IRQ.
+COMPLETE_ON_SUBMITTER = "2"
 MANAGED = "managed by the kernel"
 
 
@@ -59,7 +65,52 @@ def capture() -> dict:
         "default_smp_affinity": _read(PROC_IRQ / "default_smp_affinity"),
         "workqueue_cpumask": _read(WQ_CPUMASK),
         "nr_hugepages": int(_read(HUGEPAGES) or 0),
+        "rq_affinity": {p.parent.parent.name: _read(p) for p in sorted(SYS_BLOCK.glob("*/queue/rq_affinity"))},
+        "init_affinity": {tid: sorted(cpus) for tid, cpus in _init_threads().items()},
     }
+
+
+def _init_threads() -> dict[str, set[int]]:
+    """init's threads and the CPUs each may run on now."""
+    out = {}
+    for task in Path("/proc/1/task").iterdir():
+        try:
+            out[task.name] = os.sched_getaffinity(int(task.name))
+        except OSError:
+            continue  # the thread ended meanwhile
+    return out
+
+
+def pin_init(original: dict, allowed: list[int]) -> dict[str, str]:
+    """Keeps every thread of init on `allowed` CPUs (within where it was allowed before, or all of
+    `allowed` when that would be empty); returns {tid: "set" or why not}."""
+    before = original.get("init_affinity", {})
+    out = {}
+    for tid, now in _init_threads().items():
+        target = set(before.get(tid, before.get("1", now))) & set(allowed) or set(allowed)
+        try:
+            os.sched_setaffinity(int(tid), target)
+            out[tid] = "set"
+        except OSError as exc:
+            out[tid] = exc.strerror or str(exc)
+    return out
+
+
+def restore_init(original: dict) -> list[str]:
+    """Gives init's threads their CPUs back (a thread born since gets what init's first had)."""
+    before = original.get("init_affinity")
+    if not before:
+        return []
+    problems = []
+    for tid, now in _init_threads().items():
+        target = set(before.get(tid, before.get("1", [])))
+        if target and target != now:
+            try:
+                os.sched_setaffinity(int(tid), target)
+            except OSError as exc:
+                problems.append(f"init thread {tid}: cannot restore CPUs {format_cpu_list(sorted(target))}: "
+                                f"{exc.strerror}")
+    return problems
 
 
 def steer(original: dict, allowed: list[int]) -> dict:
@@ -83,6 +134,22 @@ def steer(original: dict, allowed: list[int]) -> dict:
         target = sorted(set(mask_to_cpus(original["workqueue_cpumask"])) & set(allowed)) or allowed
         result["workqueue_cpumask"] = _write(WQ_CPUMASK, cpus_to_mask(target)) or "set"
     return result
+
+
+def complete_io_on_submitter(original: dict) -> dict[str, str]:
+    """Makes every disk complete requests on the submitting CPU; returns {disk: "set" or why not}."""
+    return {disk: _write(SYS_BLOCK / disk / "queue" / "rq_affinity", COMPLETE_ON_SUBMITTER) or "set"
+            for disk, before in original.get("rq_affinity", {}).items() if before is not None}
+
+
+def restore_io_completions(original: dict) -> list[str]:
+    """Gives every disk its rq_affinity back; returns what could not be."""
+    problems = []
+    for disk, before in original.get("rq_affinity", {}).items():
+        path = SYS_BLOCK / disk / "queue" / "rq_affinity"
+        if before is not None and path.exists() and _read(path) != before and (why := _write(path, before)):
+            problems.append(f"{path}: {why}")
+    return problems
 
 
 def restore_steering(original: dict) -> list[str]:

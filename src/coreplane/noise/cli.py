@@ -135,8 +135,11 @@ def inject_cmd(
 
 
 def _render_trial(doc: dict) -> None:
-    console.print(", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in doc.items()),
-                  highlight=False)
+    console.print(", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in doc.items()
+                            if not isinstance(v, (list, dict))), highlight=False)
+    for c in doc.get("cell_gap_classes", []):
+        console.print(f"  cell gaps from {c['source']}: {c['gaps']}, {human_ns(c['lost_ns'])} lost, "
+                      f"longest {human_ns(c['max_ns'])}", highlight=False)
 
 
 @app.command("trial")
@@ -145,8 +148,17 @@ def trial_cmd(
     threads: int = typer.Option(1, "--threads", help="barrier: threads."),
     noise: str = typer.Option("none", "--noise", help="barrier: none | sync | random (ROS 1 ms per 100 ms)."),
     placement: str = typer.Option("default", "--placement", help="barrier: default | pinned | cell."),
-    neighbour: str = typer.Option("hog", "--neighbour", help="neighbour: hog | injector | none."),
+    neighbour: str = typer.Option("hog", "--neighbour", help="neighbour: hog | injector | io (two gcc loops and "
+                                  "a writer that fsyncs) | none."),
     seconds: float = typer.Option(3.0, "--seconds", help="neighbour: seconds per placement."),
+    trace: bool = typer.Option(False, "--trace", help="neighbour: say where the cell's lost time went (a private "
+                               "tracefs instance on the compute core; gaps named by what interrupted them)."),
+    io_completions: bool = typer.Option(False, "--io-completions/--no-io-completions", help="neighbour: the cell "
+                                        "completes block I/O "
+                                        "on the submitting CPU (machine-wide rq_affinity=2, given back after)."),
+    pin_init: bool = typer.Option(False, "--pin-init/--no-pin-init", help="neighbour: the cell keeps init's "
+                                  "threads off the compute core (machine-wide affinity, given back after)."),
+    writer_mib: int = typer.Option(8, "--writer-mib", min=1, help="neighbour io: MiB per fsync of the writer."),
     buster: str = typer.Option("off", "--buster", help="cache: on | off."),
     working_set: float = typer.Option(4.0, "--working-set", help="cache: MiB chased by the barrier thread."),
     colours: int = typer.Option(8, "--colours", help="colour: use 1 colour in C."),
@@ -156,7 +168,8 @@ def trial_cmd(
     from coreplane.noise import trials
     runners = {
         "barrier": lambda: trials.barrier(threads, noise, placement),
-        "neighbour": lambda: trials.neighbour(neighbour, seconds),
+        "neighbour": lambda: trials.neighbour(neighbour, seconds, trace=trace, io_completions=io_completions,
+                                              pin_init=pin_init, writer_mib=writer_mib),
         "cache": lambda: trials.cache(buster, working_set),
         "colour": lambda: trials.colour(colours),
     }
@@ -188,11 +201,11 @@ def _render_experiment(doc: dict) -> None:
 
 @app.command("experiment")
 def experiment_cmd(
-    name: str = typer.Argument(..., help="a | b | c | colour"),
+    name: str = typer.Argument(..., help="a | b | c | colour | io"),
     repetitions: int = typer.Option(5, "--repetitions", help="Runs per point."),
     out: Path = typer.Option(None, "--out", help="Sweep directory (default target/experiments/noise-NAME-TIME)."),
     figures: Path = typer.Option(Path("docs/figures"), "--figures", help="Where the figure goes."),
-    check_goal: bool = typer.Option(False, "--check-goal", help="b: exit 1 when the 1/10 goal is not met."),
+    check_goal: bool = typer.Option(False, "--check-goal", help="b, io: exit 1 when the 1/10 goal is not met."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Runs an experiment as a sweep (DSE engine) of `coreplane noise trial`, then draws it."""

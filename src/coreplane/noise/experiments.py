@@ -8,9 +8,13 @@ from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import REPO_ROOT
+from coreplane.noise.trials import CAUSES
 
 CLI = shlex.quote(str(Path(sys.executable).with_name("coreplane")))
 GOAL_RATIO = 0.1   # time lost on a cell's compute core <= 1/10 of default placement's
+# The io experiment's cell variants: trial flags -> label.
+IO_CUTS = {"--no-pin-init": "cell as it is", "--pin-init": "--pin-init",
+           "--pin-init --io-completions": "--pin-init --io-completions"}
 
 EXPERIMENTS = {
     "a": {
@@ -27,6 +31,16 @@ EXPERIMENTS = {
         "parameters": {"neighbour": ["hog", "injector"]},
         "metrics": ["default_lost_pct", "cell_lost_pct", "lost_ratio", "default_interruptions_per_s",
                     "cell_interruptions_per_s", "default_gap_max_us", "cell_gap_max_us"],
+    },
+    "io": {
+        "title": "cell beside two compiler loops and an fsync writer: its lost time by cause, with its opt-in cuts",
+        "command": CLI + " noise trial neighbour --neighbour io --trace --seconds 3 {cuts} --json",
+        "parameters": {"cuts": list(IO_CUTS)},
+        # Other sessions' cells take the one compute core for seconds at a time: a trial that
+        # found it taken fails at once and is tried again later.
+        "retries": {"count": 6, "backoff": 2.0, "on": ["exit"]},
+        "metrics": ["default_lost_pct", "cell_lost_pct", "lost_ratio", "cell_traced_lost_pct", "cell_steal_ms",
+                    *(f"cell_lost_{c}_pct" for c in CAUSES)],
     },
     "c": {
         "title": "barrier benchmark on the compute core, cache buster on the control core (ROS Fig. 5)",
@@ -52,7 +66,8 @@ def spec(name: str, repetitions: int):
         "name": f"noise-{name}", "command": e["command"], "repetitions": repetitions,
         "parameters": e["parameters"], "expand": {"exclude": e.get("exclude", [])},
         "metrics": [{"source": "json", "fields": {m: m for m in e["metrics"]}}],
-        "timeout": {"seconds": 300}, "tags": {"experiment": name, "issue": "6"},
+        "timeout": {"seconds": 300}, "tags": {"experiment": name, "issue": "14" if name == "io" else "6"},
+        **({"retries": e["retries"]} if "retries" in e else {}),
     }, source=f"<experiment {name}>")
 
 
@@ -66,19 +81,20 @@ def run(name: str, repetitions: int, out: Path | None, figures: Path | None, pro
     table = dse.summary(out)
     doc = {"experiment": name, "title": EXPERIMENTS[name]["title"], "sweep": str(out), "runs": sweep,
            "summary": table.to_dict(orient="records")}
-    if name == "b":
-        doc["goal"] = goal(table)
+    if name in ("b", "io"):
+        doc["goal"] = goal(table, "neighbour" if name == "b" else "cuts")
     if figures:
         from coreplane.noise.figures import draw
         doc["figure"] = draw(name, table, figures, EXPERIMENTS[name]["title"])
     return doc
 
 
-def goal(table) -> dict:
-    """Per neighbour: median lost % on the compute core, default vs cell, and the median of the
-    ratios cell / default, each ratio measured within one trial (same run, same neighbour)."""
+def goal(table, by: str = "neighbour") -> dict:
+    """Per neighbour (or other point parameter `by`): median lost % on the compute core, default
+    vs cell, and the median of the ratios cell / default, each ratio measured within one trial
+    (same run, same neighbour)."""
     out = {"target_ratio": GOAL_RATIO, "neighbours": {}}
-    for kind, rows in table.groupby("neighbour"):
+    for kind, rows in table.groupby(by):
         med = dict(zip(rows["metric"], rows["median"]))
         out["neighbours"][kind] = {"default_lost_pct": med["default_lost_pct"], "cell_lost_pct": med["cell_lost_pct"],
                                    "ratio": med["lost_ratio"], "met": med["lost_ratio"] <= GOAL_RATIO}

@@ -110,9 +110,35 @@ def colour_probe(table, path: Path, title: str) -> str:
     return _save(fig, [ax], title, path, table, bars=False)
 
 
-DRAW = {"a": barrier_threads, "b": neighbour_lost, "c": cache_buster, "colour": colour_probe}
+def io_causes(table, path: Path, title: str) -> str:
+    """io: the cell's lost time by cause (stacked), for the cell as it is and with its opt-in
+    cuts, with the default placement's loss and the ratio written above."""
+    from coreplane.noise.experiments import IO_CUTS
+    from coreplane.noise.trials import CAUSES
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    settings = [c for c in IO_CUTS if c in set(table["cuts"])]
+    bottom = [0.0] * len(settings)
+    for cause in CAUSES:
+        rows = _metric(table, f"cell_lost_{cause}_pct").set_index("cuts")
+        heights = [float(rows.loc[s, "median"]) if s in rows.index else 0.0 for s in settings]
+        if any(heights):
+            ax.bar(range(len(settings)), heights, bottom=bottom, label=cause, width=0.5)
+            bottom = [b + h for b, h in zip(bottom, heights)]
+    default = _metric(table, "default_lost_pct").set_index("cuts")["median"]
+    ratio = _metric(table, "lost_ratio").set_index("cuts")["median"]
+    for k, s in enumerate(settings):
+        ax.annotate(f"default placement {default[s]:.1f} %\ncell / default = {ratio[s]:.3f}", (k, bottom[k]),
+                    ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(top=max(bottom) * 1.5)
+    ax.set_xticks(range(len(settings)), [IO_CUTS[s] for s in settings], fontsize=8)
+    ax.set_ylabel("time lost on the cell's compute core [%] (medians)")
+    ax.legend(fontsize=7, title="gap charged to", title_fontsize=7)
+    return _save(fig, [ax], title, path, table, bars=False)
+
+
+DRAW = {"a": barrier_threads, "b": neighbour_lost, "c": cache_buster, "colour": colour_probe, "io": io_causes}
 FILES = {"a": "noise-a-barrier.png", "b": "noise-b-neighbour.png", "c": "noise-c-cache.png",
-         "colour": "noise-c-colour.png"}
+         "colour": "noise-c-colour.png", "io": "noise-io-neighbour.png"}
 
 
 def draw(name: str, table, outdir: Path, title: str) -> str:

@@ -4,7 +4,10 @@ The experiments run these as sweeps; each trial stands alone and cleans up after
 
 import json
 import os
+import shutil
+import signal
 import subprocess
+import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -12,13 +15,31 @@ from coreplane.cell import Cell, CellSpec
 from coreplane.cell.spec import online_cpus
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.native import workload
+from coreplane.core.native import REPO_ROOT, workload
 from coreplane.noise.inject import Injector
 from coreplane.noise.measure import measure
 
 # ROS §5.2.1: "each core receives an interrupt every 100ms and spins for 1ms" (1 % noise).
 ROS_PERIOD_NS, ROS_SPIN_NS = 100_000_000, 1_000_000
 PLACEMENTS = ("default", "pinned", "cell")
+# What a gap on the cell's compute core is charged to (where_lost), from the traced context
+# that names it (coreplane.noise.attribution.classify_gaps): the scheduler tick with the
+# softirqs it raises, device IRQs with the block softirq and block work they cause, other
+# threads, IPIs, other work items, and "hypervisor" when the guest traced nothing in the gap.
+CAUSES = ("tick", "device_io", "thread", "ipi", "work", "hypervisor")
+TICK_SOFTIRQS = ("TIMER", "RCU", "SCHED", "HRTIMER")
+
+
+def cause(source: str) -> str:
+    """The cause (CAUSES) of a gap named `source` by classify_gaps."""
+    kind, _, name = source.partition(" ")
+    if source == "nothing in the guest":
+        return "hypervisor"
+    if source == "vector local_timer" or (kind == "softirq" and name in TICK_SOFTIRQS):
+        return "tick"
+    if kind == "irq" or kind == "softirq" or (kind == "work" and name.startswith("blk_")):
+        return "device_io"
+    return {"vector": "ipi", "thread": "thread"}.get(kind, "work")
 
 
 def run_workload(args: list) -> dict:
@@ -38,11 +59,12 @@ def cell_layout() -> tuple[list[int], list[int]]:
     return online[-1:], online[:1]
 
 
-def enter_cell(stack: ExitStack, hugepages: int = 0) -> Cell:
+def enter_cell(stack: ExitStack, hugepages: int = 0, io_completions: bool = False, pin_init: bool = False) -> Cell:
     """Makes the trials' cell for the rest of `stack` and moves this process (so the workloads
     it starts from now on) into it; processes started before stay on the control cores."""
     compute, control = cell_layout()
-    cell = stack.enter_context(Cell.create(CellSpec(compute=compute, control=control, hugepages=hugepages)))
+    cell = stack.enter_context(Cell.create(CellSpec(compute=compute, control=control, hugepages=hugepages,
+                                                    io_completions=io_completions, pin_init=pin_init)))
     cell.add_process(os.getpid())
     return cell
 
@@ -52,6 +74,34 @@ def background(stack: ExitStack, args: list) -> subprocess.Popen:
     proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stack.callback(lambda: (proc.terminate(), proc.wait()))
     return proc
+
+
+def io_neighbour(stack: ExitStack, writer_mib: int = 8) -> dict:
+    """Starts, until `stack` closes, the neighbour of issue 14's item 5: two compiler loops (gcc
+    -O2 on a bundled C file) and a writer that fsyncs to disk (dd conv=fsync of `writer_mib`
+    MiB, over and over), in a scratch directory on disk (/var/tmp), placed by the scheduler."""
+    scratch = Path(tempfile.mkdtemp(prefix="coreplane-io-neighbour-", dir="/var/tmp"))
+    stack.callback(shutil.rmtree, scratch, True)
+    source = REPO_ROOT / "workloads" / "src" / "barrier.c"
+    loops = [f"while :; do gcc -O2 -c {source} -o {scratch}/cc{i}.o; done" for i in range(2)]
+    loops.append(f"while :; do dd if=/dev/zero of={scratch}/fsync.dat bs=1M count={writer_mib} conv=fsync "
+                 "status=none; done")
+    groups = []
+    for loop in loops:
+        # Each loop leads its own process group, so that stopping it ends the gcc or dd it runs.
+        proc = subprocess.Popen(["sh", "-c", loop], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        groups.append(proc)
+        stack.callback(_end_group, proc)
+    return {"pids": [p.pid for p in groups], "scratch": str(scratch), "writer_mib": writer_mib}
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def barrier(threads: int, noise: str, placement: str, steps: int = 1000, quantum_us: int = 1000) -> dict:
@@ -80,28 +130,62 @@ def barrier(threads: int, noise: str, placement: str, steps: int = 1000, quantum
             "step_p50_us": s["p50"], "step_p99_us": s["p99"], "step_max_us": s["max"]}
 
 
-def neighbour(kind: str, seconds: float = 3.0, threshold_ns: int = 5_000) -> dict:
+def neighbour(kind: str, seconds: float = 3.0, threshold_ns: int = 5_000, trace: bool = False,
+              io_completions: bool = False, pin_init: bool = False, writer_mib: int = 8) -> dict:
     """Experiment (b) and the goal benchmark: noise on the compute core with a noisy neighbour,
-    under default placement and then in a cell, with the same neighbour, in one run."""
+    under default placement and then in a cell, with the same neighbour, in one run. `trace`
+    also says where the cell's lost time went (coreplane.noise.attribution); `io_completions`
+    and `pin_init` are the cell's opt-in machine-wide cuts (CellSpec), given back with it."""
     compute, _ = cell_layout()
     online = online_cpus()
     duration_ns = int(seconds * 1e9)
+    out = {"trial": "neighbour", "neighbour": kind, "cpu": compute[0], "seconds": seconds,
+           "io_completions": io_completions, "pin_init": pin_init}
     with ExitStack() as stack:
         if kind == "hog":  # while(1) threads, one per CPU, placed by the scheduler
             background(stack, [workload("hog"), "-t", len(online), "-d", 4 * seconds + 30])
         elif kind == "injector":  # 10 % SCHED_FIFO noise on every CPU, random phase
             stack.enter_context(Injector(online, 10_000_000, 1_000_000, "random", limit_ns=4 * duration_ns + 30_000_000_000))
+        elif kind == "io":
+            out["writer_mib"] = io_neighbour(stack, writer_mib)["writer_mib"]
         elif kind != "none":
-            raise CoreplaneError(f"--neighbour {kind}: expected hog, injector or none")
+            raise CoreplaneError(f"--neighbour {kind}: expected hog, injector, io or none")
         default = measure(compute, duration_ns, threshold_ns, fwq=False, tracers=False)["summary"][0]
         with ExitStack() as in_cell:
-            enter_cell(in_cell)
-            cell = measure(compute, duration_ns, threshold_ns, fwq=False, tracers=False)["summary"][0]
-    out = {"trial": "neighbour", "neighbour": kind, "cpu": compute[0], "seconds": seconds}
+            enter_cell(in_cell, io_completions=io_completions, pin_init=pin_init)
+            if trace:
+                from coreplane.noise.attribution import traced
+                with traced(compute[0]) as recording:
+                    doc = measure(compute, duration_ns, threshold_ns, fwq=False, tracers=False)
+            else:
+                doc = measure(compute, duration_ns, threshold_ns, fwq=False, tracers=False)
+            cell = doc["summary"][0]
     for name, s in (("default", default), ("cell", cell)):
         out.update({f"{name}_lost_pct": s["lost_pct"], f"{name}_interruptions_per_s": s["interruptions_per_s"],
                     f"{name}_gap_p99_us": s["gap_p99_us"], f"{name}_gap_max_us": s["gap_max_us"]})
     out["lost_ratio"] = out["cell_lost_pct"] / out["default_lost_pct"] if out["default_lost_pct"] else None
+    if trace:
+        gap = doc["native"]["cpus"][0]["gap"]
+        out.update(where_lost(recording, gap["timeline"], gap["runtime_ns"]))
+    return out
+
+
+def where_lost(recording, timeline: list, runtime_ns: float) -> dict:
+    """The cell's lost time by cause (CAUSES), in % of the detector's run, each gap named by what
+    the trace shows interrupting the detector in it; and the traced time of each source."""
+    from coreplane.noise.attribution import by_kind, classify_gaps
+    traced = recording.attribute({"coreplane-bench"})
+    gaps = classify_gaps(timeline, runtime_ns, traced["interruptions"], list(traced["own_spans_ns"].values()))
+    pct = 100 / runtime_ns
+    causes = dict.fromkeys(CAUSES, 0.0)
+    for c in gaps["classes"]:
+        causes[cause(c["source"])] += c["lost_ns"] * pct
+    out = {f"cell_lost_{name}_pct": round(v, 4) for name, v in causes.items()}
+    out.update(cell_traced_lost_pct=traced["lost_pct"], cell_steal_ms=traced["steal_ns"] / 1e6,
+               cell_trace_events_lost=traced["events_lost"], cell_gaps_aligned=gaps["aligned"],
+               cell_traced_ms_by_kind={k: v / 1e6 for k, v in by_kind(traced["sources"]).items()},
+               cell_top_sources=[{**s, "total_ms": s["total_ns"] / 1e6} for s in traced["sources"][:10]],
+               cell_gap_classes=gaps["classes"][:12])
     return out
 
 
