@@ -107,6 +107,17 @@ def test_a_thread_whose_rdtsc_faults_makes_its_calls(built, mode, how):
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_thread_whose_rdtsc_faults_under_profile_at_a_rewritten_site(built, mode, tmp_path):
+    # Before, under --delegate none: killed by SIGSEGV, the fast path timed the first calls of a
+    # rewritten site (and one in a sample gap after) with rdtsc in its assembly.
+    exe = built / "no_tsc"
+    native = watched([str(exe), "tsc", "200"])
+    assert (native.returncode, native.stdout) == (0, "tsc: 3 calls\n")
+    proc = watched(CLI + ["run", "--delegate", mode, "--profile", str(tmp_path / "p.json"), "--", str(exe), "tsc", "200"])
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 @pytest.mark.parametrize("mode", ["none", "all"])
 def test_strace_attached_before_exec_sees_the_program_alone(mode):

@@ -87,6 +87,9 @@ global_asm!(
     "mov rcx, gs:[16]",
     "test rcx, rcx",
     "jz 4f",
+    // A thread whose rdtsc faults (Thread.no_tsc) makes its calls untimed, as in `dispatch::run`.
+    "cmp byte ptr gs:[{no_tsc}], 0",
+    "jne 4f",
     "mov r11, rax",
     "imul r11, r11, {row}",
     "cmp qword ptr [rcx + r11 + {stats} + {timed}], {first}",
@@ -263,6 +266,7 @@ global_asm!(
     first = const L::TIME_FIRST,
     left = const L::T_SAMPLE_LEFT,
     rng = const L::T_SAMPLE_RNG,
+    no_tsc = const core::mem::offset_of!(crate::thread::Thread, no_tsc),
 );
 
 extern "C" {
