@@ -37,6 +37,9 @@ pub struct Mcp {
     pub retained: BTreeSet<i32>,
     /// Cores of its provision it asked for that are being taken back from borrowers.
     pub owed: u32,
+    /// It runs under coreplane's runtime, whose delegates need the control cores (the runtime
+    /// itself keeps the program's threads on compute cores): its cpuset keeps them.
+    pub delegates: bool,
     pub pages: Pages,
 }
 
@@ -112,10 +115,16 @@ impl Arbiter {
         self.compute.iter().copied().filter(|c| !self.owner.contains_key(c)).collect()
     }
 
+    /// The cores an MCP's threads may run on: what it holds (and retains), without the control
+    /// cores, so a program's own threads cannot escape there; the control cores while it holds
+    /// none (a cpuset cannot be empty, and the program must stay runnable), and always for an
+    /// MCP under coreplane's runtime, whose delegates run there.
     fn cpuset_of(&self, mcp: &Mcp) -> BTreeSet<i32> {
-        let mut cpus = self.control.clone();
-        cpus.extend(mcp.vcores.iter().flatten().map(|v| v.cpu));
+        let mut cpus: BTreeSet<i32> = mcp.vcores.iter().flatten().map(|v| v.cpu).collect();
         cpus.extend(&mcp.retained);
+        if cpus.is_empty() || mcp.delegates {
+            cpus.extend(&self.control);
+        }
         cpus
     }
 
@@ -144,7 +153,8 @@ impl Arbiter {
     }
 
     /// Makes `pid` a many-core process with `provision` guaranteed cores (admission control).
-    pub fn provision(&mut self, pid: u32, cores: u32, max: Option<u32>) -> Reply {
+    /// `delegates`: it runs under coreplane's runtime (see Mcp::delegates); None keeps what it was.
+    pub fn provision(&mut self, pid: u32, cores: u32, max: Option<u32>, delegates: Option<bool>) -> Reply {
         let total = self.compute.len() as u32;
         let others = self.provisioned() - self.mcps.get(&pid).map_or(0, |m| m.provision);
         if others + cores > total {
@@ -157,14 +167,19 @@ impl Arbiter {
         if let Some(mcp) = self.mcps.get_mut(&pid) {
             mcp.provision = cores;
             mcp.max = max;
+            if delegates.is_some_and(|d| d != mcp.delegates) {
+                mcp.delegates = !mcp.delegates;
+                self.write_cpuset(pid)?;
+            }
         } else {
-            self.create(pid, cores, max)?;
+            self.create(pid, cores, max, delegates.unwrap_or(false))?;
         }
         self.refresh_procinfo();
-        Ok(json!({"ok": true, "pid": pid, "provision": cores, "max": max}))
+        let delegates = self.mcps[&pid].delegates;
+        Ok(json!({"ok": true, "pid": pid, "provision": cores, "max": max, "delegates": delegates}))
     }
 
-    fn create(&mut self, pid: u32, provision: u32, max: u32) -> Result<(), String> {
+    fn create(&mut self, pid: u32, provision: u32, max: u32, delegates: bool) -> Result<(), String> {
         let uid = crate::proc_uid(pid).ok_or_else(|| format!("pid {pid}: no such process"))?;
         let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
         if pidfd < 0 {
@@ -184,7 +199,7 @@ impl Arbiter {
             return Err(e);
         }
         let vcores = (0..max).map(|_| None).collect();
-        self.mcps.insert(pid, Mcp { uid, pidfd, provision, max, vcores, retained: BTreeSet::new(), owed: 0, pages });
+        self.mcps.insert(pid, Mcp { uid, pidfd, provision, max, vcores, retained: BTreeSet::new(), owed: 0, delegates, pages });
         Ok(())
     }
 
@@ -431,6 +446,7 @@ impl Arbiter {
                 "pid": pid, "uid": m.uid, "provision": m.provision, "max": m.max, "held": m.held(),
                 "on_loan": m.held().saturating_sub(m.provision), "owed": m.owed,
                 "retained": format_cpus(&m.retained), "vcores": vcores,
+                "cpuset": format_cpus(&self.cpuset_of(m)), "delegates": m.delegates,
                 "dropped_notifications": m.pages.info().dropped.load(Ordering::Relaxed),
             })
         }).collect();

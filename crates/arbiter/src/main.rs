@@ -411,6 +411,13 @@ fn field_u32(doc: &Value, name: &str) -> Result<Option<u32>, String> {
     }
 }
 
+fn field_bool(doc: &Value, name: &str) -> Result<Option<bool>, String> {
+    match doc.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_bool().map(Some).ok_or_else(|| format!("field {name:?}: expected true or false, got {v}")),
+    }
+}
+
 fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Handled {
     let reply = (|| -> Result<Handled, String> {
         let doc: Value = serde_json::from_slice(line).map_err(|e| format!("malformed request (not JSON): {e}"))?;
@@ -424,14 +431,14 @@ fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Ha
                 admin_only("provision")?;
                 let target = field_u32(&doc, "pid")?.ok_or("provision: field \"pid\" is required")?;
                 let cores = field_u32(&doc, "cores")?.unwrap_or(0);
-                Handled::Reply(arbiter.provision(target, cores, field_u32(&doc, "max")?)?)
+                Handled::Reply(arbiter.provision(target, cores, field_u32(&doc, "max")?, field_bool(&doc, "delegates")?)?)
             }
             "register" => {
                 // Any process may make itself a best-effort many-core process (no provision).
                 if let Ok(own) = mcp_of(arbiter, uid, pid) {
                     return Err(format!("register: pid {pid} already belongs to many-core process {own}"));
                 }
-                Handled::Reply(arbiter.provision(pid, 0, field_u32(&doc, "max")?)?)
+                Handled::Reply(arbiter.provision(pid, 0, field_u32(&doc, "max")?, field_bool(&doc, "delegates")?)?)
             }
             "attach" => {
                 // A program started before its provision arrives waits for it up to wait_ms
@@ -462,7 +469,7 @@ fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Ha
                 let target = field_u32(&doc, "pid")?.ok_or("revoke: field \"pid\" is required")?;
                 let warn_ns = field_u32(&doc, "warn_us")?.map_or(arbiter.default_warn_ns, |w| w as u64 * 1000);
                 let signal = field_u32(&doc, "signal")?.map(|s| s as i32);
-                let wait = doc.get("wait").and_then(Value::as_bool).unwrap_or(false);
+                let wait = field_bool(&doc, "wait")?.unwrap_or(false);
                 let vcore = field_u32(&doc, "vcore")?.map(|v| v as usize);
                 match arbiter.revoke(target, vcore, warn_ns, signal, wait.then_some(fd))? {
                     Value::Null => Handled::Later,

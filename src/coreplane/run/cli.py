@@ -85,7 +85,9 @@ def run(
     resolved = check(opts)
     if mcp:
         from coreplane.arbiter.mcp import become_mcp
-        resolved["mcp"] = become_mcp(provision, max_vcores, arbiter_state_dir)
+        # With delegates (control cores in the layout) the MCP's cpuset keeps the control cores.
+        resolved["mcp"] = become_mcp(provision, max_vcores, arbiter_state_dir,
+                                     delegates=bool(resolved.get("control_cores")))
     result = run_program(opts)
     _emit({**result.as_dict(), "config": resolved}, json_flag, json_out)
     result.end_as_program()
