@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cli_json, run_cli
 from machine_lock import machine_lock
 
 from coreplane.arbiter.client import Daemon, env_for
@@ -78,7 +79,7 @@ def arbiter():
     state = Path(tempfile.mkdtemp(prefix="coreplane-arbiter-"))
     name = f"coreplane-arbiter-test-{os.getpid()}-{state.name}"
     with machine_lock():
-        daemon = Daemon(state, name, ["--warn-us", "200000"]).start()
+        daemon = Daemon(state, ["--warn-us", "200000"], name).start()
         daemon.state_dir, daemon.group = state, CPUSET_ROOT / name
         yield daemon
         daemon.stop()
@@ -127,6 +128,30 @@ def test_grant_yield_warm_and_cpuset(arbiter):
     a.kill()
     wait_for(lambda: not status(arbiter)["mcps"])
     assert not group.exists()
+
+
+def test_mcp_threads_stay_off_the_control_cores_unless_it_delegates(arbiter):
+    """A program's own threads run only on the cores its MCP holds (fixed-thread programs used to
+    escape onto the control cores); the control cores while it holds none, so it stays runnable;
+    and always with `delegates` (coreplane's runtime delegates there and pins the rest itself)."""
+    control = parse_cpu_list(status(arbiter)["control_cores"])
+    a = Program(arbiter.state_dir)
+    group = arbiter.group / f"mcp-{a.pid}"
+    with arbiter.client() as c:
+        assert c.checked("provision", pid=a.pid, cores=1)["delegates"] is False
+        assert parse_cpu_list((group / "cpuset.cpus").read_text()) == control
+        cpu = a.ask("request 1")["cpu"]
+        assert parse_cpu_list((group / "cpuset.cpus").read_text()) == [cpu]
+        allowed = next(l for l in Path(f"/proc/{a.pid}/status").read_text().splitlines() if l.startswith("Cpus_allowed_list"))
+        assert parse_cpu_list(allowed.split(":")[1].strip()) == [cpu]
+        assert c.checked("provision", pid=a.pid, cores=1, delegates=True)["delegates"] is True
+        assert parse_cpu_list((group / "cpuset.cpus").read_text()) == sorted(control + [cpu])
+        (mcp,) = c.checked("status")["mcps"]
+        assert parse_cpu_list(mcp["cpuset"]) == sorted(control + [cpu]) and mcp["delegates"]
+        assert c.checked("provision", pid=a.pid, cores=1)["delegates"] is True  # kept when not given
+        assert "expected true or false" in c.call("provision", pid=a.pid, cores=1, delegates=1)["error"]
+    a.kill()
+    wait_for(lambda: not status(arbiter)["mcps"])
 
 
 def test_cooperative_yield_before_deadline(arbiter):
@@ -274,9 +299,20 @@ def test_run_mcp_and_status_cli(arbiter):
     group, allowed = proc.stdout.split("\n")[:2]
     summary = json.loads(proc.stderr.strip().splitlines()[-1])
     assert group.endswith(f"mcp-{summary['config']['mcp']['pid']}")
-    assert summary["config"]["mcp"]["granted"][0]["cpu"] >= 1 and allowed.split()[-1] != "0"
+    cpu = summary["config"]["mcp"]["granted"][0]["cpu"]
+    assert cpu >= 1 and parse_cpu_list(allowed.split()[-1]) == [cpu]  # not the control cores
+    # Delegating under the runtime: the group keeps the control cores for the delegates, and the
+    # runtime pins the program's own thread to the compute cores.
+    proc = run_cli("run", "--mcp", "--provision", "1", "--delegate", "all", "--arbiter-state-dir",
+                   str(arbiter.state_dir), "--json", "--", "sh", "-c",
+                   "cat /sys/fs/cgroup/cpuset$(cat /proc/self/cpuset)/cpuset.cpus; grep Cpus_allowed_list /proc/self/status",
+                   check=True)
+    cpus, allowed = proc.stdout.split("\n")[:2]
+    control = parse_cpu_list(status(arbiter)["control_cores"])
+    assert parse_cpu_list(cpus) == sorted(control + [cpu]) and parse_cpu_list(allowed.split()[-1]) == [cpu], proc.stdout
+    wait_for(lambda: status(arbiter)["counters"]["exits"] == 2)  # the arbiter reclaims on the exit's pidfd event
     doc = json.loads(run_cli("arbiter", "status", "--state-dir", str(arbiter.state_dir), "--json", check=True).stdout)
-    assert doc["counters"]["exits"] == 1 and doc["mcps"] == [] and doc["free"] >= 1
+    assert doc["counters"]["exits"] == 2 and doc["mcps"] == [] and doc["free"] >= 1
     refused = run_cli("run", "--mcp", "--provision", "99", "--arbiter-state-dir", str(arbiter.state_dir), "--", "true")
     assert refused.returncode != 0 and "refused" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
@@ -302,3 +338,22 @@ def test_adaptive_pool_runs_on_its_vcores_while_they_come_and_go():
     # preemption at its deadline ends on the control core), the fixed program's anywhere.
     assert all(r["tasks"] == 60 for r in runs.values())
     assert runs[("adaptive", 0)]["share_on_control_cores"] < 0.5
+
+
+def test_daemon_flag_leaves_it_running_and_it_answers(tmp_path):
+    """`coreplane arbiter --daemon` (the one Daemon class, detached): it outlives the command,
+    answers `arbiter status`, stops on SIGTERM and leaves no group; a second one on the same
+    socket fails with one line."""
+    state = tmp_path / "state"
+    with machine_lock():
+        doc = cli_json("arbiter", "--state-dir", str(state), "--daemon")
+        try:
+            assert Path(doc["socket"]) == state / "arbiter.sock"
+            assert cli_json("arbiter", "status", "--state-dir", str(state))["mcps"] == []
+            second = run_cli("arbiter", "--state-dir", str(state), "--daemon")
+            assert second.returncode != 0 and len(second.stderr.strip().splitlines()) == 1, second.stderr
+        finally:
+            os.kill(doc["pid"], signal.SIGTERM)
+        wait_for(lambda: not Path(f"/proc/{doc['pid']}").exists() or
+                 Path(f"/proc/{doc['pid']}/stat").read_text().split()[2] == "Z")
+        assert not (CPUSET_ROOT / "coreplane-arbiter").exists()

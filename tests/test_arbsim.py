@@ -75,7 +75,7 @@ def test_cli_rows_are_labelled_simulated(tmp_path):
 @pytest.mark.parametrize("content,message", [
     ('{"wake": [5, 1]}', "field 'wake': expected [lo_ns, hi_ns]"),
     ('{"teleport": [1, 2]}', "field 'teleport': unknown cost"),
-    ("[1", "cannot read costs"),
+    ("[1", "line 1: not JSON"),
 ])
 def test_bad_cost_files_are_one_line_errors(tmp_path, content, message):
     path = tmp_path / "costs.json"

@@ -97,7 +97,7 @@ def measure(trials: int) -> dict:
     os.environ["COREPLANE_ARBITER_SOCKET"] = str(state / "arbiter.sock")
     short, slow = trials, max(trials // 10, 50)
     out = {}
-    with Daemon(state, f"coreplane-arbiter-bench-{os.getpid()}") as daemon, daemon.client() as admin:
+    with Daemon(state, cgroup_name=f"coreplane-arbiter-bench-{os.getpid()}") as daemon, daemon.client() as admin:
         out["create_scp"] = stats([timed(lambda: subprocess.run(["/bin/true"])) for _ in range(slow)])
 
         samples = []

@@ -1,7 +1,6 @@
 """The `coreplane arbiter` commands: the daemon (foreground or --daemon) and its status."""
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -9,9 +8,7 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from coreplane.arbiter.client import DEFAULT_STATE_DIR, Client, socket_path
-from coreplane.core import binaries
-from coreplane.core.errors import CoreplaneError
+from coreplane.arbiter.client import DEFAULT_STATE_DIR, Client, Daemon, socket_path
 from coreplane.core.output import console, emit
 
 app = typer.Typer(help="The core arbiter of many-core processes: provisions, allocations, loans, warn-then-preempt.",
@@ -37,30 +34,15 @@ def arbiter(
     """Runs the arbiter (in the foreground unless --daemon); `coreplane arbiter status` shows it."""
     if ctx.invoked_subcommand:
         return
-    exe = binaries.locate("coreplane-arbiter")
-    if exe is None:
-        raise CoreplaneError("coreplane-arbiter is not built (make rust)")
-    argv = [exe, "--state-dir", str(state_dir), "--warn-us", str(warn_us)]
-    argv += ["--compute-cores", compute_cores] if compute_cores else []
-    argv += ["--trust-uid", trust_uid] if trust_uid else []
-    argv += ["--fifo", str(fifo)] if fifo is not None else []
+    options = ["--warn-us", str(warn_us)]
+    options += ["--compute-cores", compute_cores] if compute_cores else []
+    options += ["--trust-uid", trust_uid] if trust_uid else []
+    options += ["--fifo", str(fifo)] if fifo is not None else []
+    daemon_ = Daemon(state_dir, options)
     if not daemon:
-        os.execv(exe, argv)
-    proc = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise CoreplaneError(proc.stderr.read().strip() or f"coreplane-arbiter exited {proc.returncode}")
-        try:
-            Client(socket_path(state_dir)).close()
-            break
-        except CoreplaneError:
-            time.sleep(0.02)
-    else:
-        raise CoreplaneError("coreplane-arbiter did not come up within 5 s")
-    proc.stderr.close()
-    emit({"pid": proc.pid, "socket": str(socket_path(state_dir))}, json_flag,
+        os.execv(daemon_.argv[0], daemon_.argv)
+    daemon_.start(detach=True)
+    emit({"pid": daemon_.proc.pid, "socket": str(daemon_.socket)}, json_flag,
          lambda d: console.print(f"arbiter pid {d['pid']}, socket {d['socket']}"))
 
 

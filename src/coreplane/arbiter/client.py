@@ -8,8 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from coreplane.core import binaries
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import binary
 
 DEFAULT_STATE_DIR = Path("/run/coreplane")
 SOCKET_NAME = "arbiter.sock"
@@ -62,22 +62,39 @@ class Client:
 
 
 class Daemon:
-    """A coreplane-arbiter of our own, in `state_dir`, stopped (SIGTERM) on exit."""
+    """A coreplane-arbiter started from here: `argv` are its options (see `coreplane arbiter`).
+    As a context manager it is stopped (SIGTERM) on exit; `detach` leaves it running on its own
+    (its own session, no pipes), as `coreplane arbiter --daemon` does."""
 
-    def __init__(self, state_dir: Path, cgroup_name: str, extra: list[str] = ()):
-        exe = binaries.locate("coreplane-arbiter")
-        if exe is None:
-            raise CoreplaneError("coreplane-arbiter is not built (cargo build --release --workspace)")
+    def __init__(self, state_dir: Path, options: list[str] = (), cgroup_name: str | None = None):
         self.socket = socket_path(state_dir)
-        self.argv = [exe, "--state-dir", str(state_dir), "--cgroup-name", cgroup_name, *extra]
+        self.argv = [str(binary("coreplane-arbiter")), "--state-dir", str(state_dir), *options]
+        self.argv += ["--cgroup-name", cgroup_name] if cgroup_name else []
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 5.0) -> "Daemon":
-        self.proc = subprocess.Popen(self.argv, stderr=subprocess.PIPE, text=True)
+    def start(self, timeout: float = 5.0, detach: bool = False) -> "Daemon":
+        """Starts it and returns once its socket answers; its last words become the error if it
+        exits. Detached, it writes them to arbiter.log beside its socket (a pipe nobody reads
+        would block it, or kill it once closed)."""
+        try:
+            Client(self.socket).close()
+        except CoreplaneError:
+            pass  # nobody answers there: ours will
+        else:
+            raise CoreplaneError(f"{self.socket}: an arbiter already answers there (coreplane arbiter status)")
+        if detach:
+            self.socket.parent.mkdir(parents=True, exist_ok=True)
+            log = open(self.socket.parent / "arbiter.log", "w+")
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL if detach else None,
+                                     stdout=subprocess.DEVNULL if detach else None,
+                                     stderr=log if detach else subprocess.PIPE, text=True, start_new_session=detach)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise CoreplaneError(f"coreplane-arbiter exited: {self.proc.stderr.read().strip()}")
+                if detach:
+                    log.seek(0)
+                said = (log.read() if detach else self.proc.stderr.read()).strip()
+                raise CoreplaneError(said.splitlines()[-1] if said else f"coreplane-arbiter exited {self.proc.returncode}")
             if self.socket.exists():
                 try:
                     Client(self.socket).close()
@@ -85,7 +102,8 @@ class Daemon:
                 except CoreplaneError:
                     pass
             time.sleep(0.01)
-        raise CoreplaneError("coreplane-arbiter did not come up")
+        self.stop()
+        raise CoreplaneError(f"coreplane-arbiter did not come up within {timeout:g} s")
 
     def client(self) -> Client:
         return Client(self.socket)

@@ -172,7 +172,7 @@ def measure(frames: int = 150, fps: float = 15.0, size: tuple[int, int] = (720, 
     private arbiter (its default SCHED_FIFO) whose loans are taken back with `warn_us` warning."""
     state = Path(tempfile.mkdtemp(prefix="coreplane-fig6-"))
     runs = []
-    with Daemon(state, f"coreplane-fig6-{os.getpid()}", ["--warn-us", str(warn_us)]) as daemon, daemon.client() as admin:
+    with Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-fig6-{os.getpid()}") as daemon, daemon.client() as admin:
         for _ in range(repetitions):
             for borrower in (None, *borrowers):
                 runs.append(one_run(state, admin, borrower, frames, fps, size))

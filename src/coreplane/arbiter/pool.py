@@ -138,7 +138,7 @@ def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetit
     `repetitions` times interleaved, on a private arbiter."""
     state = Path(tempfile.mkdtemp(prefix="coreplane-pool-"))
     runs = []
-    with Daemon(state, f"coreplane-pool-{os.getpid()}", ["--warn-us", str(warn_us)]) as daemon, daemon.client() as admin:
+    with Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-pool-{os.getpid()}") as daemon, daemon.client() as admin:
         cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
         configs = [("adaptive", 0), ("fixed", cores), ("fixed", cores + 1)]
         for _ in range(repetitions):

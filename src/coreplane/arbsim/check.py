@@ -1,10 +1,10 @@
 """The model against the real arbiter on this machine: simulated p50 beside the p50 that `python -m coreplane.arbiter.bench --json` measured, for the operations both time the same way."""
 
-import json
 from pathlib import Path
 
 from coreplane.arbsim.costs import Cost
 from coreplane.arbsim.model import simulate, summarize
+from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 
 # The model's operation -> the real benchmark's name for the same span. Not preempt_one: the
@@ -20,10 +20,8 @@ MEASURED_AS = {
 
 def measured(path: Path) -> dict:
     """The benchmark's operations ({"ops": {name: {"p50_us": …}}}) from `path`."""
-    try:
-        ops = json.loads(path.read_text())["ops"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
-        raise CoreplaneError(f"{path}: not a document of `python -m coreplane.arbiter.bench --json`: {e}") from e
+    doc = read_json(path)
+    ops = doc.get("ops") if isinstance(doc, dict) else None
     if not isinstance(ops, dict):
         raise CoreplaneError(f"{path}: field 'ops': expected an object of operations")
     return ops

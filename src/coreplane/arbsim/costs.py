@@ -1,9 +1,9 @@
 """The costs the arbiter model is built from: each a range measured on these machines (reference table), overridable from a JSON file."""
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 
 
@@ -50,10 +50,7 @@ def load(path: Path | None) -> dict[str, Cost]:
     costs = dict(DEFAULTS)
     if path is None:
         return costs
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise CoreplaneError(f"{path}: cannot read costs: {e}") from e
+    data = read_json(path)
     if not isinstance(data, dict):
         raise CoreplaneError(f"{path}: costs must be a JSON object of name: [lo_ns, hi_ns]")
     for name, value in data.items():
