@@ -221,3 +221,42 @@ def test_cpu_scale_from_the_process_cpu_time():
     doc["processes"] = [{"pid": 100, "user_ns": int(busy / 2), "sys_ns": 0}]
     assert cpu_scale(profiles.from_dict(doc)) == pytest.approx([0.5, 0.5], rel=1e-6)
     assert cpu_scale(TINY) == [1.0]
+
+
+def _pipeline_stages(reader_cpu_ns: int) -> Profile:
+    # Two processes side by side for 1 ms on one compute core: a writer busy all the time (800 µs
+    # computing, 200 µs writing), and a reader whose 50 reads took 900 µs of its 1 ms.
+    doc = TINY_MT.to_dict()
+    read = {"name": "read", "nr": 0, "count": 50, "errors": 0, "total_ns": 900_000, "local": 50, "delegated": 0}
+    write = {"name": "write", "nr": 1, "count": 50, "errors": 0, "total_ns": 200_000, "local": 50, "delegated": 0}
+    doc["syscalls"] = [read, write]
+    doc["threads"] = [{"pid": 200, "tid": 200, "start_ns": 0, "end_ns": 1_000_000, "syscalls": [write]},
+                      {"pid": 201, "tid": 201, "start_ns": 0, "end_ns": 1_000_000, "syscalls": [read]}]
+    doc["processes"] = [{"pid": 200, "ppid": 1, "start_ns": 0, "end_ns": 1_000_000, "user_ns": 800_000, "sys_ns": 200_000},
+                        {"pid": 201, "ppid": 1, "start_ns": 0, "end_ns": 1_000_000, "user_ns": 0,
+                         "sys_ns": reader_cpu_ns}]
+    return profiles.from_dict(doc)
+
+
+def test_time_blocked_in_a_call_is_no_cpu_demand():
+    # The reader's CPU time says 50 µs of its 1 ms were on a core: the rest of its time, most of
+    # it in read, was blocked, and the model's native run fits in the 1 ms the profile lasted
+    # (2 ms if the reader had needed the one core all the time, as its CPU time would then say).
+    blocked = closed(_pipeline_stages(50_000), 1.0, 0.0, Policy("none"), compute_cores=1)
+    assert blocked.native_model_ns == pytest.approx(1_000_000, rel=0.06)
+    busy = closed(_pipeline_stages(1_000_000), 1.0, 0.0, Policy("none"), compute_cores=1)
+    assert busy.native_model_ns == pytest.approx(2_000_000, rel=0.02)
+    # Delegated, a blocked read waits in the delegate: its blocked part stays a delay, and the
+    # control core serves only its CPU part.
+    d = closed(_pipeline_stages(50_000), 1.0, 10_000.0, Policy("read"), compute_cores=1, spin_ns=0.0)
+    assert d.wait_ns < 1_000
+
+
+def test_calls_longer_than_their_thread_are_scaled_to_its_life():
+    # --time-every N scales a sampled call by N: one sampled read that blocked 1 ms stands for
+    # N ms. A thread's calls cannot outlast the thread.
+    doc = TINY_MT.to_dict()
+    doc["threads"][1]["syscalls"][1]["total_ns"] = 3_960_000   # write: 4x the thread's life
+    seg = profiles.from_dict(doc).segments()[1]
+    assert seg.compute_ns == 0
+    assert sum(g for _, g in seg.calls.values()) == pytest.approx(990_000 * 3_960_000 / 3_961_000)

@@ -153,6 +153,14 @@ def test_unknown_suite_is_one_line():
         "coreplane: error: suite 'no-such-suite': neither a built-in suite (default, quick, synthetic) nor a file"]
 
 
+def test_rescore_of_what_is_no_finished_validation_is_one_line(tmp_path):
+    proc = run_cli("validate", "--rescore", str(tmp_path))
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        f"coreplane: error: {tmp_path}: not a finished validation ({tmp_path / 'validation.json'}: "
+        "No such file or directory)"]
+
+
 def test_builtin_suites_meet_the_goal_shape():
     default = suites.load("default")
     assert len(default.programs) >= 10
@@ -213,6 +221,11 @@ def test_quick_study_end_to_end(tmp_path):
     # The models are scored; the closed model is far better than the naive one (which ignores f_c).
     closed, naive = v["mape"]["closed"]["mape_pct"], v["mape"]["naive"]["mape_pct"]
     assert closed is not None and closed < 25.0 and closed < naive
+    # Scored again from what it stored, running nothing: the same models give the same figures.
+    again = run_cli("validate", "--rescore", str(out), "--json", timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["mape"]["closed"]["mape_pct"] == pytest.approx(closed)
+    assert json.loads((out / "rescored" / "validation.json").read_text())["rescored_from"] == str(out / "validation.json")
     # The report: one sentence per program, figures embedded.
     report = (out / "report.html").read_text()
     assert set(doc["sentences"]) == programs

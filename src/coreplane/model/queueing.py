@@ -319,10 +319,12 @@ def phases(profile: Profile) -> tuple[list[list[Share]], set[int]]:
 
 
 def cpu_scale(profile: Profile) -> list[float]:
-    """Per segment, the factor turning lifetime-based compute C_k into CPU demand: when a
-    process's threads shared fewer cores than they were, their lifetimes include time spent
-    waiting for a core, and the process's CPU time (user + sys, `processes[]` of the profile) is
-    less than their summed busy time. 1 for sequential profiles and without CPU times."""
+    """Per segment, the share r of its busy time (C_k and its calls' times) that was CPU demand:
+    the process's CPU time (user + sys, `processes[]` of the profile) over its threads' summed
+    busy time, when less. The rest was spent waiting: for a core, when a process's threads shared
+    fewer cores than they were (lifetime-based C_k includes that), or blocked in a call (a
+    stage of a shell pipeline reading an empty pipe: its reads' times are mostly that). 1 for
+    sequential profiles and without CPU times."""
     if not profile.multithreaded:
         return [1.0]
     cpu_by_pid = {p.get("pid"): (p.get("user_ns") or 0) + (p.get("sys_ns") or 0)
@@ -357,12 +359,14 @@ def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: 
     """A thread's cycle with delegation: once per delegated call, its share of the computation
     and local calls on the compute cores plus the part of the round trip rt = g/n + 2·f_c it
     spins there (at most `spin`), the delegate's g/n at the control cores, the rest of rt and its
-    blocked time as delay."""
-    work = part.compute_ns * r / gamma + part.local_ns
+    blocked time as delay. `r` (`cpu_scale`) is the CPU share of its computation and calls; the
+    rest of its calls' time is blocked time too."""
+    work = (part.compute_ns / gamma + part.local_ns) * r
+    blocked += (part.local_ns + part.remote_g_ns) * (1.0 - r)
     n = part.remote_calls
     if n == 0:
         return _Load(work, 0.0, blocked, 1.0)
-    service = part.remote_g_ns / n
+    service = part.remote_g_ns * r / n
     rt = service + 2.0 * fc_ns
     held = min(spin, rt)
     at_control = min(service, rt - held)
@@ -372,7 +376,9 @@ def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: 
 @dataclass
 class ClosedResult:
     """The closed model's projection. `compute_busy` is the mean number of busy compute cores in
-    the projected run; `wait_ns` the mean wait per delegated call at the control cores."""
+    the projected run; `wait_ns` the mean wait per delegated call at the control cores;
+    `native_model_ns` the run without delegation as the model rebuilds it from the profile (the
+    speedup's numerator: near the profile's wall when the profile is read right)."""
 
     model: str
     threads: int
@@ -386,6 +392,7 @@ class ClosedResult:
     wait_ns: float
     speedup: float
     time_ns: float
+    native_model_ns: float
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -400,8 +407,10 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
     ((C_k/γ + t_local,k)/n_k, plus the part of the round trip rt = g/n + 2·f_c it spends
     spinning on its core: min(spin_ns, rt), all of it when spin_ns is None), the control cores
     (the delegate's g/n while the caller sleeps) and a delay (the rest of the round trip, and
-    its time blocked in futex/wait4/waitid spread over its cycles). C_k is scaled by
-    `cpu_scale`. The run is solved phase by phase (`phases`): the threads alive in a phase,
+    its time blocked in futex/wait4/waitid spread over its cycles). C_k and the calls' times are
+    scaled by `cpu_scale`: the rest of a call's time, beyond what the process's CPU time leaves
+    for it, was spent blocked (a pipeline stage's read of an empty pipe) and is a delay too,
+    natively and delegated. The run is solved phase by phase (`phases`): the threads alive in a phase,
     each with the share of its load that falls there; the phases' wall times add up. With one
     thread the result is eq. 11's."""
     if compute_cores < 1 or control_cores < 1:
@@ -417,7 +426,7 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
         for share in phase:
             part = _phase_part(segments[share.thread], share, delegated, scale)
             r, blocked = cpu[share.thread], _blocked_ns(profile, share, parents)
-            native.append(_Load(part.compute_ns * r + part.syscall_ns, 0.0, blocked, 1.0))
+            native.append(_Load((part.compute_ns + part.syscall_ns) * r, 0.0, blocked + part.syscall_ns * (1.0 - r), 1.0))
             projected.append(_projected_load(part, r, blocked, gamma, fc_ns, spin))
         wall_nd += _solve_group(native, compute_cores, control_cores)[0]
         wall, busy, w, c, ok = _solve_group(projected, compute_cores, control_cores)
@@ -432,4 +441,4 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
         model=f"closed MVA, {n_threads} thread(s) on {compute_cores} compute / {control_cores} control core(s)",
         threads=n_threads, compute_cores=compute_cores, control_cores=control_cores, gamma=gamma, fc_ns=fc_ns,
         spin_ns=spin_ns, exact=exact, compute_busy=busy_time / wall_d if wall_d > 0 else 0.0,
-        wait_ns=waits / calls if calls else 0.0, speedup=s, time_ns=profile.wall_ns / s)
+        wait_ns=waits / calls if calls else 0.0, speedup=s, time_ns=profile.wall_ns / s, native_model_ns=wall_nd)

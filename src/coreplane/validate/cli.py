@@ -32,10 +32,16 @@ def validate(
     nice: int = typer.Option(None, "--nice", help="Autogroup nice of every run (default -20 as root, else unchanged)."),
     out: Path = typer.Option(None, "--out", help="Output directory (default validations/SUITE-TIME)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted validation in --out."),
+    rescore: Path = typer.Option(None, "--rescore", metavar="DIR", help="Score a finished validation DIR again "
+                                 "with the current models, from its stored runs (nothing runs); written to "
+                                 "DIR/rescored/."),
     json_out: bool = typer.Option(False, "--json", help="The result document (coreplane-validation/1) on stdout."),
 ) -> None:
     """Run a suite natively and under `coreplane run` configurations, and compare the models' predictions with
     the measurements (MAPE per model; paper 002 Figs 11, 13 and 15 as figures)."""
+    if rescore is not None:
+        emit(engine.rescore(rescore), json_out, render)
+        return
     name = suite or ("quick" if quick else "default")
     chosen = suites.load(name)
     options = engine.Options(quick=quick, repetitions=repetitions, statistic=statistic,

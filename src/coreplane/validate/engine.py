@@ -16,6 +16,7 @@ from coreplane.validate import calibrate, commands, plan, predict, rounds
 from coreplane.model.calibration import Calibration
 from coreplane.validate.commands import Machine
 from coreplane.validate.suite import Program, Suite, missing_programs, prepare_data
+from coreplane.validate.suite import load as load_suite
 
 FORMAT = "coreplane-validation/1"
 
@@ -152,8 +153,6 @@ def _profile(suite: Suite, programs: list[Program], argv: dict, machine: Machine
 def measure(prep: Prepared) -> dict:
     """Plans, runs and compares: the validation result document (format coreplane-validation/1,
     docs/formats.md), also written to OUT/validation.json."""
-    from coreplane.validate import figures
-
     opts, cal, out = prep.options, prep.calibration, prep.out
     started = time.monotonic()
     configs, skipped = [], []
@@ -165,9 +164,23 @@ def measure(prep: Prepared) -> dict:
         skipped += skip
         cases += plan.validation_cases(p, prep.argv[p.name], chosen, prep.machine, out_dir(out, p))
     rounds.run("validate", cases, out / "validate", opts.repetitions, 1, _timeout(opts), opts.progress)
+    doc = score(prep, configs, skipped)
+    prep.timings["validate_s"] = time.monotonic() - started
+    doc["timings_s"] = prep.timings
+    (out / "validation.json").write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
+    return doc
+
+
+def score(prep: Prepared, configs: list[plan.Config], skipped: list[dict], figures_dir: Path | None = None) -> dict:
+    """Every model's predictions against the runs stored in OUT/validate (configurations without a
+    stored run are left out): the result document, with its figures drawn into `figures_dir`
+    (default OUT/figures)."""
+    from coreplane.validate import figures
+
+    out = prep.out
     measured = rounds.medians(out / "validate")
     walls = rounds.walls_by_round(out / "validate")
-    per_round = calibrate.per_round(out / "validate", _forward_costs(opts))
+    per_round = calibrate.per_round(out / "validate", _forward_costs(prep.options))
     subjects = {}
     for p in prep.suite.programs:
         native = measured.get(plan.native_case(p.name))
@@ -175,12 +188,41 @@ def measure(prep: Prepared) -> dict:
             subjects[p.name] = predict.Subject.of(p.name, prep.profiles[p.name], native["median"],
                                                   bool(p.synthetic), walls.get(plan.native_case(p.name)))
     configs = [c for c in configs if c.program in subjects]
-    rows, fits = predict.table(subjects, configs, measured, walls, cal, per_round, prep.machine, opts.statistic)
-    prep.timings["validate_s"] = time.monotonic() - started
+    rows, fits = predict.table(subjects, configs, measured, walls, prep.calibration, per_round, prep.machine,
+                               prep.options.statistic)
     doc = summarize(prep, rows, fits, skipped, measured)
     doc["round_calibration"] = {str(r): c.to_dict() for r, c in per_round.items()}
-    doc["figures"] = [str(f) for f in figures.draw_all(doc, out / "figures")]
-    (out / "validation.json").write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
+    doc["figures"] = [str(f) for f in figures.draw_all(doc, figures_dir or out / "figures")]
+    return doc
+
+
+def rescore(out: Path) -> dict:
+    """`coreplane validate --rescore OUT`: a finished validation scored again by the current models
+    from what it stored (calibration, profiles, runs), running nothing; how a model change moves
+    the figures of a suite already measured. Written to OUT/rescored/ (document and figures); the
+    original validation.json is left as it was."""
+    out = out.resolve()
+    try:
+        old = json.loads((out / "validation.json").read_text())
+        stored_cal = json.loads((out / "calibration.json").read_text())
+    except OSError as exc:
+        raise CoreplaneError(f"{out}: not a finished validation ({exc.filename}: {exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise CoreplaneError(f"{out}: validation.json or calibration.json is not JSON: {exc}") from None
+    suite = load_suite(old["suite"] if old["source"] == "built-in" else old["source"])
+    options = Options(quick=old["quick"], repetitions=old["repetitions"], statistic=old["fc_statistic"],
+                      max_run_s=float("inf"), progress=False)
+    machine = Machine(old["machine"]["compute_cores"], old["machine"]["control_cores"], old["machine"].get("nice"))
+    cal = Calibration.from_dict(stored_cal, str(out / "calibration.json"))
+    profs = {p.name: profiles.load(out / "profiles" / f"{p.name}.json") for p in suite.programs}
+    prep = Prepared(suite, out, options, machine, cal, profs, {}, {})
+    configs = [c for p in suite.programs for c in plan.configs(p, profs[p.name], cal, float(profs[p.name].wall_ns),
+                                                                options.quick, options.max_run_s)[0]]
+    dest = out / "rescored"
+    doc = score(prep, configs, old.get("skipped", []), dest / "figures")
+    doc["rescored_from"] = str(out / "validation.json")
+    dest.mkdir(exist_ok=True)
+    (dest / "validation.json").write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
     return doc
 
 
@@ -223,7 +265,6 @@ def summarize(prep: Prepared, rows: list[dict], fits: dict, skipped: list[dict],
         "rows": rows,
         "skipped": skipped,
         "failed": rounds.failures(prep.out / "validate"),
-        "timings_s": prep.timings,
     }
 
 
