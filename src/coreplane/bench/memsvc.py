@@ -1,7 +1,9 @@
 """The memory service's benchmarks (issue 15): parts of XOS's Figure 3 and Table III, with and without the pool.
-mmap + touch every page + munmap, and malloc + touch + free, natively (glibc, and jemalloc and
-mimalloc preloaded) and under the pool; the read and write cost of pool memory against kernel
-memory. Medians of the bundled workload `memtouch`, all in one run:
+mmap + touch every page + munmap (and every sixteenth page: where demand paging's batches are
+wasted), natively and under the pool, filled by the kernel (`pool`) or by the runtime's
+userfaultfd handler (`pool-demand`, where userfaultfd is allowed); malloc + touch + free with
+glibc, jemalloc and mimalloc preloaded, and glibc under the pool; the read and write cost of
+pool memory against kernel memory. Medians of the bundled workload `memtouch`, all in one run:
 `python -m coreplane.bench.memsvc --json`."""
 
 import argparse
@@ -33,40 +35,49 @@ def budget(mib: int) -> str:
     return f"{max(512, 3 * mib)}M"
 
 
-def memtouch(mode: str, mib: int, pool: bool = False, preload: str | None = None) -> dict:
-    """One memtouch run: natively (optionally with an allocator preloaded) or under the pool."""
+def memtouch(mode: str, mib: int, memory: str = "linux", preload: str | None = None) -> dict:
+    """One memtouch run: natively (optionally with an allocator preloaded) or under the pool
+    (`memory` pool or pool-demand)."""
     argv = [str(workload("memtouch")), mode, str(mib), str(iterations(mib) if mode != "rw" else 15)]
     env = dict(os.environ)
-    if pool:
-        argv = [str(binary("coreplane-exec")), "--memory", "pool", "--memory-budget", budget(mib), "--", *argv]
+    if memory != "linux":
+        argv = [str(binary("coreplane-exec")), "--memory", memory, "--memory-budget", budget(mib), "--", *argv]
     elif preload:
         if not Path(PRELOADS[preload]).exists():
             raise CoreplaneError(f"{PRELOADS[preload]}: missing (make setup installs it)")
         env["LD_PRELOAD"] = PRELOADS[preload]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise CoreplaneError(f"memtouch {mode} {mib}{' under the pool' if pool else ''}: {proc.stderr.strip()}")
+        raise CoreplaneError(f"memtouch {mode} {mib} (--memory {memory}): {proc.stderr.strip()}")
     return json.loads(proc.stdout)
+
+
+def demand_allowed() -> bool:
+    """Whether coreplane-exec accepts --memory pool-demand here (userfaultfd allowed)."""
+    probe = [str(binary("coreplane-exec")), "--memory", "pool-demand", "--", "true"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
 
 
 def measure() -> dict:
     """Every figure of the section, in one run."""
     load = os.getloadavg()
+    pools = ["pool", "pool-demand"] if demand_allowed() else ["pool"]
     mmap_rows = []
-    for mib in MMAP_MIB:
-        linux, pool = memtouch("mmap", mib), memtouch("mmap", mib, pool=True)
-        mmap_rows.append({"mib": mib, "linux_ms": linux["median_ns"] / 1e6, "pool_ms": pool["median_ns"] / 1e6,
-                          "speedup": linux["median_ns"] / pool["median_ns"]})
+    for mode in ("mmap", "sparse"):
+        for mib in MMAP_MIB:
+            ns = {m: memtouch(mode, mib, m)["median_ns"] for m in ["linux", *pools]}
+            mmap_rows.append({"touch": mode, "mib": mib, **{f"{m.replace('-', '_')}_ms": v / 1e6 for m, v in ns.items()},
+                              **{f"speedup_{m.replace('-', '_')}": ns["linux"] / ns[m] for m in pools}})
     malloc_rows = []
     for mib in MALLOC_MIB:
         row = {"mib": mib}
         for name, kw in (("glibc", {}), ("jemalloc", {"preload": "jemalloc"}), ("mimalloc", {"preload": "mimalloc"}),
-                         ("glibc_pool", {"pool": True})):
+                         ("glibc_pool", {"memory": "pool"})):
             row[f"{name}_ms"] = memtouch("malloc", mib, **kw)["median_ns"] / 1e6
         row["speedup_vs_glibc"] = row["glibc_ms"] / row["glibc_pool_ms"]
         row["speedup_vs_best_other"] = min(row["jemalloc_ms"], row["mimalloc_ms"]) / row["glibc_pool_ms"]
         malloc_rows.append(row)
-    linux_rw, pool_rw = memtouch("rw", RW_MIB), memtouch("rw", RW_MIB, pool=True)
+    linux_rw, pool_rw = memtouch("rw", RW_MIB), memtouch("rw", RW_MIB, "pool")
     rw = {"mib": RW_MIB, **{f"{side}_{op}_ns_per_page": doc[f"{op}_ns_per_page"]
                             for side, doc in (("linux", linux_rw), ("pool", pool_rw)) for op in ("read", "write")}}
     return {"machine": os.uname().nodename, "load_before": load, "load_after": os.getloadavg(),
@@ -75,9 +86,14 @@ def measure() -> dict:
 
 def render(doc: dict) -> str:
     """The section's tables in markdown."""
+    demand = "pool_demand_ms" in doc["mmap_touch_munmap"][0]
     lines = [f"load average {doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after", "",
-             "| mmap + touch + munmap | Linux (ms) | pool (ms) | pool speed-up |", "|---|---|---|---|"]
-    lines += [f"| {r['mib']} MiB | {r['linux_ms']:.2f} | {r['pool_ms']:.2f} | {r['speedup']:.1f}× |"
+             "| mmap + touch + munmap | Linux (ms) | pool (ms) | pool speed-up |"
+             + (" pool-demand (ms) | pool-demand speed-up |" if demand else ""),
+             "|---|---|---|---|" + ("---|---|" if demand else "")]
+    lines += [f"| {r['mib']} MiB, {'every page' if r['touch'] == 'mmap' else 'every 16th page'} | {r['linux_ms']:.2f} | "
+              f"{r['pool_ms']:.2f} | {r['speedup_pool']:.2f}× |"
+              + (f" {r['pool_demand_ms']:.2f} | {r['speedup_pool_demand']:.2f}× |" if demand else "")
               for r in doc["mmap_touch_munmap"]]
     lines += ["", "| malloc + touch + free | glibc (ms) | jemalloc (ms) | mimalloc (ms) | glibc, pool (ms) "
                   "| vs glibc | vs best of je/mi |", "|---|---|---|---|---|---|---|"]

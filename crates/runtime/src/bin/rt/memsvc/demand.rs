@@ -1,9 +1,10 @@
 //! Demand paging in user space (`--memory pool-demand`): the pool is registered with userfaultfd
 //! in MISSING mode, and a fault-handler thread on a control core fills each missing page the
-//! program touches together with the rest of its aligned batch of BATCH pages: UFFDIO_ZEROPAGE
-//! for a read (the shared zero page; a later write is the kernel's own copy-on-write fault),
-//! UFFDIO_COPY from a zero buffer for a write, so one fault brings in pages zeroed ahead of
-//! their first touch. A fault of the kernel's on the program's behalf (a read(2) into pool
+//! program touches together with the rest of its aligned batch: UFFDIO_ZEROPAGE for a read (the
+//! shared zero page; a later write is the kernel's own copy-on-write fault), UFFDIO_COPY from a
+//! zero buffer for a write, so one fault brings in pages zeroed ahead of their first touch. A
+//! batch is MIN_BATCH pages, and doubles up to MAX_BATCH while each fault falls just past the
+//! previous batch (a program going through its memory in order), as readahead does for files. A fault of the kernel's on the program's behalf (a read(2) into pool
 //! memory) is served the same way. Free pool pages are PROT_NONE: a touch faults with SIGSEGV
 //! before userfaultfd sees it. The scrubber only drops freed pages here, never populates them.
 //! A forked child keeps no registration (no UFFD_FEATURE_EVENT_FORK): the kernel fills its pages.
@@ -31,10 +32,11 @@ const UFFD_PAGEFAULT_FLAG_WRITE: u64 = 1;
 const EEXIST: isize = 17;
 const EINTR: isize = 4;
 const EAGAIN: isize = 11;
-/// Pages filled per fault (64 KiB, the zero buffer's size): a fault costs 9-20 µs here, so a
-/// program touching its memory in order pays 0.6-1.2 µs per page for it, and one touching a
-/// page in sixteen pays for fifteen it never uses.
-const BATCH: usize = 16;
+/// Pages filled by a fault out of order (64 KiB): a fault costs 9-20 µs here, 0.6-1.2 µs per
+/// page of the batch; a program touching a page in sixteen pays for fifteen it never uses.
+const MIN_BATCH: usize = 16;
+/// The most pages one fault fills (2 MiB), when faults come in order.
+const MAX_BATCH: usize = 512;
 
 /// `--memory pool-demand` was asked for (the pool registers itself when it is reserved).
 static CHOSEN: AtomicBool = AtomicBool::new(false);
@@ -44,6 +46,10 @@ static RUNNING: AtomicBool = AtomicBool::new(false);
 static UFFD: AtomicIsize = AtomicIsize::new(-1);
 /// The registered range, [start, end).
 static mut RANGE: (usize, usize) = (0, 0);
+/// MAX_BATCH pages of zeros to copy from (never written: the kernel's zero page behind them).
+static mut ZERO_SOURCE: usize = 0;
+/// The handler's own: where the last batch ended, and its size in pages.
+static mut NEXT: (usize, usize) = (0, MIN_BATCH);
 
 /// At process start: whether the pool's pages are to be filled on demand by the handler.
 pub fn choose(on_demand: bool) {
@@ -80,7 +86,11 @@ pub fn register(base: usize, size: usize) -> bool {
     if !ok || reg[3] & COPY_AND_ZEROPAGE != COPY_AND_ZEROPAGE {
         sys::die(&[b"--memory pool-demand: the pool cannot be registered with userfaultfd"]);
     }
-    unsafe { RANGE = (base, base + size) };
+    let source = sys::map_anon(MAX_BATCH * PAGE).unwrap_or_else(|| sys::die(&[b"out of memory for the fault handler"]));
+    unsafe {
+        RANGE = (base, base + size);
+        ZERO_SOURCE = source as usize;
+    }
     UFFD.store(fd, Relaxed);
     ACTIVE.store(true, Release);
     RUNNING.store(true, Release);
@@ -102,7 +112,7 @@ pub fn child_after_fork() {
 /// threads waiting on it; the bytes filled from `start` (0 on an error).
 fn fill(fd: isize, start: usize, len: usize, write: bool) -> (usize, isize) {
     let (request, mut args) = if write {
-        (UFFDIO_COPY, [start as u64, super::ZEROS.as_ptr() as u64, len as u64, 0, 0])
+        (UFFDIO_COPY, [start as u64, unsafe { ZERO_SOURCE } as u64, len as u64, 0, 0])
     } else {
         (UFFDIO_ZEROPAGE, [start as u64, len as u64, 0, 0, 0])
     };
@@ -111,17 +121,24 @@ fn fill(fd: isize, start: usize, len: usize, write: bool) -> (usize, isize) {
     (done.max(0) as usize, r)
 }
 
-/// Serves the fault at `addr`: its batch, or where the batch reaches another mapping or holds
-/// a filled page already, the page alone.
+/// Serves the fault at `addr`: its batch (just past the previous one: twice as large), or where
+/// the batch reaches another mapping or holds a filled page already, the page alone.
 fn serve(fd: isize, addr: usize, write: bool) {
     let page = addr & !(PAGE - 1);
     let (lo, hi) = unsafe { RANGE };
-    let start = (page & !(BATCH * PAGE - 1)).max(lo);
-    let end = (start + BATCH * PAGE).min(hi);
+    let (next, last) = unsafe { NEXT };
+    let (start, batch) = if page == next {
+        (page, (last * 2).min(MAX_BATCH))
+    } else {
+        ((page & !(MIN_BATCH * PAGE - 1)).max(lo), MIN_BATCH)
+    };
+    let end = (start + batch * PAGE).min(hi);
     let (done, _) = fill(fd, start, end - start, write);
     if page < start + done {
+        unsafe { NEXT = (start + done, batch) };
         return;
     }
+    unsafe { NEXT = (page + PAGE, MIN_BATCH) };
     match fill(fd, page, PAGE, write) {
         (PAGE, _) => {}
         // Filled meanwhile (another thread's fault on the same page): wake the waiters.

@@ -282,14 +282,15 @@ impl Pool {
         (lo < hi).then(|| (self.page(lo), pages_of(hi - lo)))
     }
 
-    /// A block of `n` pages: free pages first; while the scrubber holds as many, its (they come
-    /// back populated where the program had touched them, where fresh pages fault in at first
-    /// touch); then fresh pages, given to the allocator as far as the request needs.
+    /// A block of `n` pages: free pages first; while they and the scrubber's make as many, the
+    /// scrubber's (they come back populated where the program had touched them, where fresh
+    /// pages fault in at first touch, and the scrubber zeroes no slower than a fault would);
+    /// then fresh pages, given to the allocator as far as the request needs.
     fn take(&mut self, n: usize) -> Taken {
         if let Some(first) = self.buddy.alloc(n) {
             return Taken::Block(first);
         }
-        if self.dirty_pages >= n {
+        if self.dirty_pages > 0 && self.dirty_pages + self.buddy.free_pages >= n {
             return Taken::Wait;
         }
         let (pages, block) = (self.buddy.pages(), n.next_power_of_two());
