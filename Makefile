@@ -15,7 +15,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk libjemalloc2 libmimalloc2.0 \
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring
 
-.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 conformance stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
+.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 heldout2 conformance stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
 
 setup: apt venv rust workloads
 
@@ -60,9 +60,16 @@ demo: setup
 
 # The held-out suite (issue 13): programs the models were never tuned on; MAPE per model, the
 # `project` row being what `coreplane project` answers with its defaults (docs/benchmarks.md).
-# heldout2.toml is the unseen one (session 6); heldout.toml was looked at five times (`make heldout1`).
+# heldout3.toml is the unseen one (session 7); heldout2.toml shaped session 7's model change
+# (`make heldout2`); heldout.toml was looked at five times (`make heldout1`).
+HELDOUT3_PACKAGES := lrzip b3sum squashfs-tools fzf graphicsmagick ruby gdu lzop dcfldd pv xxd fdupes plocate exa mawk
 HELDOUT_PACKAGES := pixz 7zip ugrep fd-find bzip3 miller tree ncdu rdfind attr datamash jq zip
 heldout: setup
+	$(call apt_install,$(HELDOUT3_PACKAGES))
+	@mkdir -p $(BENCH_OUT)
+	$(CLI) validate examples/suites/heldout3.toml --out target/heldout/heldout3-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout3.json
+
+heldout2: setup
 	$(call apt_install,$(HELDOUT_PACKAGES))
 	@mkdir -p $(BENCH_OUT)
 	$(CLI) validate examples/suites/heldout2.toml --out target/heldout/heldout2-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout2.json
