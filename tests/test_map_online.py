@@ -16,19 +16,28 @@ def _allowed(line: str) -> str:
     return line.split(":")[1].strip()
 
 
+# The launcher pins a task when the kernel's process-events connector reports it, a moment after
+# the task starts (up to ~0.2 s on a loaded machine). A fixed sleep raced with that: the shell
+# below waits until its own CPU list is one CPU (read with builtins from /proc/self, so the
+# shell itself is the task looked at), for at most ~60 s, and then reports the list.
+WAIT_PINNED = ("i=0; while [ $i -lt 6000 ]; do "
+               "while read -r key value; do [ \"$key\" = Cpus_allowed_list: ] && cpus=$value; done < /proc/self/status; "
+               "case $cpus in *[,-]*) i=$((i + 1)); sleep 0.01;; *) break;; esac; done; "
+               "echo Cpus_allowed_list: $cpus")
+
+
 def test_forked_child_goes_next_door_exec_stays():
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    # (the sleep: a loaded machine delays the pin by up to ~0.2 s, docs/benchmarks.md)
     # tree:4 on the first two allowed CPUs: core i is CPU cpus[i % 2]. The root is placed on core 0;
     # the subshell, a fork, on the nearest other core (1); its grep (exec, no partner seen) stays.
-    script = ("(sleep 1; grep Cpus_allowed_list /proc/self/status); "
-              "grep Cpus_allowed_list /proc/$$/status")
+    script = f"({WAIT_PINNED}; grep Cpus_allowed_list /proc/self/status); {WAIT_PINNED}"
     proc = subprocess.run(["taskset", "-c", ",".join(map(str, cpus)), str(binary("coreplane-exec")),
                            "--online-map", "tree:4", "--", "sh", "-c", script],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    child, root = proc.stdout.splitlines()
-    assert _allowed(root) == str(cpus[0]) and _allowed(child) == str(cpus[1]), proc.stdout
+    child_before_exec, child, root = proc.stdout.splitlines()
+    assert _allowed(root) == str(cpus[0]) and _allowed(child_before_exec) == _allowed(child) == str(cpus[1]), \
+        proc.stdout
 
 
 def test_online_map_refuses_bad_spec_and_delegation():
@@ -46,7 +55,6 @@ def test_coreplane_run_passes_online_map(tmp_path, full):
     # (plain run) and through the full command (--json-out): the root is pinned to core 0
     first = min(os.sched_getaffinity(0))  # core 0 of the topology: the launcher's first allowed CPU
     extra = ["--json-out", str(tmp_path / "run.json")] if full else []
-    proc = run_cli("run", "--online-map", "tree:4", *extra, "--", "sh", "-c",
-                   "sleep 1; grep Cpus_allowed_list /proc/$$/status")
+    proc = run_cli("run", "--online-map", "tree:4", *extra, "--", "sh", "-c", WAIT_PINNED)
     assert proc.returncode == 0, proc.stderr
     assert _allowed(proc.stdout.strip()) == str(first), proc.stdout

@@ -183,7 +183,7 @@ def scaling(out: Path = typer.Option(..., "--out"), max_window: int = typer.Opti
 
 # scotch: its default mapping (may put two processes on a core meant for one); scotch-valid: the
 # reference of the goal, Scotch's mapping that respects the capacity (methods.scotch_valid)
-FAMILY_METHODS = ("scotch", "scotch-valid", "greedy", "greedy-swap", "portfolio")
+FAMILY_METHODS = ("scotch", "scotch-valid", "greedy", "greedy-swap", "greedy-rb", "portfolio")
 
 
 def family_rows(members: list, real: dict | None = None) -> list[dict]:

@@ -142,9 +142,12 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacen
 def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int, rounds: int = 20) -> np.ndarray:
     """Local search after the run-time mapping (not part of the paper's O(P) step): move a process
     to a core with room, or swap it with a process there, whenever hop-bytes fall. Candidates
-    are the cores at most one hop from its partners' cores (two on a tree). Each step touches a
-    handful of processes and cores, so the loop runs on Python lists: numpy's per-call overhead
-    on arrays of a few elements was most of the portfolio's time."""
+    are the cores at most one hop from its partners' cores (two on a tree). The first round
+    visits every process; a later one only those near a move of the round before: the processes
+    moved, those on the cores they left or joined, and all their partners. (A process elsewhere
+    keeps its own costs; it may miss a core freed or a new resident to swap with, until a later
+    move touches it: that is what makes rounds after the first cheap.) Each step touches a handful of processes and cores, so the loop runs on Python
+    lists: numpy's per-call overhead on arrays of a few elements was most of the portfolio's time."""
     traffic = comm.traffic()
     hops = topo.hops.tolist()
     reach = 2 if topo.kind == "tree" else 1
@@ -154,32 +157,39 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
     count = np.bincount(placement, minlength=topo.n_cores).tolist()
     row = [list(zip(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist(),
                     traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist())) for p in range(comm.n)]
+    weight_to = [dict(r) for r in row]
     on_core: list[set[int]] = [set() for _ in range(topo.n_cores)]
     for p, c in enumerate(place):
         on_core[c].add(p)
 
-    def cost(p: int, core: int, skip: int = -1) -> float:
+    def cost(p: int, core: int) -> float:
         h = hops[core]
-        return sum(w * h[place[q]] for q, w in row[p] if q != skip)
+        return sum(w * h[place[q]] for q, w in row[p])
 
+    visit = rng.permutation(comm.n).tolist()
     for _ in range(rounds):
-        improved = False
-        for p in rng.permutation(comm.n).tolist():
+        touched: set[int] = set()
+        for p in visit:
             if not row[p]:
                 continue
             here = place[p]
             near = sorted({c for q, _ in row[p] for c in near_of[place[q]]})
+            stay = cost(p, here)
             best_gain, best = 1e-9, None
             for c in near:
                 if c == here:
                     continue
+                there = cost(p, c)
                 if count[c] < capacity:
-                    gain = cost(p, here) - cost(p, c)
-                    if gain > best_gain:
-                        best_gain, best = gain, (c, None)
+                    if stay - there > best_gain:
+                        best_gain, best = stay - there, (c, None)
                     continue
+                h = hops[here][c]
                 for r in on_core[c]:
-                    gain = cost(p, here, r) + cost(r, c, p) - cost(p, c, r) - cost(r, here, p)
+                    # p to c, r to here; their own edge keeps its length h, which `there` and
+                    # cost(r, here) count as 0 and `stay` and cost(r, c) as h
+                    w = weight_to[p].get(r, 0.0)
+                    gain = stay - there + cost(r, c) - cost(r, here) - 2 * w * h
                     if gain > best_gain:
                         best_gain, best = gain, (c, r)
             if best:
@@ -187,6 +197,7 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
                 on_core[here].discard(p)
                 on_core[c].add(p)
                 place[p] = c
+                moved = [p]
                 if r is None:
                     count[here] -= 1
                     count[c] += 1
@@ -194,7 +205,11 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
                     on_core[c].discard(r)
                     on_core[here].add(r)
                     place[r] = here
-                improved = True
-        if not improved:
+                    moved.append(r)
+                for x in moved + list(on_core[here]) + list(on_core[c]):
+                    touched.add(x)
+                    touched.update(q for q, _ in row[x])
+        if not touched:
             break
+        visit = [p for p in rng.permutation(comm.n).tolist() if p in touched]
     return np.array(place, dtype=np.int64)
