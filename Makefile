@@ -13,9 +13,10 @@ SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 # Debian packages: tools coreplane calls, and real programs used as test subjects.
 APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server zstd findutils \
                 pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk libjemalloc2 libmimalloc2.0 \
-                curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring
+                curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
+                age fzf hexyl ruby lua5.4 tcl
 
-.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 heldout2 conformance stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
+.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 heldout2 conformance runtimes stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
 
 setup: apt venv rust workloads
 
@@ -82,6 +83,13 @@ heldout1: setup
 # both delegation modes, table in docs/conformance.md (tests/conformance/README.md).
 conformance: setup
 	cd tests && ../$(PY) -m conformance --corpus programs,strace
+
+# The runtimes corpus (issue 12): programs of many language runtimes natively and in five modes
+# under `coreplane run`; table in target/conformance/runtimes.md (`make test` runs its quick subset).
+RUNTIMES_PACKAGES := shfmt restic hugo bat sd fd-find hyperfine pandoc shellcheck unison erlang-base
+runtimes: setup
+	$(call apt_install,$(RUNTIMES_PACKAGES))
+	COREPLANE_RUNTIMES=full $(PY) -m pytest -q tests/test_runtimes_corpus.py
 
 # The hang shape of issue 12, 200 runs under a watchdog; prints the hang rate.
 stress: setup
