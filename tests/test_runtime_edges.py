@@ -2,8 +2,8 @@
 compiled from tests/programs and run natively, then under `coreplane run` with both delegation
 modes, which must behave as natively: arguments the kernel checks before reading them (or
 reads only in part), a process whose threads all end with exit(2), execve from a thread after
-the main thread ended so, unshare(CLONE_NEWUSER), which the kernel allows only in a
-single-threaded process, a traced child (whose tracer must not see the runtime's dispatch traps
+the main thread ended so, unshare(CLONE_NEWUSER) and setns into a user namespace, which the
+kernel allows only in a single-threaded process, a traced child (whose tracer must not see the runtime's dispatch traps
 or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV, seccomp strict mode), a
 child process cloned onto a one-page stack, children that run in their parent's memory until
 they exec (posix_spawn's clone) from a thread with a signal stack, a program that drops its
@@ -22,7 +22,7 @@ from test_stress import watched
 
 PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
-         "small_stack_child", "vfork_signal_stack"]
+         "small_stack_child", "vfork_signal_stack", "setns_user"]
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,19 @@ def test_unshare_of_a_user_namespace_in_a_single_threaded_program(built, mode):
     if native.returncode != 0:
         pytest.skip(f"user namespaces are not available here: {native.stderr.strip()}")
     same_as_natively(built / "unshare_user", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+@pytest.mark.parametrize("nstype", ["user", "any"])
+def test_setns_into_a_user_namespace_in_a_single_threaded_program(built, mode, nstype):
+    # Before, with delegates: "setns: -1" (EINVAL), as unshare was (nstype 0: the fd says user).
+    exe = built / "setns_user"
+    native = watched([str(exe), nstype])
+    if native.returncode != 0:
+        pytest.skip(f"user namespaces are not available here: {native.stdout.strip()}")
+    assert native.stdout.startswith("setns: 0\n")
+    proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe), nstype])
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

@@ -15,7 +15,7 @@ pub fn needs_trap(nr: usize) -> bool {
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
-        | MUNMAP | MPROTECT | MREMAP | MMAP | SETUID | SETREUID | SETRESUID | SETFSUID)
+        | MUNMAP | MPROTECT | MREMAP | MMAP | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS)
 }
 
 /// Any call but those in `needs_trap`, from the trap or from the fast path.
@@ -64,6 +64,10 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         }
         UNSHARE => {
             process::before_unshare(a[0]);
+            run(nr, a)
+        }
+        SETNS => {
+            process::before_setns(a[0], a[1]);
             run(nr, a)
         }
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),

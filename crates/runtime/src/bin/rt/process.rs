@@ -505,6 +505,22 @@ pub fn before_unshare(flags: usize) {
     }
 }
 
+/// setns(2) of `fd` with `nstype` is about to run locally: joining a user namespace, which
+/// the kernel allows only in a single-threaded process, is prepared as `before_unshare`. With
+/// nstype 0 the namespace's type is the fd's (NS_GET_NSTYPE); a pidfd names its types in nstype.
+pub fn before_setns(fd: usize, nstype: usize) {
+    const NS_GET_NSTYPE: usize = 0xb703;
+    let t = thread::current();
+    if t.depth != 0 || !app_threads::alone(t) || !delegate::has_delegates(t.pid) {
+        return;
+    }
+    let joins_user = nstype as u64 & CLONE_NEWUSER != 0
+        || nstype == 0 && unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) } as u64 == CLONE_NEWUSER;
+    if joins_user {
+        delegate::retire(t.pid);
+    }
+}
+
 /// Seccomp strict mode for the calling thread, entered by call `nr` (seccomp(SET_MODE_STRICT)
 /// or prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT)): from then on the kernel allows the thread
 /// read, write, exit and rt_sigreturn only and kills it for any other call, the runtime's
