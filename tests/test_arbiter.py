@@ -357,3 +357,22 @@ def test_daemon_flag_leaves_it_running_and_it_answers(tmp_path):
         wait_for(lambda: not Path(f"/proc/{doc['pid']}").exists() or
                  Path(f"/proc/{doc['pid']}/stat").read_text().split()[2] == "Z")
         assert not (CPUSET_ROOT / "coreplane-arbiter").exists()
+
+
+def test_empty_cores_moves_everyone_but_the_mcps(arbiter):
+    """fig6/pool --empty-cores: a cell over the compute cores moves every other process to the
+    control cores, while the arbiter's MCPs keep the cores they hold; all given back after."""
+    from coreplane.arbiter.cores import empty_compute_cores
+    a = Program(arbiter.state_dir)
+    with arbiter.client() as c:
+        c.checked("provision", pid=a.pid, cores=1)
+    cpu = a.ask("request 1")["cpu"]
+    with empty_compute_cores() as emptied:
+        assert cpu in emptied["compute"] and emptied["processes_moved"] > 0
+        assert a.ask("request 1")["granted"] == 0 and a.ask("cpuset")["cpuset"].endswith(f"mcp-{a.pid}")
+        assert not os.sched_getaffinity(0) & set(emptied["compute"])  # this test's process was moved
+        allowed = next(l for l in Path(f"/proc/{a.pid}/status").read_text().splitlines() if l.startswith("Cpus_allowed_list"))
+        assert parse_cpu_list(allowed.split(":")[1].strip()) == [cpu]  # the MCP was not
+    assert cpu in os.sched_getaffinity(0)
+    a.kill()
+    wait_for(lambda: not status(arbiter)["mcps"])

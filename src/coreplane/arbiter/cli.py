@@ -15,6 +15,8 @@ app = typer.Typer(help="The core arbiter of many-core processes: provisions, all
                   invoke_without_command=True)
 JSON_OPT = typer.Option(False, "--json", help="One JSON document on stdout.")
 REPETITIONS_OPT = typer.Option(2, "--repetitions", min=1, help="Runs of each configuration, interleaved.")
+EMPTY_OPT = typer.Option(False, "--empty-cores", help="Keep every other process off the compute cores meanwhile "
+                         "(a cell over them, with --pin-init: machine-wide while it lives, given back after).")
 STATE_OPT = typer.Option(DEFAULT_STATE_DIR, "--state-dir", metavar="DIR", help="Where the arbiter's socket lives.")
 
 
@@ -69,11 +71,12 @@ def fig6(frames: int = typer.Option(150, "--frames", min=2, help="Frames per run
          repetitions: int = REPETITIONS_OPT,
          warn_us: int = typer.Option(1000, "--warn-us", min=0, help="Warning before a loaned core is taken back, µs."),
          figure: Path = typer.Option(None, "--figure", metavar="PNG", help="Draw the figure here."),
+         empty_cores: bool = EMPTY_OPT,
          json_flag: bool = JSON_OPT) -> None:
     """ROS Fig. 6: a frame-driven encoder provisioned every compute core, alone and beside a
     best-effort borrower (cooperating, and one that never yields), on a private arbiter."""
     from coreplane.arbiter import fig6 as experiment
-    doc = experiment.measure(frames=frames, fps=fps, repetitions=repetitions, warn_us=warn_us)
+    doc = experiment.measure(frames=frames, fps=fps, repetitions=repetitions, warn_us=warn_us, empty_cores=empty_cores)
     if figure:
         experiment.plot(doc, figure)
     emit(doc, json_flag, lambda d: console.print(_fig6_table(d)))
@@ -97,11 +100,12 @@ def pool(tasks: int = typer.Option(1000, "--tasks", min=1, help="Tasks of the jo
          on_ms: float = typer.Option(50.0, "--on-ms", min=1, help="The owner holds its cores this long ..."),
          off_ms: float = typer.Option(50.0, "--off-ms", min=1, help="... then lends them this long."),
          repetitions: int = REPETITIONS_OPT,
+         empty_cores: bool = EMPTY_OPT,
          json_flag: bool = JSON_OPT) -> None:
     """The adaptive work-stealing pool over the vcore API against fixed thread counts, while the
     cores' owner takes them back and lends them again."""
     from coreplane.arbiter import pool as experiment
-    doc = experiment.measure(tasks=tasks, on_ms=on_ms, off_ms=off_ms, repetitions=repetitions)
+    doc = experiment.measure(tasks=tasks, on_ms=on_ms, off_ms=off_ms, repetitions=repetitions, empty_cores=empty_cores)
     table = Table(title=f"{tasks} tasks, the owner holding the cores {on_ms} ms of every {on_ms + off_ms} ms "
                         f"({doc['machine']}, load {doc['load_average'][0]:.1f})")
     for col in ("program", "wall time, median (s)", "tasks ended on a control core"):

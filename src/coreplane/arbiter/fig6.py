@@ -3,6 +3,7 @@ best-effort borrower that takes whatever core is idle: the encoder's per-frame t
 running alone, and the borrower's share of the idle core time."""
 
 import json
+from contextlib import ExitStack
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from coreplane.arbiter.client import Daemon, env_for
+from coreplane.arbiter.cores import empty_compute_cores
 from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
 
@@ -102,10 +104,11 @@ while not stop:
         if (mode == "coop" and v.preempt_deadline(0) is not None) or libc.sched_getcpu() != cpu or stop:
             break
     stints.append([begin, prev, on_core])
-    os.sched_setaffinity(0, range(os.cpu_count()))
     try:
+        # The group's cpuset holds only what it holds (or the control cores): no pin is needed.
+        os.sched_setaffinity(0, range(os.cpu_count()))
         v.yield_vcore(0)
-    except Exception:   # preempted before it yielded
+    except Exception:   # preempted before it yielded, its cpuset rewritten under it
         pass
 print(json.dumps(stints), flush=True)
 """
@@ -167,18 +170,22 @@ def _ms(ns: np.ndarray) -> dict:
 
 
 def measure(frames: int = 150, fps: float = 15.0, size: tuple[int, int] = (720, 1280), repetitions: int = 2,
-            borrowers: tuple[str, ...] = ("coop", "spin"), warn_us: int = 1000) -> dict:
+            borrowers: tuple[str, ...] = ("coop", "spin"), warn_us: int = 1000, empty_cores: bool = False) -> dict:
     """Alone and beside each kind of borrower, interleaved `repetitions` times, against a
-    private arbiter (its default SCHED_FIFO) whose loans are taken back with `warn_us` warning."""
+    private arbiter (its default SCHED_FIFO) whose loans are taken back with `warn_us` warning;
+    with `empty_cores`, every other process is kept off the compute cores meanwhile (empty_cores)."""
     state = Path(tempfile.mkdtemp(prefix="coreplane-fig6-"))
     runs = []
-    with Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-fig6-{os.getpid()}") as daemon, daemon.client() as admin:
+    with ExitStack() as stack:
+        emptied = stack.enter_context(empty_compute_cores()) if empty_cores else None
+        daemon = stack.enter_context(Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-fig6-{os.getpid()}"))
+        admin = stack.enter_context(daemon.client())
         for _ in range(repetitions):
             for borrower in (None, *borrowers):
                 runs.append(one_run(state, admin, borrower, frames, fps, size))
                 while admin.checked("status")["mcps"]:
                     time.sleep(0.01)
-    return {**summarise(runs), "warn_us": warn_us}
+    return {**summarise(runs), "warn_us": warn_us, "emptied_cores": emptied}
 
 
 def summarise(runs: list[dict]) -> dict:

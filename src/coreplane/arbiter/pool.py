@@ -3,6 +3,7 @@ leaving at its warning) against the same work on a fixed number of threads, whil
 takes its provisioned core back and lends it again."""
 
 import json
+from contextlib import ExitStack
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from coreplane.arbiter.client import Daemon, env_for
+from coreplane.arbiter.cores import empty_compute_cores
 from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
 
@@ -133,12 +135,17 @@ def one_run(state: Path, admin, mode: str, threads: int, tasks: int, on_ms: floa
             "tasks_on_control_cores": on_control, "share_on_control_cores": round(on_control / tasks, 3)}
 
 
-def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetitions: int = 2, warn_us: int = 200) -> dict:
+def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetitions: int = 2, warn_us: int = 200,
+            empty_cores: bool = False) -> dict:
     """The adaptive pool and fixed thread counts (one per compute core, and one more), each
-    `repetitions` times interleaved, on a private arbiter."""
+    `repetitions` times interleaved, on a private arbiter; with `empty_cores`, every other
+    process is kept off the compute cores meanwhile (cores.empty_compute_cores)."""
     state = Path(tempfile.mkdtemp(prefix="coreplane-pool-"))
     runs = []
-    with Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-pool-{os.getpid()}") as daemon, daemon.client() as admin:
+    with ExitStack() as stack:
+        emptied = stack.enter_context(empty_compute_cores()) if empty_cores else None
+        daemon = stack.enter_context(Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-pool-{os.getpid()}"))
+        admin = stack.enter_context(daemon.client())
         cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
         configs = [("adaptive", 0), ("fixed", cores), ("fixed", cores + 1)]
         for _ in range(repetitions):
@@ -153,4 +160,4 @@ def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetit
             "wall_s_median": round(float(np.median([r["wall_s"] for r in mine])), 3),
             "share_on_control_cores": round(float(np.mean([r["share_on_control_cores"] for r in mine])), 3)}
     return {"machine": os.uname().nodename, "load_average": os.getloadavg(), "on_ms": on_ms, "off_ms": off_ms,
-            "warn_us": warn_us, "configs": summary, "runs": runs}
+            "warn_us": warn_us, "emptied_cores": emptied, "configs": summary, "runs": runs}
