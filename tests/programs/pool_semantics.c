@@ -185,8 +185,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "exit_last")) {
         /* The pool's scrubber is a thread too: the process must still end with its last
            program thread, with that thread's code, as natively. */
-        char *p = map(2 * MIB);
-        munmap(p, 2 * MIB);
+        char *p = map(8 * MIB);  /* 4 MiB freed or more start the scrubber */
+        munmap(p, 8 * MIB);
         pthread_t t;
         pthread_create(&t, NULL, last_thread, NULL);
         syscall(SYS_exit, 5);

@@ -1,16 +1,18 @@
-//! Demand paging in user space (`--memory pool-demand`): the pool is registered with userfaultfd
-//! in MISSING mode, and a fault-handler thread on a control core fills each missing page the
-//! program touches together with the rest of its aligned batch: UFFDIO_ZEROPAGE for a read (the
+//! Demand paging in user space (`--memory pool-demand`): a fault-handler thread on a control core
+//! fills the pool's missing pages, in batches.
+//! The pool is registered with userfaultfd in MISSING mode, and the handler fills each missing page
+//! the program touches together with the rest of its aligned batch: UFFDIO_ZEROPAGE for a read (the
 //! shared zero page; a later write is the kernel's own copy-on-write fault), UFFDIO_COPY from a
-//! zero buffer for a write, so one fault brings in pages zeroed ahead of their first touch. A
-//! batch is MIN_BATCH pages, and doubles up to MAX_BATCH while each fault falls just past the
-//! previous batch (a program going through its memory in order), as readahead does for files. A fault of the kernel's on the program's behalf (a read(2) into pool
-//! memory) is served the same way. Free pool pages are PROT_NONE: a touch faults with SIGSEGV
-//! before userfaultfd sees it. The scrubber only drops freed pages here, never populates them.
-//! A forked child keeps no registration (no UFFD_FEATURE_EVENT_FORK): the kernel fills its pages.
-//! Costs measured here: a kernel anonymous fault 1.7-2.5 µs per 4 KiB page, a userfaultfd fault
-//! with UFFDIO_COPY 8.9 µs with the handler on the faulting CPU, 19.7 µs across CPUs; a batch
-//! spreads that over its pages, and pays where the program touches them all.
+//! zero buffer for a write, so one fault brings in pages zeroed ahead of their first touch. A batch
+//! is MIN_BATCH pages, and doubles up to MAX_BATCH while each fault falls just past the previous
+//! batch (a program going through its memory in order), as readahead does for files. A fault of the
+//! kernel's on the program's behalf (a read(2) into pool memory) is served the same way. Free pool
+//! pages are PROT_NONE: a touch faults with SIGSEGV before userfaultfd sees it. The scrubber only
+//! drops freed pages here, never populates them. A forked child keeps no registration (no
+//! UFFD_FEATURE_EVENT_FORK): the kernel fills its pages. Costs measured here: a kernel anonymous
+//! fault 1.7-2.5 µs per 4 KiB page, a userfaultfd fault with UFFDIO_COPY 8.9 µs with the handler on
+//! the faulting CPU, 19.7 µs across CPUs; a batch spreads that over its pages, and pays where the
+//! program touches them all.
 
 use crate::sys::{self, *};
 use core::sync::atomic::{AtomicBool, AtomicIsize, Ordering::*};

@@ -1,7 +1,8 @@
-//! The pool's lock, the one owner lock of the memory service: the word holds its holder's id, so a
-//! thread that finds its own id there (a signal handler that interrupted the service) is refused
-//! instead of deadlocking. Waiters spin briefly, then sleep on the word: the scrubber and the
-//! program may share one CPU, where spinning would burn the holder's time slice.
+//! The pool's lock, the one owner lock of the memory service.
+//! The word holds its holder's id, so a thread that finds its own id there (a signal handler that
+//! interrupted the service) is refused instead of deadlocking. Waiters spin briefly, then sleep on
+//! the word: the scrubber and the program may share one CPU, where spinning would burn the holder's
+//! time slice.
 
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering::*};

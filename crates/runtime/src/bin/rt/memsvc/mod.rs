@@ -57,6 +57,10 @@ const HARMLESS_FLAGS: usize = MAP_NORESERVE | MAP_POPULATE | MAP_STACK;
 /// coreutils, the loader's own small maps) runs as without the service.
 const MIN_SERVED: usize = 128 * 1024;
 
+/// Freed pages that start the scrubber (4 MiB; or a request that waits for them): a process
+/// that frees a block or two before it exits (ripgrep: 168 KiB) does not pay for a thread.
+const SCRUB_FROM: usize = 1024;
+
 /// Freed runs waiting for the scrubber, oldest first.
 const RING: usize = 4096;
 
@@ -452,9 +456,11 @@ pub fn munmap(addr: usize, len: usize) -> Option<isize> {
             wait_for_scrubber(guard);
             continue;
         }
-        let (base, end) = (pool.base, pool.end());
+        let (base, end, start) = (pool.base, pool.end(), scrub::running() || pool.dirty_pages >= SCRUB_FROM);
         drop(guard);
-        scrub::wake();
+        if start {
+            scrub::wake();
+        }
         let stop = addr.saturating_add(len);
         unsafe {
             if addr < base {

@@ -61,9 +61,15 @@ pub fn child_after_fork() {
     }
 }
 
-/// Tells the scrubber there is work, starting it if the process has none yet.
+/// Tells the scrubber there is work, starting it if the process has none yet. The memory file
+/// is opened here, by the program thread, before the scrubber exists: moving a descriptor to 900
+/// grows the descriptor table, which the kernel does with an RCU grace period (7 ms seen here)
+/// when another thread shares the table, as the scrubber does once started.
 pub fn wake() {
     if !RUNNING.swap(true, AcqRel) {
+        if !super::demand::active() && unsafe { MEM.0 } < 0 {
+            open_mem();
+        }
         super::spawn(scrubber_main, b"scrubber thread");
     }
     WORK.fetch_add(1, SeqCst);
@@ -85,9 +91,10 @@ fn next_step(pool: &Pool) -> Option<(u32, usize)> {
     })
 }
 
-/// Opens the memory file (again), out of the way of the program's fd numbers: the scrubber's own
-/// (/proc/thread-self/mem), as /proc/self/mem is the main thread's and cannot be opened once it
-/// has called exit(2) while other threads go on.
+/// Opens the memory file (again), out of the way of the program's fd numbers: the calling
+/// thread's (/proc/thread-self/mem; it names the process's memory for as long as that lives),
+/// as /proc/self/mem is the main thread's and cannot be opened once it has called exit(2) while
+/// other threads go on.
 fn open_mem() {
     let fd = unsafe { syscall3(OPEN, c"/proc/thread-self/mem".as_ptr() as usize, O_RDWR | O_CLOEXEC, 0) };
     if fd < 0 {
