@@ -152,13 +152,16 @@ bench: setup
 	$(PY) -m coreplane.bench.memsvc --from $(BENCH_OUT)/memsvc.json
 	$(CLI) arbsim --check $(BENCH_OUT)/arbiter.json --json --figure docs/figures/arbsim-tables.png > $(BENCH_OUT)/arbsim.json   # simulated, 1-64 cores
 	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
-	$(CLI) arbiter fig6 --warn-us 200 --json --figure docs/figures/arbiter-fig6.png > $(BENCH_OUT)/arbiter-fig6.json   # ROS Fig. 6 (issue 14)
+	$(CLI) arbiter fig6 --warn-us 200 --empty-cores --json --figure docs/figures/arbiter-fig6.png > $(BENCH_OUT)/arbiter-fig6.json   # ROS Fig. 6 (issue 14)
+	$(CLI) arbiter pool --empty-cores --json > $(BENCH_OUT)/arbiter-pool.json   # adaptive pool vs fixed threads (issue 14)
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
 	$(PY) -m coreplane.map.proposal --out $(BENCH_OUT)/netos-proposal.json   # threads proposed by each T (issue 18)
 	target/release/coreplane-online-bench > $(BENCH_OUT)/netos-online.json   # run-time placement decision time at 1,024 cores
 	rm -rf $(BENCH_OUT)/noise-b
 	$(CLI) noise experiment b --repetitions 5 --check-goal --out $(BENCH_OUT)/noise-b --figures docs/figures
+	rm -rf $(BENCH_OUT)/noise-io
+	$(CLI) noise experiment io --repetitions 5 --check-goal --out $(BENCH_OUT)/noise-io --figures docs/figures   # I/O neighbours (issue 14 item 5)
 	rm -rf $(BENCH_OUT)/study   # model accuracy goal (docs/benchmarks.md); the tests' machine lock keeps cells away
 	flock /run/coreplane-tests.lock $(CLI) study --repetitions 7 --out $(BENCH_OUT)/study
 	for f in fig11-synth-bzip2 fig15-programs error-by-program predicted-vs-measured; do \
