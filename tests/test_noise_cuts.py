@@ -35,3 +35,27 @@ def test_cuts_hold_while_the_cell_lives_and_are_given_back():
         assert rq_affinity() == rq_before
         after = init_cpus()
         assert all(after[t] == init_before[t] for t in after.keys() & init_before.keys())
+
+
+def test_io_neighbour_trial_charges_the_cells_loss_and_leaves_nothing():
+    """`coreplane noise trial neighbour --neighbour io --trace`: the cell's lost time is split by
+    cause (adding up to what the detector lost, when the gaps could be put on the trace clock),
+    and the compiler loops, the writer and their scratch directory are gone afterwards."""
+    from coreplane.noise import trials
+    scratch_dirs = set(Path("/var/tmp").glob("coreplane-io-neighbour-*"))
+    with machine_lock():
+        doc = trials.neighbour("io", seconds=0.5, trace=True)
+    assert doc["default_lost_pct"] > doc["cell_lost_pct"] >= 0
+    causes = sum(doc[f"cell_lost_{c}_pct"] for c in trials.CAUSES)
+    if doc["cell_gaps_aligned"]:
+        assert abs(causes - doc["cell_lost_pct"]) < 0.05 + 0.05 * doc["cell_lost_pct"], doc
+    assert set(Path("/var/tmp").glob("coreplane-io-neighbour-*")) == scratch_dirs
+    loops = [p for p in Path("/proc").glob("[0-9]*") if _cmdline(p).find("coreplane-io-neighbour-") >= 0]
+    assert not loops, [_cmdline(p) for p in loops]
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
