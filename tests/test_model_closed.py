@@ -248,7 +248,8 @@ def test_time_blocked_in_a_call_is_no_cpu_demand():
     assert busy.native_model_ns == pytest.approx(2_000_000, rel=0.02)
     # Delegated, a blocked read waits in the delegate: its blocked part stays a delay, and the
     # control core serves only its CPU part.
-    d = closed(_pipeline_stages(50_000), 1.0, 10_000.0, Policy("read"), compute_cores=1, spin_ns=0.0)
+    d = closed(_pipeline_stages(50_000), 1.0, 10_000.0, Policy("explicit", names=frozenset({"read"})),
+               compute_cores=1, spin_ns=0.0)
     assert d.wait_ns < 1_000
 
 
@@ -260,3 +261,15 @@ def test_calls_longer_than_their_thread_are_scaled_to_its_life():
     seg = profiles.from_dict(doc).segments()[1]
     assert seg.compute_ns == 0
     assert sum(g for _, g in seg.calls.values()) == pytest.approx(990_000 * 3_960_000 / 3_961_000)
+
+
+def test_a_caller_spins_through_its_delegated_call_blocking():
+    # The caller cannot tell a blocked read from a slow round trip: it polls through both, up to
+    # its spin limit, on the one compute core the writer needs. 50 reads blocked 855 µs in all.
+    stages, reads = _pipeline_stages(50_000), Policy("explicit", names=frozenset({"read"}))
+    spins = closed(stages, 1.0, 10_000.0, reads, compute_cores=1)
+    sleeps = closed(stages, 1.0, 10_000.0, reads, compute_cores=1, spin_ns=0.0)
+    assert spins.time_ns > sleeps.time_ns + 800_000
+    # The writer's 1 ms, then each read: 18 µs (its CPU part and what it was blocked) + 2·f_c.
+    assert spins.time_ns == pytest.approx((1_000_000 + 50 * (18_000 + 20_000)) / spins.native_model_ns * 1_000_000,
+                                          rel=0.02)

@@ -357,17 +357,20 @@ def _phase_part(segment: Segment, share: Share, delegated: frozenset[str], scale
 
 def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: float, spin: float) -> _Load:
     """A thread's cycle with delegation: once per delegated call, its share of the computation
-    and local calls on the compute cores plus the part of the round trip rt = g/n + 2·f_c it
-    spins there (at most `spin`), the delegate's g/n at the control cores, the rest of rt and its
-    blocked time as delay. `r` (`cpu_scale`) is the CPU share of its computation and calls; the
-    rest of its calls' time is blocked time too."""
+    and local calls on the compute cores plus the part of the round trip it spins there (at most
+    `spin`), the delegate's g/n at the control cores, the rest of the round trip and its blocked
+    time as delay. `r` (`cpu_scale`) is the CPU share of its computation and calls: the rest of
+    a delegated call's time was blocked in the kernel, which its caller, not knowing, spins
+    through like the rest of the round trip rt = g/n + 2·f_c (a stage's read of an empty pipe
+    holds the one compute core the stage that would fill it needs); the rest of a local call's
+    time is blocked time, a delay."""
     work = (part.compute_ns / gamma + part.local_ns) * r
-    blocked += (part.local_ns + part.remote_g_ns) * (1.0 - r)
+    blocked += part.local_ns * (1.0 - r)
     n = part.remote_calls
     if n == 0:
         return _Load(work, 0.0, blocked, 1.0)
     service = part.remote_g_ns * r / n
-    rt = service + 2.0 * fc_ns
+    rt = part.remote_g_ns / n + 2.0 * fc_ns
     held = min(spin, rt)
     at_control = min(service, rt - held)
     return _Load(work / n + held, at_control, rt - held - at_control + blocked / n, float(n))
