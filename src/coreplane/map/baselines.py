@@ -56,20 +56,36 @@ def scotch_map(comm: CommGraph, topo: Topology, capacity: int, imbalance: float 
     """Scotch's static mapping (dual recursive bipartitioning) via the `scotch_gmap` program, with
     its default load-imbalance tolerance (5 %) unless `imbalance` is given (0: strict balance) and
     its default strategy unless `strategy` names gmap's -c flags (q: quality, b: balance, s: speed)."""
+    return scotch_maps(comm, topo, capacity, [{"imbalance": imbalance, "strategy": strategy}])[0]
+
+
+def scotch_maps(comm: CommGraph, topo: Topology, capacity: int, variants: list[dict]) -> list[np.ndarray]:
+    """scotch_map() for several option sets (keys imbalance, strategy) on one graph: the graph and
+    target are written once and the `scotch_gmap` processes run at the same time."""
     exe = shutil.which(SCOTCH_GMAP)
     if not exe:
         raise CoreplaneError(f"{SCOTCH_GMAP} not found: install Debian's `scotch` package (make apt)")
     with tempfile.TemporaryDirectory(prefix="coreplane-scotch-") as tmp:
-        grf, tgt, out = Path(tmp, "g.grf"), Path(tmp, "t.tgt"), Path(tmp, "m.map")
+        grf, tgt = Path(tmp, "g.grf"), Path(tmp, "t.tgt")
         grf.write_text(scotch_graph(comm))
         tgt.write_text(_scotch_target(topo))
-        options = ([] if imbalance is None else [f"-b{imbalance}"]) + ([f"-c{strategy}"] if strategy else [])
-        proc = subprocess.run([exe, "-Cd", *options, str(grf), str(tgt), str(out)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CoreplaneError(f"scotch_gmap failed: {(proc.stderr.strip() or 'no message').splitlines()[-1]}")
-        rows = out.read_text().split("\n")[1:]
-    placement = np.full(comm.n, -1, dtype=np.int64)
-    for line in rows:
+        outs, procs = [], []
+        for i, variant in enumerate(variants):
+            imbalance, strategy = variant.get("imbalance"), variant.get("strategy")
+            options = ([] if imbalance is None else [f"-b{imbalance}"]) + ([f"-c{strategy}"] if strategy else [])
+            outs.append(Path(tmp, f"m{i}.map"))
+            procs.append(subprocess.Popen([exe, "-Cd", *options, str(grf), str(tgt), str(outs[-1])],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        stderrs = [proc.communicate()[1] for proc in procs]  # every one waited for before any error
+        for proc, stderr in zip(procs, stderrs):
+            if proc.returncode != 0:
+                raise CoreplaneError(f"scotch_gmap failed: {(stderr.strip() or 'no message').splitlines()[-1]}")
+        return [_read_scotch_mapping(out, comm.n) for out in outs]
+
+
+def _read_scotch_mapping(path: Path, n: int) -> np.ndarray:
+    placement = np.full(n, -1, dtype=np.int64)
+    for line in path.read_text().split("\n")[1:]:
         if line.strip():
             vertex, part = line.split()
             placement[int(vertex)] = int(part)

@@ -158,6 +158,9 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
     row = [list(zip(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist(),
                     traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist())) for p in range(comm.n)]
     weight_to = [dict(r) for r in row]
+    partners = [traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist() for p in range(comm.n)]
+    weights = [traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]] for p in range(comm.n)]
+    hop_table = topo.hops
     on_core: list[set[int]] = [set() for _ in range(topo.n_cores)]
     for p, c in enumerate(place):
         on_core[c].add(p)
@@ -166,6 +169,13 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
         h = hops[core]
         return sum(w * h[place[q]] for q, w in row[p])
 
+    current: list[float | None] = [None] * comm.n  # cost(p, place[p]), None once p or a partner moved
+
+    def cost_here(p: int) -> float:
+        if current[p] is None:
+            current[p] = cost(p, place[p])
+        return current[p]
+
     visit = rng.permutation(comm.n).tolist()
     for _ in range(rounds):
         touched: set[int] = set()
@@ -173,13 +183,15 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
             if not row[p]:
                 continue
             here = place[p]
-            near = sorted({c for q, _ in row[p] for c in near_of[place[q]]})
-            stay = cost(p, here)
+            partner_cores = [place[q] for q in partners[p]]
+            near = sorted({c for pc in partner_cores for c in near_of[pc]})
+            # p's cost on every candidate core at once: one numpy product instead of a Python sum per core
+            on_near = (hop_table[np.ix_(near, partner_cores)] @ weights[p]).tolist()
+            stay = cost_here(p)
             best_gain, best = 1e-9, None
-            for c in near:
+            for c, there in zip(near, on_near):
                 if c == here:
                     continue
-                there = cost(p, c)
                 if count[c] < capacity:
                     if stay - there > best_gain:
                         best_gain, best = stay - there, (c, None)
@@ -189,7 +201,10 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
                     # p to c, r to here; their own edge keeps its length h, which `there` and
                     # cost(r, here) count as 0 and `stay` and cost(r, c) as h
                     w = weight_to[p].get(r, 0.0)
-                    gain = stay - there + cost(r, c) - cost(r, here) - 2 * w * h
+                    gain = stay - there + cost_here(r) - 2 * w * h
+                    if gain <= best_gain:  # cost(r, here) >= 0 cannot help
+                        continue
+                    gain -= cost(r, here)
                     if gain > best_gain:
                         best_gain, best = gain, (c, r)
             if best:
@@ -206,6 +221,10 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
                     on_core[here].add(r)
                     place[r] = here
                     moved.append(r)
+                for x in moved:
+                    current[x] = None
+                    for q, _ in row[x]:
+                        current[q] = None
                 for x in moved + list(on_core[here]) + list(on_core[c]):
                     touched.add(x)
                     touched.update(q for q, _ in row[x])
