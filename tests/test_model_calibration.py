@@ -53,6 +53,11 @@ def test_project_uses_the_calibration_and_names_it(tmp_path):
     assert used["calibration"]["file"] == str(FIXTURE) and used["calibration"]["fc_ns"] > cal.fc_ns(3140)
     # The runtime's round trip, interposition and start-up all cost something.
     assert used["answer"]["speedup"] < bare["answer"]["speedup"]
+    # The profile's wall already holds the start-up of its own (non-delegating) run: a run of
+    # the same policy as the profile's adds none; a delegating one the difference.
+    assert used["calibration"]["profiled_startup_ns"] == cal.startup_ns
+    same = cli_json("project", str(PROFILES / "bzip2.json"), "--delegate", "none", "--calibration", str(FIXTURE))
+    assert same["answer"]["time_ns"] == pytest.approx(same["wall_ns"])
     # The per-user file is the default.
     default = calibrations.default_path()
     default.parent.mkdir(parents=True, exist_ok=True)

@@ -191,6 +191,14 @@ def startup_ns(profile: Profile, policy: Policy, cal: Calibration) -> float:
     return total
 
 
+def profiled_startup_ns(profile: Profile, cal: Calibration) -> float:
+    """The start-up the profiled run itself paid, which its wall time holds: `startup_ns` under
+    the delegated set it was recorded with (none, for `coreplane profile`'s default). A
+    projection from the profile as recorded adds a run's start-up less this."""
+    recorded = frozenset((profile.config or {}).get("delegated") or [])
+    return startup_ns(profile, Policy("explicit", names=recorded), cal)
+
+
 def charged_shootdowns(profile: Profile, delegated_calls: int) -> int:
     """How many of the profiled run's TLB flushes a delegated run pays for: a flush (a
     copy-on-write fault, munmap, mprotect, madvise; the runtime's own included) made while a

@@ -13,8 +13,7 @@ from coreplane.core import options as o, vocabulary as v
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.output import console, emit, human_ns
 from coreplane.model import calibration as calibrations, policies
-from coreplane.model.calibration import delegated_run, shootdown_count
-from coreplane.model.refined import interposed_local_ns
+from coreplane.model.calibration import delegated_run, profiled_startup_ns, shootdown_count
 from coreplane.model.projection import project as project_all
 from coreplane.profile import io as profiles
 from coreplane.profile.records import WAIT_CALLS
@@ -47,9 +46,10 @@ def _render(doc: dict) -> None:
                       "interposition or start-up cost", highlight=False)
     else:
         console.print(f"calibration {cal['file']} ({cal['machine'].get('hostname', '?')}, {cal['created']}): f_c "
-                      f"{human_ns(cal['fc_ns'])} per direction at this forward cost, interposed local call "
-                      f"+{human_ns(cal['interposed_call_ns'])}, start-up {human_ns(cal['startup_ns'])}, "
-                      f"{_shootdowns(cal)}", highlight=False)
+                      f"{human_ns(cal['fc_ns'])} per direction at this forward cost, start-up "
+                      f"{human_ns(cal['startup_ns'])} less the profiled run's own "
+                      f"{human_ns(cal['profiled_startup_ns'])} (its wall time holds that and the interposition of "
+                      f"every call), {_shootdowns(cal)}", highlight=False)
     table = Table()
     for col in ("model", "speedup", "projected time", "notes"):
         table.add_column(col, justify="left" if col in ("model", "notes") else "right")
@@ -132,11 +132,15 @@ def project(
         cal = stored.calibration
         cost = delegated_run(prof, pol, cal, gamma, forward_cost)
         fc = cost.fc_ns
+        # The profile was taken under the runtime: its wall time already holds the start-up of
+        # its own run and the interposition of every call, which a run under the runtime pays
+        # again the same way; only the start-up's difference is added.
+        recorded = profiled_startup_ns(prof, cal)
         models = project_all(prof, gamma, fc, pol, delegates, compute, control, spin_ns=cal.spin_ns(forward_cost),
-                             local_ns=interposed_local_ns(prof, cal.local_ns), startup_ns=cost.added_ns)
+                             startup_ns=cost.added_ns - recorded)
         used = {"file": str(stored.path), "machine": stored.machine, "created": stored.created, "fc_ns": fc,
-                "round_trip_ns": 2 * fc, "interposed_call_ns": cal.local_ns, "spin_ns": cal.spin_ns(forward_cost),
-                "startup_ns": cost.startup_ns, "shootdowns": shootdown_count(prof),
+                "round_trip_ns": 2 * fc, "spin_ns": cal.spin_ns(forward_cost),
+                "startup_ns": cost.startup_ns, "profiled_startup_ns": recorded, "shootdowns": shootdown_count(prof),
                 "shootdowns_charged": cost.shootdowns, "shootdown_ns": cal.shootdown_ns,
                 "shootdowns_ns": cost.shootdowns * cost.shootdown_ns}
         if used["shootdowns"] is None and pol.kind != "none":

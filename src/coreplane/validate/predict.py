@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.model.calibration import Calibration, delegated_run, with_startup
+from coreplane.model.calibration import Calibration, delegated_run, profiled_startup_ns, with_startup
 from coreplane.model.estimate import aggregate_gamma, leave_one_out, solve_gamma
 from coreplane.model.naive import naive
 from coreplane.model.projection import HEADLINE, project
@@ -91,9 +91,9 @@ def _as_project(subject: Subject, config: Config, cal: Calibration, machine: Mac
     the native run), as a speedup over the measured native time."""
     prof, pol = subject.profiled, policy_of(config.policy)
     cost = delegated_run(prof, pol, cal, gamma, config.fc_ns, statistic)
-    fc, startup = cost.fc_ns, cost.added_ns
+    fc, startup = cost.fc_ns, cost.added_ns - profiled_startup_ns(prof, cal)
     answer = project(prof, gamma, fc, pol, 1, machine.compute_count, machine.control_count,
-                     cal.spin_ns(config.fc_ns), interposed_local_ns(prof, cal.local_ns), startup)["answer"]
+                     cal.spin_ns(config.fc_ns), None, startup)["answer"]
     return None if answer["time_ns"] is None else subject.native_ns / answer["time_ns"]
 
 
