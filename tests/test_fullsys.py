@@ -71,7 +71,7 @@ def test_bad_node_counts_are_one_line(args, message):
 
 def test_node_scripts():
     worker = node_script(1, 3, 96, 1)
-    assert "./netup 10.16.0.2/24 || exit 1" in worker and "./dmm 96 1 3 10.16.0.1" in worker
+    assert "./netup 10.16.0.2/24 52:54:00:16:00:02 || exit 1" in worker and "./dmm 96 1 3 10.16.0.1" in worker
     alone = node_script(0, 1, 64, 4)
     assert "netup" not in alone and "./matmul 64 4" in alone
     assert "/proc/kallsyms > out/kallsyms" in alone  # after the work: outside the region

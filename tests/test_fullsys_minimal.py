@@ -1,9 +1,10 @@
 """The full-system regression run in `make test` (issue 16, MYINSTALL's step), on the minimal image
 (Debian's kernel with busybox, made in seconds from the package registry): the kernel boots under
 QEMU/TCG, the osact plugin built against Debian's qemu-plugin.h loads, the matrix multiply's
-region of interest is counted kernel and user apart, its result is right, and the cache model
-and analytic timing model answer as caches must (a smaller L2 misses more). A broken plugin, a
-kernel that no longer boots or a workload that no longer reaches its region fails here."""
+region of interest is counted kernel and user apart, its result is right, the cache model and
+analytic timing model answer as caches must (a smaller L2 misses more), and a run restored from
+the booted snapshot does the same work without booting. A broken plugin, a kernel that no longer
+boots or a workload that no longer reaches its region fails here."""
 
 import json
 import shutil
@@ -87,6 +88,19 @@ def test_smaller_l2_misses_more(with_cache):
     assert small_l2["l2_misses"] > 2 * big_l2["l2_misses"]
     assert small_l2["cycles"] > big_l2["cycles"]
     assert small_l2["data_access_latency"] > big_l2["data_access_latency"]
+
+
+def test_run_from_the_booted_snapshot(with_cache):
+    restored = run_matmul("--cache", "--l2", "1M:16:64", "--from-snapshot")
+    assert restored["from_snapshot"] and f"{restored['checksum']:.1f}" == native_checksum()
+    node, booted = restored["per_node"][0], with_cache["per_node"][0]
+    assert node["roi"]["insns"]["user"] == pytest.approx(booted["roi"]["insns"]["user"], rel=1e-4)
+    cache, booted_cache = restored["total"]["cache"]["user"], with_cache["total"]["cache"]["user"]
+    assert cache["l2_misses"] == pytest.approx(booted_cache["l2_misses"], rel=0.05)
+    # no boot: the whole run is the workload and what follows it, not the ~8 G instructions of a boot
+    assert node["run"]["insns"] < booted["run"]["insns"] / 3
+    console = (restored["out"] + "/node0/console.log")
+    assert guest.BOOT_MARKER not in open(console).read()
 
 
 def test_bad_cache_geometry_is_one_line(minimal_image):

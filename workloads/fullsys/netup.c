@@ -1,8 +1,11 @@
 /* netup: brings up a full-system guest's network for the distributed workload: the loopback and
  * the first other interface with ADDRESS/PREFIX (IPv4), through the same ioctls `ip` uses, so the
- * minimal Debian images need no networking package. Usage: netup ADDRESS/PREFIX. Prints the
- * interface it configured. */
+ * minimal Debian images need no networking package. Usage: netup ADDRESS/PREFIX [MAC]. With MAC
+ * the interface takes that hardware address first: guests restored from one booted snapshot all
+ * start with the snapshot's (the NIC follows the driver's choice). Prints the interface it
+ * configured. */
 #include <arpa/inet.h>
+#include <net/if_arp.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +44,27 @@ static int set_address(int fd, const char *name, unsigned long request, in_addr_
     return ioctl(fd, request, &req) < 0 ? fail("cannot set the address of", name) : 0;
 }
 
+static int set_mac(int fd, const char *name, const char *mac)
+{
+    struct ifreq req;
+    memset(&req, 0, sizeof req);
+    strncpy(req.ifr_name, name, IFNAMSIZ - 1);
+    unsigned char *bytes = (unsigned char *)req.ifr_hwaddr.sa_data;
+    req.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+    if (sscanf(mac, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &bytes[0], &bytes[1], &bytes[2], &bytes[3], &bytes[4],
+               &bytes[5]) != 6) {
+        fprintf(stderr, "netup: %s is not a MAC address\n", mac);
+        return 1;
+    }
+    return ioctl(fd, SIOCSIFHWADDR, &req) < 0 ? fail("cannot set the MAC address of", name) : 0;
+}
+
 int main(int argc, char **argv)
 {
-    char *slash = argc == 2 ? strchr(argv[1], '/') : NULL;
+    char *slash = argc == 2 || argc == 3 ? strchr(argv[1], '/') : NULL;
     struct in_addr address;
     if (slash == NULL) {
-        fprintf(stderr, "usage: netup ADDRESS/PREFIX\n");
+        fprintf(stderr, "usage: netup ADDRESS/PREFIX [MAC]\n");
         return 2;
     }
     *slash = '\0';
@@ -69,7 +87,8 @@ int main(int argc, char **argv)
     }
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     in_addr_t mask = htonl(prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix));
-    if (fd < 0 || set_up(fd, "lo") || set_address(fd, nic, SIOCSIFADDR, address.s_addr) ||
+    if (fd < 0 || set_up(fd, "lo") || (argc == 3 && set_mac(fd, nic, argv[2])) ||
+        set_address(fd, nic, SIOCSIFADDR, address.s_addr) ||
         set_address(fd, nic, SIOCSIFNETMASK, mask) || set_up(fd, nic)) {
         return 1;
     }

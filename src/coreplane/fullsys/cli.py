@@ -72,7 +72,8 @@ def _render_run(doc: dict) -> None:
                       f"{_percent(roi['kernel_share_memory'])}), TCP segments out "
                       f"{node['tcp'].get('OutSegs', 0)}, retransmitted {node['tcp'].get('RetransSegs', 0)}; "
                       f"region {_speed(roi)}")
-        console.print(f"    whole run (boot included): {node['run']['insns']:,} instructions, {_speed(node['run'])}")
+        start = "from the booted snapshot" if doc["from_snapshot"] else "boot included"
+        console.print(f"    whole run ({start}): {node['run']['insns']:,} instructions, {_speed(node['run'])}")
     console.print(f"  output {doc['out']}")
 
 
@@ -108,6 +109,9 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
                                          help="Cycles an L1 miss served by the L2 adds."),
         memory_latency: float = typer.Option(timing.Timing.memory_latency, "--memory-latency",
                                              help="Cycles an L2 miss adds."),
+        from_snapshot: bool = typer.Option(False, "--from-snapshot/--boot",
+                                           help="Start every guest from the image's booted state (saved once per "
+                                                "image, memory and vCPUs) instead of booting it."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the
@@ -115,8 +119,8 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     also simulated cycles, data-access latency and L2 miss rate (an analytic model, not a pipeline)."""
     caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
     model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
-    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model), as_json,
-         _render_run)
+    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot),
+         as_json, _render_run)
 
 
 @app.command()

@@ -1,10 +1,11 @@
-"""Paper 001's figures from a fullsys sweep, all simulated: the kernel's share of the region of interest against nodes per Debian suite and matrix size, and the kernel's parts (network stack, copies, memory management, the rest)."""
+"""Paper 001's figures from a fullsys sweep, all simulated: the kernel's share of the region of interest against nodes per Debian suite and matrix size, the kernel's parts (network stack, copies, memory management, the rest), and for a sweep of the L2's size (Figs. 6-8) cycles, data-access latency and L2 miss rate against it."""
 
 from pathlib import Path
 
 import numpy as np
 
 from coreplane import dse
+from coreplane.dse.results import parameter_names
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.figures import plt, save, style
 from coreplane.fullsys.paths import SUITES
@@ -88,8 +89,43 @@ def parts(table, path: Path, note: str) -> str:
     return str(save(fig, path))
 
 
+# Figs. 6-8: (metric of the whole region, its kernel and user parts, axis label, scale of the values).
+L2_PANELS = (("cycles", "kernel_cycles", "user_cycles", "cycles of the region [10⁶]", 1e-6),
+             ("data_access_latency", "kernel_data_access_latency", "user_data_access_latency",
+              "data-access latency [cycles]", 1),
+             ("l2_miss_rate", "kernel_l2_miss_rate", "user_l2_miss_rate", "L2 miss rate [%]", 100))
+
+
+def l2_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
+    """Paper 001's Figs. 6-8 in one figure: cycles, data-access latency and L2 miss rate against the
+    L2's size (KiB, log scale), a line per node count for the whole region, dashed and dotted for its
+    kernel and user parts; the Markdown table of the medians."""
+    metrics = [m for panel in L2_PANELS for m in panel[:3]]
+    table = dse.summary(sweep, metrics=metrics)
+    fig, axes = plt.subplots(1, len(L2_PANELS), figsize=(4.6 * len(L2_PANELS), 3.8))
+    for ax, (whole, kernel, user, label, scale) in zip(axes, L2_PANELS):
+        for nodes, rows in table.groupby("nodes"):
+            for metric, style_, side in ((whole, "-o", "all"), (kernel, "--", "kernel"), (user, ":", "user")):
+                r = rows[rows["metric"] == metric].sort_values("l2")
+                ax.plot(r["l2"], scale * r["median"].astype(float), style_, label=f"{nodes} node{'s' if nodes > 1 else ''}, {side}")
+        ax.set_xscale("log", base=2)
+        style(ax, "L2 size [KiB]", label, f"simulated (analytic timing), {note}")
+    axes[0].legend(fontsize=6)
+    sizes = sorted(table["l2"].unique())
+    lines = ["| nodes | metric | " + " | ".join(f"{s} KiB" for s in sizes) + " |", "|" + "---|" * (len(sizes) + 2)]
+    for (nodes, metric), rows in table[table["metric"].isin([p[0] for p in L2_PANELS] + ["kernel_l2_miss_rate"])].groupby(
+            ["nodes", "metric"]):
+        values = rows.set_index("l2")["median"]
+        lines.append(f"| {nodes} | {metric} | " + " | ".join(f"{values.get(s, float('nan')):.4g}" for s in sizes) + " |")
+    return str(save(fig, path)), "\n".join(lines)
+
+
 def draw(sweep: Path, out: Path, note: str) -> dict:
-    """Both figures as PNGs in `out` and the Markdown table."""
+    """The sweep's figures as PNGs in `out` and the Markdown table: Figs. 6-8 for a sweep of the L2's
+    size, otherwise the kernel share against nodes and the kernel's parts."""
+    if "l2" in parameter_names(sweep):
+        figure, table = l2_sweep(sweep, out / "fullsys-l2.png", note)
+        return {"figures": [figure], "table": table}
     table = medians(sweep)
     return {"figures": [share_against_nodes(table, out / "fullsys-nodes.png", note),
                         parts(table, out / "fullsys-parts.png", note)],

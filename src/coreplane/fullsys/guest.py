@@ -1,6 +1,7 @@
 """Booting QEMU/TCG guests from an image, with or without the osact plugin, a workload disk and a network, and classifying how each ended."""
 
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -18,12 +19,15 @@ TAIL_CHARS = 160
 
 @dataclass(frozen=True)
 class Extras:
-    """What a guest gets beyond the image: its workload disk (written by the guest) and its NIC on a
-    QEMU network shared with other guests (a -netdev specification and the NIC's MAC)."""
+    """What a guest gets beyond the image: its workload disk (written by the guest), its NIC on a
+    QEMU network shared with other guests (a -netdev specification and the NIC's MAC), a QMP socket
+    to control it, and a saved state to start from instead of booting (fullsys/snapshot.py)."""
 
     disk: Path | None = None
     netdev: str | None = None
     mac: str | None = None
+    qmp: Path | None = None
+    incoming: Path | None = None
 
 
 @dataclass
@@ -68,7 +72,8 @@ def command(image: Path, memory_mb: int, vcpus: int, append: str, plugin: str | 
     (sleep=off) or, with `idle_sleep`, follows the host's clock while the guest waits (sleep=on:
     a guest waiting for a peer does not race through its timers); the image's own kernel
     booted directly; the image's disk opened copy-on-write so runs never change the cached image,
-    the workload disk (second virtio disk, /dev/vdb) read-write; a virtio NIC when a netdev is given."""
+    the workload disk (second virtio disk, /dev/vdb) read-write; a virtio NIC when a netdev is
+    given; a QMP socket and a saved state to start from when `extras` has them."""
     if shutil.which(QEMU) is None:
         raise CoreplaneError(f"{QEMU} is missing: run `make fullsys-setup` first")
     sleep = "on" if idle_sleep else "off"
@@ -87,6 +92,11 @@ def command(image: Path, memory_mb: int, vcpus: int, append: str, plugin: str | 
         cmd += ["-netdev", f"{extras.netdev},id=net0", "-device", f"virtio-net-pci,netdev=net0,mac={extras.mac},romfile="]
     else:
         cmd += ["-nic", "none"]
+    if extras.qmp:
+        cmd += ["-qmp", f"unix:{extras.qmp},server=on,wait=off"]
+    if extras.incoming:
+        # QEMU 7.2 has no file: migration; the state is streamed in by cat.
+        cmd += ["-incoming", f"exec:cat {shlex.quote(str(extras.incoming))}"]
     return cmd + (["-plugin", plugin] if plugin else [])
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from coreplane.core import machine
 from coreplane.core.errors import CoreplaneError
-from coreplane.fullsys import activity, guest, image, kernelparts, timing, workdisk
+from coreplane.fullsys import activity, guest, image, kernelparts, snapshot, timing, workdisk
 from coreplane.fullsys.paths import PLUGIN, RUNS, built
 
 RESULT = re.compile(r"coreplane-(?:matmul|dmm) n=(\d+) .*checksum=(\S+)")
 MAX_NODES = 8
+MEMORY_MB = 1024
 SUBNET = "10.16.0."
 # Every node's NIC is on one QEMU multicast socket network (an Ethernet segment through the
 # host's loopback); the port is the run's own so that concurrent runs do not share a segment.
@@ -24,6 +25,11 @@ def address(rank: int) -> str:
     return f"{SUBNET}{rank + 1}"
 
 
+def mac(rank: int) -> str:
+    """Node `rank`'s MAC address (set by the guest too: restored guests start with the snapshot's)."""
+    return f"52:54:00:16:00:{rank + 1:02x}"
+
+
 def node_script(rank: int, nodes: int, size: int, threads: int) -> str:
     """What node `rank` runs from its workload disk: the network up (several nodes), the multiply
     (the distributed one, or the threaded one on a single node), then, outside the region, the
@@ -32,7 +38,7 @@ def node_script(rank: int, nodes: int, size: int, threads: int) -> str:
         work = f"./matmul {size} {threads}"
     else:
         work = f"./dmm {size} {rank} {nodes} {address(0)}"
-    network = f"modprobe virtio_net 2>/dev/null\n./netup {address(rank)}/24 || exit 1\n" if nodes > 1 else ""
+    network = f"modprobe virtio_net 2>/dev/null\n./netup {address(rank)}/24 {mac(rank)} || exit 1\n" if nodes > 1 else ""
     return (f"# coreplane fullsys: node {rank} of {nodes}\nexport PATH=/usr/sbin:/usr/bin:/sbin:/bin\ncd /mnt\n"
             f"{network}{work}\nstatus=$?\ngrep ' [tT] ' /proc/kallsyms > out/kallsyms\n"
             "cat /proc/net/snmp > out/snmp\ndmesg > out/dmesg\nexit $status\n")
@@ -105,31 +111,36 @@ def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict
 
 
 def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
-        idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing()) -> dict:
+        idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing(),
+        from_snapshot: bool = False) -> dict:
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
     would otherwise leap through its timers: 1.4-2.3x the kernel share at 2 nodes, more as the
     host is busier, TCP retransmitting). With `caches` ({"l1i"|"l1d"|"l2": "SIZE:ASSOC:LINE"}) every
-    guest also runs the cache model, and the analytic timing `model` turns its events into cycles."""
+    guest also runs the cache model, and the analytic timing `model` turns its events into cycles.
+    `from_snapshot`: every guest starts from the image's booted state (saved first when missing)."""
     _check(nodes, size, threads)
     idle_sleep = nodes > 1 if idle_sleep is None else idle_sleep
     plugin = built(PLUGIN)
     img = image.ensure(suite)
     out = RUNS / f"{suite}-N{nodes}-n{size}-t{threads}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     port = MCAST_PORTS[0] + os.getpid() % MCAST_PORTS[1]
-    netdev = f"socket,mcast={MCAST_GROUP}:{port},localaddr=127.0.0.1" if nodes > 1 else None
+    # A restored guest has the NIC it was saved with, also alone on its segment.
+    netdev = f"socket,mcast={MCAST_GROUP}:{port},localaddr=127.0.0.1" if nodes > 1 or from_snapshot else None
+    restore, saving_s = snapshot.ensure(image.image_dir(suite), MEMORY_MB, threads) if from_snapshot else (None, 0.0)
     guests, disks = [], []
     try:
         for rank in range(nodes):
             node_dir = out / f"node{rank}"
             node_dir.mkdir(parents=True)
             disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads)))
-            extras = guest.Extras(disks[-1], netdev, f"52:54:00:16:00:{rank + 1:02x}")
+            extras = guest.Extras(disks[-1], netdev, mac(rank), incoming=restore)
             guests.append(guest.start(image.image_dir(suite), node_dir / "console.log",
                                       plugin=f"{plugin},{plugin_arguments(node_dir / 'osact.json', memory_counted, caches)}",
-                                      vcpus=threads, icount=icount, expect=guest.WORKLOAD_MARKER, extras=extras,
-                                      idle_sleep=idle_sleep))
+                                      memory_mb=MEMORY_MB, vcpus=threads, icount=icount,
+                                      expect=guest.WORKLOAD_MARKER, extras=extras, idle_sleep=idle_sleep,
+                                      append=snapshot.APPEND if from_snapshot else ""))
         deadline = guests[0].started + timeout_s
         booted = [guest.finish(g, deadline) for g in guests]
     finally:
@@ -138,7 +149,8 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank], model) for rank, b in enumerate(booted)]
     wall = max(b.wall_s for b in booted)
     return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "icount": icount,
-            "idle_sleep": idle_sleep, "image": img["path"],
+            "idle_sleep": idle_sleep, "image": img["path"], "from_snapshot": str(restore) if restore else None,
+            "snapshot_saving_s": round(saving_s, 1),
             "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],
             "wall_s": round(wall, 2), "out": str(out), "machine": machine.describe(),
             "load_average": os.getloadavg(), "total": totals(per_node, model), "per_node": per_node}
