@@ -39,7 +39,6 @@ use lock::OwnerLock;
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 const HUGE_PAGES: usize = HUGE_PAGE / PAGE;
 pub(crate) const MADVISE: usize = 28;
-const MADV_HUGEPAGE: usize = 14;
 const MADV_POPULATE_WRITE: usize = 23;
 const MAP_NORESERVE: usize = 0x4000;
 const MAP_POPULATE: usize = 0x8000;
@@ -215,10 +214,9 @@ fn reserve(bytes: u64) {
         }
         syscall3(MUNMAP, base + size, raw as usize + HUGE_PAGE - base, 0);
     }
-    if !demand::register(base, size) {
-        // The kernel fills the pool: with huge pages (userfaultfd copies in 4 KiB pages).
-        unsafe { syscall3(MADVISE, base, size, MADV_HUGEPAGE) };
-    }
+    // Fresh pages are 4 KiB ones, as natively (THP `madvise`): the scrubber asks for huge pages
+    // only where the program used a freed 2 MiB densely (see `scrub`).
+    demand::register(base, size);
     let bookkeeping = |bytes: usize| {
         sys::map_anon(bytes.next_multiple_of(PAGE)).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's bookkeeping"]))
     };
@@ -286,15 +284,17 @@ impl Pool {
         (lo < hi).then(|| (self.page(lo), pages_of(hi - lo)))
     }
 
-    /// A block of `n` pages: free pages first; while they and the scrubber's make as many, the
-    /// scrubber's (they come back populated where the program had touched them, where fresh
-    /// pages fault in at first touch, and the scrubber zeroes no slower than a fault would);
-    /// then fresh pages, given to the allocator as far as the request needs.
-    fn take(&mut self, n: usize) -> Taken {
+    /// A block of `n` pages: free pages first; when the scrubber holds as many (or, `waited`,
+    /// while it still holds any), the scrubber's: they come back populated where the program had
+    /// touched them, where fresh pages fault in at first touch, and the scrubber zeroes no slower
+    /// than a fault would; then fresh pages, given to the allocator as far as the request needs.
+    /// (Waiting while the free and the scrubber's pages merely add up to the request made every
+    /// realloc of a growing perl hash wait for the scrubber: 10x the context switches.)
+    fn take(&mut self, n: usize, waited: bool) -> Taken {
         if let Some(first) = self.buddy.alloc(n) {
             return Taken::Block(first);
         }
-        if self.dirty_pages > 0 && self.dirty_pages + self.buddy.free_pages >= n {
+        if self.dirty_pages >= n || (waited && self.dirty_pages > 0) {
             return Taken::Wait;
         }
         let (pages, block) = (self.buddy.pages(), n.next_power_of_two());
@@ -378,9 +378,10 @@ fn pages_returned() {
 /// `n` pages from the pool, open for reading and writing; waits while the scrubber will return
 /// enough, else ENOMEM.
 fn allocate(n: usize) -> Result<usize, isize> {
+    let mut waited = false;
     loop {
         let Some((guard, pool)) = Guard::take() else { return Err(-ENOMEM) };
-        match pool.take(n) {
+        match pool.take(n, waited) {
             Taken::Block(first) => {
                 let addr = pool.base + first as usize * PAGE;
                 let r = unsafe { syscall3(MPROTECT, addr, n * PAGE, PROT_READ | PROT_WRITE) };
@@ -390,7 +391,10 @@ fn allocate(n: usize) -> Result<usize, isize> {
                 }
                 return Ok(addr);
             }
-            Taken::Wait => wait_for_scrubber(guard),
+            Taken::Wait => {
+                wait_for_scrubber(guard);
+                waited = true;
+            }
             Taken::Exhausted => return Err(-ENOMEM),
         }
     }
