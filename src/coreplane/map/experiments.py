@@ -2,9 +2,10 @@
 quality on meshes and real programs, (c) partition and mapping time against size, (d) mapping
 quality on the generated family (families.py) and traced programs against Scotch, (e) the wall time
 a mapping gains or loses real programs against default Linux placement.
+(e') is (e)'s run-time mapping again, in many alternated pairs, with a confidence interval.
 
 Run by `make bench` (JSON in target/bench/) and `make figures` (PNGs in docs/figures/):
-    python -m coreplane.map.experiments ipc|quality|scaling|family|gain --out FILE.json
+    python -m coreplane.map.experiments ipc|quality|scaling|family|gain|gain-ci --out FILE.json
     python -m coreplane.map.experiments figures --bench DIR --figures DIR
 """
 
@@ -302,6 +303,44 @@ def gain(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option
     for name in ("pipeline", "ipc_pairs"):
         err.print(name + ": " + ", ".join(f"{arm} {v['median_s'] * 1e3:.0f} ms ({v['min_s'] * 1e3:.0f}-"
                                           f"{v['max_s'] * 1e3:.0f})" for arm, v in doc[name].items() if isinstance(v, dict) and "median_s" in v))
+    out.write_text(json.dumps(doc, indent=1))
+
+
+def paired_gain(baseline: list[float], treated: list[float], resamples: int = 10_000, seed: int = 0) -> dict:
+    """Gain of `treated` over `baseline` from runs taken in alternated pairs: the median of the
+    per-pair ratios baseline/treated with a 95 % percentile-bootstrap interval (pairs resampled;
+    the median, not the mean, because a loaded machine's runs have long tails), and how many
+    pairs the treated arm won."""
+    ratio = np.asarray(baseline) / np.asarray(treated)
+    rng = np.random.default_rng(seed)
+    medians = np.median(ratio[rng.integers(0, len(ratio), (resamples, len(ratio)))], axis=1)
+    low, high = np.percentile(medians, [2.5, 97.5])
+    return {"pairs": len(ratio), "median_ratio": float(np.median(ratio)), "ci95": [float(low), float(high)],
+            "treated_won": int((ratio > 1).sum()), "ratios": ratio.tolist()}
+
+
+@app.command("gain-ci")
+def gain_ci(out: Path = typer.Option(..., "--out"), pairs: int = typer.Option(40, "--pairs")) -> None:
+    """(e') The run-time mapping's gain with its uncertainty: the 512-byte dd | dd pipeline under
+    `coreplane run`, default Linux placement against `--online-map mesh:2x1`, in `pairs`
+    alternated pairs (the arm that goes first alternates too), and paired_gain() of the walls."""
+    coreplane = str(Path(sys.executable).with_name("coreplane"))
+    command = ["sh", "-c", GAIN_PIPELINE]
+    arms = {"default": [coreplane, "run", "--", *command],
+            "online": [coreplane, "run", "--online-map", ONLINE_TOPOLOGY, "--", *command]}
+    runs: dict[str, list[float]] = {arm: [] for arm in arms}
+    loads = [Path("/proc/loadavg").read_text().split()[:3]]
+    _timed(arms["default"])  # warm-up: page cache, the binaries
+    for i in range(pairs):
+        for arm in (("default", "online") if i % 2 == 0 else ("online", "default")):
+            runs[arm].append(_timed(arms[arm]))
+    loads.append(Path("/proc/loadavg").read_text().split()[:3])
+    doc = {"machine": describe(), "load_average_before_after": loads, "command": GAIN_PIPELINE,
+           "topology": ONLINE_TOPOLOGY, **{arm: _spread(v) for arm, v in runs.items()},
+           "gain": paired_gain(runs["default"], runs["online"])}
+    g = doc["gain"]
+    err.print(f"online over default: median ratio {g['median_ratio']:.2f} (95 % CI {g['ci95'][0]:.2f}-"
+              f"{g['ci95'][1]:.2f}), online won {g['treated_won']}/{g['pairs']} pairs")
     out.write_text(json.dumps(doc, indent=1))
 
 
