@@ -3,11 +3,12 @@ compiled from tests/programs and run natively, then under `coreplane run` with b
 modes, which must behave as natively: arguments the kernel checks before reading them (or
 reads only in part), a process whose threads all end with exit(2), execve from a thread after
 the main thread ended so, unshare(CLONE_NEWUSER) and setns into a user namespace, which the
-kernel allows only in a single-threaded process, a traced child (whose tracer must not see the runtime's dispatch traps
-or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV, seccomp strict mode), a
-child process cloned onto a one-page stack, children that run in their parent's memory until
-they exec (posix_spawn's clone) from a thread with a signal stack, a program that drops its
-privileges under --profile. Every run is bounded by the stress tests' watchdog."""
+kernel allows only in a single-threaded process, a traced child (whose tracer must not see the
+runtime's dispatch traps or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV,
+seccomp strict mode; a strict thread among others that ends last), a child process cloned onto
+a one-page stack, children that run in their parent's memory until they exec (posix_spawn's
+clone) from a thread with a signal stack, a program that drops its privileges under --profile.
+Every run is bounded by the stress tests' watchdog."""
 
 import json
 import os
@@ -22,7 +23,8 @@ from test_stress import watched
 
 PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
-         "small_stack_child", "vfork_signal_stack", "setns_user"]
+         "small_stack_child", "vfork_signal_stack", "setns_user",
+         "strict_last"]
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +120,18 @@ def test_a_thread_whose_rdtsc_faults_makes_its_calls(built, mode, how):
     assert native.returncode == 0 and native.stdout in ("tsc: 3 calls\n", "strict: written\n")
     proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe), how])
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all", "pool"])
+def test_a_strict_mode_thread_that_becomes_the_last_thread_ends_the_process(built, mode):
+    # Before, with delegates (or the pool's scrubber): no end, the strict thread's exit(2) left
+    # the process to the runtime's threads (it may not call exit_group itself).
+    exe = built / "strict_last"
+    native = watched([str(exe)])
+    assert (native.returncode, native.stdout) == (7, "strict thread started\n")
+    options = ["--memory", "pool"] if mode == "pool" else ["--delegate", mode]
+    proc = watched(CLI + ["run", *options, "--", str(exe)])
+    assert (proc.returncode, proc.stdout) == (7, native.stdout), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

@@ -115,7 +115,7 @@ def cases() -> list[Case]:
                                      "echo > t/c/$i.md; done; fdfind -j2 -e txt . t | sort | tail -2; "
                                      "fdfind -j2 -t f . t -x wc -c | wc -l"), group="rust"),
         Case("rust-hyperfine", bash("hyperfine -N --runs 5 --warmup 1 --export-json h.json 'true' 'sleep 0.01' "
-                                    "> /dev/null && python3 -c \"import json; r = json.load(open('h.json'))"
+                                    "> /dev/null 2>&1 && python3 -c \"import json; r = json.load(open('h.json'))"
                                     "['results']; print([len(x['times']) for x in r])\""), group="rust"),
         # The JVM (javac is itself a JVM program; then java -jar of the result)
         Case("jvm-javac-jar", bash("javac -d c App.java && jar cfe app.jar App -C c . && java -jar app.jar"),

@@ -25,6 +25,7 @@ mod sigaction;
 mod sigframe;
 mod signals;
 mod sud;
+mod strict_watch;
 mod sys;
 mod textmap;
 mod thread;

@@ -527,11 +527,14 @@ pub fn before_setns(fd: usize, nstype: usize) {
 /// included, and disables its rdtsc (SIGSEGV). So the thread stops trapping first (afterwards
 /// the prctl that disarms would be refused), its calls stay local and untimed, and the
 /// program's only thread retires the delegates, so that its exit(2) can end the process as
-/// natively. A refused call re-arms.
+/// natively; a thread among others gets a watcher that ends it for it (`strict_watch`). A
+/// refused call re-arms.
 pub fn strict_mode(nr: usize, a: &[usize; 6]) -> isize {
     let t = thread::current();
     if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
         delegate::retire(t.pid);
+    } else if !app_threads::alone(t) {
+        crate::strict_watch::watch(t);
     }
     sud::disarm_thread();
     let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
@@ -567,9 +570,10 @@ pub fn exit_thread(code: usize) -> ! {
     let t = thread::current();
     let last = app_threads::exiting(t);
     if t.strict {
+        crate::strict_watch::exiting(t, last, code);
         unsafe { syscall3(EXIT, code, 0, 0) };
     }
-    if last && (delegate::has_delegates(t.pid) || crate::memsvc::has_scrubber()) {
+    if last && (delegate::has_delegates(t.pid) || crate::memsvc::has_scrubber() || crate::strict_watch::watching(t.pid)) {
         exit_group(code);
     }
     profile::end_thread(t.prof);

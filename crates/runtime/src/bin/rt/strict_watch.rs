@@ -1,0 +1,104 @@
+//! The exit of a seccomp strict-mode thread that shares its process with other program threads.
+//! Such a thread may make no call but read, write, exit and rt_sigreturn, so when it is the
+//! last program thread its exit(2) cannot end a process that the runtime's own threads
+//! (delegates, the memory pool's scrubber) keep alive, as `process::exit_thread` does for others.
+//! A watcher thread, started before the thread enters strict mode, waits for the kernel to clear
+//! the thread's tid word at its exit (which needs no call of the thread's), then ends the process
+//! with the thread's code if it was the last; otherwise it stays, as a delegate does, and the
+//! last program thread's exit ends the process.
+
+use crate::sys::{self, *};
+use crate::thread::Thread;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering::*};
+
+const PR_GET_TID_ADDRESS: usize = 40;
+const SET_TID_ADDRESS: usize = 218;
+/// The kernel wakes a cleared tid word with a shared FUTEX_WAKE (as pthread_join waits).
+const FUTEX_WAIT_SHARED: usize = 0;
+const STACK_SIZE: usize = 16 * 1024;
+
+/// The one watched thread of process `pid` (one at a time: a second strict thread among others
+/// is left as before), its tid word, and what it left at its exit.
+struct Watch {
+    pid: AtomicI32,
+    word: AtomicUsize,
+    /// The tid word of a thread that had none (set_tid_address 0).
+    own_word: AtomicU32,
+    last: AtomicBool,
+    code: AtomicUsize,
+}
+
+static WATCH: Watch = Watch {
+    pid: AtomicI32::new(0),
+    word: AtomicUsize::new(0),
+    own_word: AtomicU32::new(0),
+    last: AtomicBool::new(false),
+    code: AtomicUsize::new(0),
+};
+
+extern "C" {
+    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
+}
+
+/// `t`, not its process's only program thread, is about to enter strict mode: start its watcher.
+pub fn watch(t: &Thread) {
+    if WATCH.pid.load(Acquire) == t.pid {
+        return;
+    }
+    let mut word = 0usize;
+    if unsafe { syscall3(PRCTL, PR_GET_TID_ADDRESS, &mut word as *mut usize as usize, 0) } != 0 {
+        return; // a kernel without CONFIG_CHECKPOINT_RESTORE: the word may be the program's
+    }
+    if word == 0 {
+        WATCH.own_word.store(t.tid as u32, Relaxed);
+        word = WATCH.own_word.as_ptr() as usize;
+        unsafe { syscall3(SET_TID_ADDRESS, word, 0, 0) };
+    }
+    let Some(stack) = sys::map_anon(STACK_SIZE) else { return };
+    WATCH.word.store(word, Relaxed);
+    WATCH.last.store(false, Relaxed);
+    WATCH.pid.store(t.pid, Release);
+    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, watcher, 0) } < 0 {
+        WATCH.pid.store(0, Release);
+        unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
+    }
+}
+
+/// Whether process `pid` has a watcher thread (which, like a delegate, keeps it alive).
+pub fn watching(pid: i32) -> bool {
+    WATCH.pid.load(Acquire) == pid
+}
+
+/// The watched thread `t` exits with `code`; `last`: it is the last program thread. Plain
+/// stores: the thread may make no other call.
+pub fn exiting(t: &Thread, last: bool, code: usize) {
+    if watching(t.pid) {
+        WATCH.code.store(code, Relaxed);
+        WATCH.last.store(last, Release);
+    }
+}
+
+/// The watcher: takes no signal, waits for the tid word to be cleared, then ends the process
+/// if the watched thread was the last program thread, or waits for the end of the process.
+extern "C" fn watcher(_: usize) {
+    let all: u64 = !0;
+    unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &all as *const u64 as usize, 0, 8, 0, 0) };
+    let word = WATCH.word.load(Relaxed);
+    let tid = unsafe { &*(word as *const AtomicU32) };
+    loop {
+        let v = tid.load(Acquire);
+        if v == 0 {
+            break;
+        }
+        unsafe { syscall6(FUTEX, word, FUTEX_WAIT_SHARED, v as usize, 0, 0, 0) };
+    }
+    if WATCH.last.load(Acquire) {
+        crate::profile::end_process(WATCH.code.load(Relaxed) as u64 & 0xff);
+        sys::exit_group(WATCH.code.load(Relaxed));
+    }
+    let parked = 0u32;
+    loop {
+        sys::futex_wait(&parked, 0, 0);
+    }
+}
