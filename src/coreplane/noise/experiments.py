@@ -8,13 +8,10 @@ from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import REPO_ROOT
-from coreplane.noise.trials import CAUSES
+from coreplane.noise.trials import CAUSES, IO_CUTS
 
 CLI = shlex.quote(str(Path(sys.executable).with_name("coreplane")))
 GOAL_RATIO = 0.1   # time lost on a cell's compute core <= 1/10 of default placement's
-# The io experiment's cell variants: trial flags -> label.
-IO_CUTS = {"--no-pin-init": "cell as it is", "--pin-init": "--pin-init",
-           "--pin-init --io-completions": "--pin-init --io-completions"}
 
 EXPERIMENTS = {
     "a": {

@@ -113,8 +113,7 @@ def colour_probe(table, path: Path, title: str) -> str:
 def io_causes(table, path: Path, title: str) -> str:
     """io: the cell's lost time by cause (stacked), for the cell as it is and with its opt-in
     cuts, with the default placement's loss and the ratio written above."""
-    from coreplane.noise.experiments import IO_CUTS
-    from coreplane.noise.trials import CAUSES
+    from coreplane.noise.trials import CAUSES, IO_CUTS
     fig, ax = plt.subplots(figsize=(8, 4.5))
     settings = [c for c in IO_CUTS if c in set(table["cuts"])]
     bottom = [0.0] * len(settings)

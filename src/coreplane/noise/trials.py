@@ -28,6 +28,9 @@ PLACEMENTS = ("default", "pinned", "cell")
 # threads, IPIs, other work items, and "hypervisor" when the guest traced nothing in the gap.
 CAUSES = ("tick", "device_io", "thread", "ipi", "work", "hypervisor")
 TICK_SOFTIRQS = ("TIMER", "RCU", "SCHED", "HRTIMER")
+# The io experiment's cell variants: trial flags -> label.
+IO_CUTS = {"--no-pin-init": "cell as it is", "--pin-init": "--pin-init",
+           "--pin-init --io-completions": "--pin-init --io-completions"}
 
 
 def cause(source: str) -> str:
