@@ -139,15 +139,15 @@ def test_call_timeline_places_calls_in_phases():
     # at 0, 2 and 4 ms: spread evenly over 1-3 ms, half in each span.
     cuts = [0, 2_000_000, 4_000_000]
     call = CallStats("read", 5, 1_000_000.0, first_ns=1_000_000, last_ns=2_800_000)
-    assert _timeline_shares(call, cuts, 0, 4_000_000) == pytest.approx([0.5, 0.5])
+    assert _timeline_shares(call, cuts, 0, 4_000_000) == pytest.approx({0: 0.5, 1: 0.5})
     one = CallStats("openat", 1, 0.0, first_ns=4_000_000, last_ns=4_000_000)
-    assert _timeline_shares(one, cuts, 0, 4_000_000) == [0.0, 1.0]
+    assert _timeline_shares(one, cuts, 0, 4_000_000) == {1: 1.0}
     # A wait of 2 ms from 1.5 ms lies a quarter in the first span; one that outlives the thread
     # is cut at its end (1.5-4 ms: a fifth).
     wait = CallStats("futex", 1, 2_000_000.0, first_ns=1_500_000, last_ns=1_500_000)
-    assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx([0.25, 0.75])
+    assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx({0: 0.25, 1: 0.75})
     wait.total_ns = 3_000_000.0
-    assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx([0.2, 0.8])
+    assert _timeline_shares(wait, cuts, 0, 4_000_000) == pytest.approx({0: 0.2, 1: 0.8})
     assert _timeline_shares(CallStats("read", 5, 5000.0), [0, 1], 0, 1) is None
 
 

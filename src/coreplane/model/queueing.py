@@ -238,34 +238,34 @@ def _span_of(cuts: list[int], t: float) -> int:
     return min(max(bisect.bisect_right(cuts, t) - 1, 0), len(cuts) - 2)
 
 
-def _timeline_shares(call: CallStats, cuts: list[int], start: int, end: int) -> list[float] | None:
+def _timeline_shares(call: CallStats, cuts: list[int], start: int, end: int) -> dict[int, float] | None:
     """Share of a thread's calls of one syscall (count and time alike) in each span between
-    `cuts`, from the call timeline: spread evenly from the first call's start to the end of the
-    last one, last_ns + g(s)/n(s) (the profile keeps only those two times), within the thread's
-    life. A long blocking call so covers the phases it waits through. None without a timeline."""
+    `cuts` (span index -> share, the spans it touches only), from the call timeline: spread
+    evenly from the first call's start to the end of the last one, last_ns + g(s)/n(s) (the
+    profile keeps only those two times), within the thread's life. A long blocking call so
+    covers the phases it waits through. None without a timeline."""
     if call.first_ns is None or call.last_ns is None or call.count == 0:
         return None
     first = min(max(call.first_ns, start), end)
     last = min(max(call.last_ns + call.total_ns / call.count, first), end)
-    out = [0.0] * (len(cuts) - 1)
     if last == first:
-        out[_span_of(cuts, first)] = 1.0
-        return out
-    for k, (a, b) in enumerate(zip(cuts, cuts[1:])):
-        overlap = min(b, last) - max(a, first)
+        return {_span_of(cuts, first): 1.0}
+    out = {}
+    for k in range(_span_of(cuts, first), _span_of(cuts, last) + 1):
+        overlap = min(cuts[k + 1], last) - max(cuts[k], first)
         if overlap > 0:
             out[k] = overlap / (last - first)
     return out
 
 
-def _within(shares: list[float] | None, allowed: list[float]) -> list[float] | None:
+def _within(shares: dict[int, float] | None, allowed: dict[int, float]) -> dict[int, float] | None:
     """`shares` kept to the spans where `allowed` is positive, summing to 1 again; None (no
     timeline: follow `allowed`) when none of them falls there."""
     if shares is None:
         return None
-    kept = [v if a > 0 else 0.0 for v, a in zip(shares, allowed)]
-    total = sum(kept)
-    return [v / total for v in kept] if total > 0 else None
+    kept = {k: v for k, v in shares.items() if allowed.get(k, 0.0) > 0}
+    total = sum(kept.values())
+    return {k: v / total for k, v in kept.items()} if total > 0 else None
 
 
 def phases(profile: Profile) -> tuple[list[list[Share]], set[int]]:
@@ -280,40 +280,39 @@ def phases(profile: Profile) -> tuple[list[list[Share]], set[int]]:
     while they run, so its computation is spread over the phases in which none of its children is
     alive (the compiler driver works before and between cc1 and as, not beside them). So the
     driver's children, alive one after another, never compete with each other, although each
-    overlaps the driver. A thread without a lifetime is a phase of its own."""
+    overlaps the driver. A thread without a lifetime is a phase of its own. Each thread is
+    visited over the spans of its own life only: lrzip starts 741 short threads, and a table
+    of every thread by every span (1,482 of them) took seconds per projection."""
     threads = profile.threads
     if not profile.multithreaded:
         return [[Share(0, 1.0, {})]], set()
     cuts = sorted({t.start_ns for t in threads} | {t.end_ns for t in threads})
-    spans = list(zip(cuts, cuts[1:]))
+    at = {c: k for k, c in enumerate(cuts)}
     children = _child_spans(profile)
-    compute: list[list[float]] = []
-    calls: list[dict[str, list[float]]] = []
+    by_span: list[list[Share]] = [[] for _ in cuts[1:]]
     parents: set[int] = set()
     for i, t in enumerate(threads):
-        alive = [float(b - a) if t.start_ns <= a and b <= t.end_ns else 0.0 for a, b in spans]
+        if t.end_ns <= t.start_ns:
+            continue
+        alive = {k: float(cuts[k + 1] - cuts[k]) for k in range(at[t.start_ns], at[t.end_ns])}
         if any(c.name in CHILD_WAITS and c.total_ns > 0 for c in t.syscalls):
-            free = [w if not any(s <= a and b <= e for s, e in children.get(t.pid, [])) else 0.0
-                    for w, (a, b) in zip(alive, spans)]
-            if sum(free) > 0:
+            free = {k: w for k, w in alive.items()
+                    if not any(s <= cuts[k] and cuts[k + 1] <= e for s, e in children.get(t.pid, []))}
+            if sum(free.values()) > 0:
                 alive = free
                 parents.add(i)
-        total = sum(alive)
-        compute.append([w / total for w in alive] if total > 0 else alive)
-        timeline = {} if t.end_ns <= t.start_ns else \
-            {c.name: _timeline_shares(c, cuts, t.start_ns, t.end_ns) for c in t.syscalls}
+        total = sum(alive.values())
+        compute = {k: w / total for k, w in alive.items() if w > 0} if total > 0 else {}
+        timeline = {c.name: _timeline_shares(c, cuts, t.start_ns, t.end_ns) for c in t.syscalls}
         if i in parents:
             # A parent makes no calls while it waits for its children: its timeline, which
             # spreads calls evenly between the first and the last, is kept to its free phases.
-            timeline = {name: _within(shares, compute[i]) for name, shares in timeline.items()}
-        calls.append({name: shares for name, shares in timeline.items() if shares is not None})
-    out: list[list[Share]] = []
-    for k in range(len(spans)):
-        here = [Share(i, compute[i][k], {name: v[k] for name, v in calls[i].items()})
-                for i in range(len(threads))
-                if compute[i][k] > 0 or any(v[k] > 0 for v in calls[i].values())]
-        if here:
-            out.append(here)
+            timeline = {name: _within(shares, compute) for name, shares in timeline.items()}
+        calls = {name: shares for name, shares in timeline.items() if shares is not None}
+        spans = set(compute) | {k for shares in calls.values() for k, v in shares.items() if v > 0}
+        for k in spans:
+            by_span[k].append(Share(i, compute.get(k, 0.0), {name: v.get(k, 0.0) for name, v in calls.items()}))
+    out = [sorted(here, key=lambda share: share.thread) for here in by_span if here]
     out += [[Share(i, 1.0, {})] for i, t in enumerate(threads) if t.end_ns <= t.start_ns]
     return out, parents
 
