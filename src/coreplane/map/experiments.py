@@ -320,27 +320,38 @@ def paired_gain(baseline: list[float], treated: list[float], resamples: int = 10
 
 
 @app.command("gain-ci")
-def gain_ci(out: Path = typer.Option(..., "--out"), pairs: int = typer.Option(40, "--pairs")) -> None:
-    """(e') The run-time mapping's gain with its uncertainty: the 512-byte dd | dd pipeline under
-    `coreplane run`, default Linux placement against `--online-map mesh:2x1`, in `pairs`
-    alternated pairs (the arm that goes first alternates too), and paired_gain() of the walls."""
-    coreplane = str(Path(sys.executable).with_name("coreplane"))
-    command = ["sh", "-c", GAIN_PIPELINE]
-    arms = {"default": [coreplane, "run", "--", *command],
-            "online": [coreplane, "run", "--online-map", ONLINE_TOPOLOGY, "--", *command]}
+def gain_ci(out: Path = typer.Option(..., "--out"), pairs: int = typer.Option(40, "--pairs"),
+            program: str = typer.Option("dd", "--program", help="dd: the 512-byte dd | dd under `coreplane "
+                                        "run`, default against --online-map mesh:2x1; ipc: the 1 KiB ipc_pairs "
+                                        "ping-pong, default against graph -> map (greedy) -> pinned")) -> None:
+    """(e') A mapping's gain with its uncertainty: default Linux placement against the mapping in
+    `pairs` alternated pairs (the arm that goes first alternates too), and paired_gain() of the
+    walls."""
+    if program == "dd":
+        coreplane = str(Path(sys.executable).with_name("coreplane"))
+        command = ["sh", "-c", GAIN_PIPELINE]
+        arms = {"default": lambda: _timed([coreplane, "run", "--", *command]),
+                "mapped": lambda: _timed([coreplane, "run", "--online-map", ONLINE_TOPOLOGY, "--", *command])}
+        what = {"command": GAIN_PIPELINE, "topology": ONLINE_TOPOLOGY}
+    elif program == "ipc":
+        cpus, _ = _mapped_cpus(1, 1024, "pipe")
+        arms = {"default": lambda: _ipc(1, 1024, "pipe", [], 20_000)["wall_ns"] / 1e9,
+                "mapped": lambda: _ipc(1, 1024, "pipe", cpus, 20_000)["wall_ns"] / 1e9}
+        what = {"command": "ipc_pairs --pairs 1 --size 1024 --transport pipe --round-trips 20000", "cpus": cpus}
+    else:
+        raise CoreplaneError(f"--program {program}: unknown, expected dd or ipc")
     runs: dict[str, list[float]] = {arm: [] for arm in arms}
     loads = [Path("/proc/loadavg").read_text().split()[:3]]
-    _timed(arms["default"])  # warm-up: page cache, the binaries
+    arms["default"]()  # warm-up: page cache, the binaries
     for i in range(pairs):
-        for arm in (("default", "online") if i % 2 == 0 else ("online", "default")):
-            runs[arm].append(_timed(arms[arm]))
+        for arm in (("default", "mapped") if i % 2 == 0 else ("mapped", "default")):
+            runs[arm].append(arms[arm]())
     loads.append(Path("/proc/loadavg").read_text().split()[:3])
-    doc = {"machine": describe(), "load_average_before_after": loads, "command": GAIN_PIPELINE,
-           "topology": ONLINE_TOPOLOGY, **{arm: _spread(v) for arm, v in runs.items()},
-           "gain": paired_gain(runs["default"], runs["online"])}
+    doc = {"machine": describe(), "load_average_before_after": loads, "program": program, **what,
+           **{arm: _spread(v) for arm, v in runs.items()}, "gain": paired_gain(runs["default"], runs["mapped"])}
     g = doc["gain"]
-    err.print(f"online over default: median ratio {g['median_ratio']:.2f} (95 % CI {g['ci95'][0]:.2f}-"
-              f"{g['ci95'][1]:.2f}), online won {g['treated_won']}/{g['pairs']} pairs")
+    err.print(f"{program}, mapped over default: median ratio {g['median_ratio']:.2f} (95 % CI "
+              f"{g['ci95'][0]:.2f}-{g['ci95'][1]:.2f}), mapped won {g['treated_won']}/{g['pairs']} pairs")
     out.write_text(json.dumps(doc, indent=1))
 
 
