@@ -155,7 +155,10 @@ bench: setup
 	$(CLI) arbiter fig6 --warn-us 200 --empty-cores --json --figure docs/figures/arbiter-fig6.png > $(BENCH_OUT)/arbiter-fig6.json   # ROS Fig. 6 (issue 14)
 	$(CLI) arbiter pool --empty-cores --json > $(BENCH_OUT)/arbiter-pool.json   # adaptive pool vs fixed threads (issue 14)
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
+	$(PY) -m coreplane.map.experiments family --heldout --out $(BENCH_OUT)/netos-heldout.json   # graphs made after the tuning (issue 18)
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
+	$(PY) -m coreplane.map.experiments gain-ci --program dd --out $(BENCH_OUT)/netos-gain-ci.json   # paired, with a 95 % CI
+	$(PY) -m coreplane.map.experiments gain-ci --program ipc --out $(BENCH_OUT)/netos-gain-ci-ipc.json
 	$(PY) -m coreplane.map.proposal --out $(BENCH_OUT)/netos-proposal.json   # threads proposed by each T (issue 18)
 	target/release/coreplane-online-bench > $(BENCH_OUT)/netos-online.json   # run-time placement decision time at 1,024 cores
 	rm -rf $(BENCH_OUT)/noise-b
