@@ -1,0 +1,129 @@
+"""The memory service against the corpora (issue 15): each program of the run corpus and the conformance real-program corpus timed under the runtime with `--memory linux` and with the pool.
+Repetitions alternate the modes (and their order), so drifting load falls on both; each
+program's median wall time per mode, their ratio, and whether every run printed the same
+bytes and status. The corpora are the tests' own (tests/test_run_corpus.py,
+tests/conformance/real_programs.py), read from the checkout:
+`python -m coreplane.bench.memcorpus --reps 5 [--memory pool-demand] [--only NAME,...] [--json]`."""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+from coreplane.core.errors import CoreplaneError
+from coreplane.core.native import REPO_ROOT, binary
+
+BUDGET = "1G"  # coreplane-exec's default
+
+
+def cases() -> list[tuple[str, list[str], object]]:
+    """(name, argv, prepare) per program; prepare(dir) -> (cwd, env, timeout) lays out its inputs."""
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    try:
+        import test_run_corpus  # the run corpus: one prepared directory, shared by its programs
+        from conformance import compare, real_programs
+    except ImportError as e:
+        raise CoreplaneError(f"the corpora are read from a checkout's tests/ ({e})") from e
+    shared = test_run_corpus.work.__wrapped__(types.SimpleNamespace(
+        mktemp=lambda name: Path(tempfile.mkdtemp(prefix=f"coreplane-{name}-"))))
+    out = [(f"run:{name}", argv, lambda _d, w=shared: (w, dict(os.environ), 300.0))
+           for name, argv in sorted(test_run_corpus.CASES.items())]
+    work = Path(tempfile.mkdtemp(prefix="coreplane-memcorpus-"))
+
+    def prepare(case):
+        def fresh(_d):
+            d = compare.fresh_dir(work, case)
+            return d, compare.base_env(d, case.env), case.timeout * 2
+        return fresh
+
+    programs, _missing = real_programs.cases()
+    out += [(f"real:{c.name}", c.argv, prepare(c)) for c in programs]
+    return out
+
+
+def timed(argv: list[str], cwd: Path, env: dict, timeout: float) -> tuple[float, float, tuple]:
+    """One run: wall seconds, CPU seconds of its processes, and (status, stdout, stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, (proc.returncode, proc.stdout, proc.stderr)
+
+
+def measure(reps: int, memory: str, only: set[str] | None) -> dict:
+    """Every program, `reps` alternating repetitions per mode."""
+    exe = str(binary("coreplane-exec"))
+    modes = ("linux", memory)
+    rows, load = [], os.getloadavg()
+    for name, argv, prepare in cases():
+        if only and name.split(":", 1)[1] not in only and name not in only:
+            continue
+        wall = {m: [] for m in modes}
+        cpu = {m: [] for m in modes}
+        outputs = {m: set() for m in modes}
+        for rep in range(reps):
+            for mode in (modes if rep % 2 == 0 else modes[::-1]):
+                cwd, env, timeout = prepare(None)
+                argv_mode = [exe, "--memory", mode, "--memory-budget", BUDGET, "--", *argv]
+                try:
+                    w, c, out = timed(argv_mode, cwd, env, timeout)
+                except subprocess.TimeoutExpired as e:
+                    raise CoreplaneError(f"{name} under --memory {mode}: timed out after {timeout:.0f} s") from e
+                wall[mode].append(w)
+                cpu[mode].append(c)
+                outputs[mode].add(out)
+        med = {m: statistics.median(wall[m]) for m in modes}
+        rows.append({"program": name, "linux_s": med["linux"], "pool_s": med[memory],
+                     "ratio": med[memory] / med["linux"],
+                     "cpu_ratio": statistics.median(cpu[memory]) / max(statistics.median(cpu["linux"]), 1e-9),
+                     # Same bytes and status in every run of both modes (a program printing
+                     # times or pids is only self-consistent in neither).
+                     "identical": len(outputs["linux"] | outputs[memory]) == 1,
+                     "linux_consistent": len(outputs["linux"]) == 1})
+        print(f"{name}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
+    return {"machine": os.uname().nodename, "memory": memory, "reps": reps, "load_before": load,
+            "load_after": os.getloadavg(), "programs": rows}
+
+
+def render(doc: dict) -> str:
+    """The table, worst first, and the worst slowdown."""
+    rows = sorted(doc["programs"], key=lambda r: -r["ratio"])
+    lines = [f"{doc['memory']} vs linux, {doc['reps']} alternating repetitions, medians; load average "
+             f"{doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after", "",
+             f"| program | linux (s) | {doc['memory']} (s) | ratio | CPU ratio | same output |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['program']} | {r['linux_s']:.3f} | {r['pool_s']:.3f} | {r['ratio']:.3f} | {r['cpu_ratio']:.3f} | "
+              f"{'yes' if r['identical'] else 'no' if r['linux_consistent'] else 'varies natively'} |" for r in rows]
+    if rows:
+        lines += ["", f"worst: {rows[0]['program']} {rows[0]['ratio']:.3f}; median ratio "
+                      f"{statistics.median(r['ratio'] for r in rows):.3f}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`--json`: print the document instead of the table; `--from FILE`: the table of a saved run."""
+    parser = argparse.ArgumentParser(prog="coreplane.bench.memcorpus", description=__doc__)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--memory", default="pool", choices=["pool", "pool-demand"])
+    parser.add_argument("--only", help="comma-separated program names")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--from", dest="source", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        doc = (json.loads(args.source.read_text()) if args.source else
+               measure(args.reps, args.memory, set(args.only.split(",")) if args.only else None))
+    except CoreplaneError as e:
+        sys.exit(f"coreplane: error: {e}")
+    print(json.dumps(doc) if args.json and not args.source else render(doc))
+
+
+if __name__ == "__main__":
+    main()
