@@ -40,14 +40,15 @@ def test_gap_detector_sees_the_injected_period_and_spin(injected):
 
 
 def test_ftq_spectrum_peaks_at_the_injected_frequency(injected):
-    peaks = injected["cpus"][0]["ftq_peaks_hz"]
+    seen = injected["cpus"][0]
     resolution = 1 / 3.0 + 0.01
-    top = [p["freq_hz"] for p in peaks]
-    assert any(abs(f - 40) <= resolution for f in top), peaks
-    # The strongest peak above 10 Hz is the injection's fundamental or one of its harmonics (below,
-    # a loaded machine's own wander can be stronger: a 2 Hz peak was seen under other sessions' load).
-    fast = [f for f in top if f > 10]
-    assert fast and abs(fast[0] / 40 - round(fast[0] / 40)) * 40 <= resolution, peaks
+    # A line at 40 Hz, as strong as a listed peak must be (8 x the spectrum's median): the list
+    # itself may hold only the RT throttle's 1 Hz comb (50 ms parked every second) or a loaded
+    # machine's slow wander (a 2 Hz peak was seen), both stronger.
+    assert seen["ftq_line_at_period"] > 8, seen
+    # Any listed peak above 10 Hz is the injection's fundamental or one of its harmonics.
+    fast = [p["freq_hz"] for p in seen["ftq_peaks_hz"] if p["freq_hz"] > 10]
+    assert all(abs(f / 40 - round(f / 40)) * 40 <= resolution for f in fast), seen["ftq_peaks_hz"]
 
 
 def test_fwq_quantum_and_lost_time():

@@ -88,6 +88,16 @@ def in_phase(gaps: np.ndarray, period_ns: int, spin_ns: int) -> np.ndarray:
     return gaps[distance <= spin_ns]
 
 
+def line_strength(spectrum: dict, freq_hz: float) -> float:
+    """The FTQ spectrum's amplitude at `freq_hz` (its nearest bin) over the spectrum's median:
+    a periodic noise shows as a line there even when stronger ones (the RT throttle parks
+    SCHED_FIFO threads 50 ms of every second: a 1 Hz comb) fill the list of peaks."""
+    freq, amp = np.asarray(spectrum.get("freq_hz", [])), np.asarray(spectrum.get("amplitude", []))
+    if len(freq) < 3:
+        return 0.0
+    return float(amp[np.argmin(np.abs(freq - freq_hz))] / np.median(amp[1:]))
+
+
 def check(cpus: list[int], period_ns: int, spin_ns: int, phase: str, priority: int, duration_ns: int,
           threshold_ns: int) -> dict:
     """Injects while measuring the same CPUs and compares what the gap detector saw with
@@ -110,7 +120,8 @@ def check(cpus: list[int], period_ns: int, spin_ns: int, phase: str, priority: i
         r = {"cpu": c["cpu"], "injected_gaps": len(hits), "other_similar_gaps": len(similar) - len(hits),
              "expected_gaps": seconds * 1e9 / period_ns,
              "spin_ns": float(np.median(hits[:, 1])) if len(hits) else None,
-             "rate_per_s": len(hits) / seconds, "ftq_peaks_hz": c["ftq"]["spectrum"]["peaks"]}
+             "rate_per_s": len(hits) / seconds, "ftq_peaks_hz": c["ftq"]["spectrum"]["peaks"],
+             "ftq_line_at_period": line_strength(c["ftq"]["spectrum"], 1e9 / period_ns)}
         r["period_ns"] = float(np.median(np.diff(hits[:, 0]))) if len(hits) > 2 else None
         r["ok"] = bool(
             r["spin_ns"] is not None
