@@ -65,9 +65,12 @@ def test_malformed_strace_line_is_named(tmp_path):
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is installed by make apt")
 def test_build_a_real_pipeline_end_to_end(tmp_path):
     out = tmp_path / "g.cpg"
-    produced = len(subprocess.run(["seq", "1", "300000"], capture_output=True).stdout)
+    # a million lines: ~1 s under strace, so that the pagemap sampler (a thread polling every
+    # 5 ms) sees the pipeline even when a loaded machine starves it for a while (with 300,000
+    # lines it once saw nothing: layer 2 empty)
+    produced = len(subprocess.run(["seq", "1", "1000000"], capture_output=True).stdout)
     proc = run_cli("graph", "build", "--json", "--out", str(out), "--window", "20000", "--windows", "1", "--sample-interval", "0.005", "--",
-                   "sh", "-c", "seq 1 300000 | gzip -c > /dev/null", check=True)
+                   "sh", "-c", "seq 1 1000000 | gzip -c > /dev/null", check=True)
     doc = json.loads(proc.stdout)
     g = io.load(out)
     threads = g.layer_nodes(1)
@@ -85,7 +88,7 @@ def test_build_a_real_pipeline_end_to_end(tmp_path):
     runs_on = g.layer_edges(0, 1)
     assert len(runs_on) == 20000 and runs_on["dst"].isin(threads["id"]).all()
     # layer 2 (root reads PFNs) and layer 3 (this host)
-    assert len(g.layer_nodes(2)) > 0 and len(g.layer_edges(1, 2)) > 0
+    assert len(g.layer_nodes(2)) > 0 and len(g.layer_edges(1, 2)) > 0, g.meta["runs"]["frames"]
     assert doc["counts"]["nodes"]["cores"] >= 2
     # partition and map the built graph
     part = cli_json("graph", "partition", str(out), "--cores", "4", "--baselines", "metis")
