@@ -109,6 +109,7 @@ def l2_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
                 r = rows[rows["metric"] == metric].sort_values("l2")
                 ax.plot(r["l2"], scale * r["median"].astype(float), style_, label=f"{nodes} node{'s' if nodes > 1 else ''}, {side}")
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(table["l2"].unique()), [str(k) for k in sorted(table["l2"].unique())], fontsize=7)
         style(ax, "L2 size [KiB]", label, f"simulated (analytic timing), {note}")
     axes[0].legend(fontsize=6)
     sizes = sorted(table["l2"].unique())

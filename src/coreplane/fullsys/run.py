@@ -126,8 +126,9 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     img = image.ensure(suite)
     out = RUNS / f"{suite}-N{nodes}-n{size}-t{threads}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     port = MCAST_PORTS[0] + os.getpid() % MCAST_PORTS[1]
-    # A restored guest has the NIC it was saved with, also alone on its segment.
-    netdev = f"socket,mcast={MCAST_GROUP}:{port},localaddr=127.0.0.1" if nodes > 1 or from_snapshot else None
+    netdev = f"socket,mcast={MCAST_GROUP}:{port},localaddr=127.0.0.1" if nodes > 1 else None
+    if from_snapshot and netdev is None:  # a restored guest has the NIC it was saved with: on a hub alone
+        netdev = snapshot.SAVE_NETDEV
     restore, saving_s = snapshot.ensure(image.image_dir(suite), MEMORY_MB, threads) if from_snapshot else (None, 0.0)
     guests, disks = [], []
     try:

@@ -17,8 +17,9 @@ WAITING = "coreplane-fullsys: waiting for a workload disk"
 # On the kernel's command line: guest_init.sh waits for a workload disk (kept on restored runs:
 # the command lines of the saving and the restoring QEMU stay alike).
 APPEND = "coreplane.snapshot"
-# The saved guest's NIC: a multicast socket no other guest uses; a restored run brings its own network.
-SAVE_NETDEV = "socket,mcast=230.0.16.2:{port},localaddr=127.0.0.1"
+# The saved guest's NIC is on a QEMU hub of its own (nothing of the host's network is needed);
+# a restored run brings its own network.
+SAVE_NETDEV = "hubport,hubid=0"
 SAVE_MAC = "52:54:00:16:ff:01"
 BOOT_TIMEOUT_S = 900
 SAVE_TIMEOUT_S = 300
@@ -94,7 +95,7 @@ def save(image: Path, memory_mb: int, vcpus: int) -> Path:
     # A UNIX socket's path has at most 107 bytes: the cache's paths are longer.
     sockets = Path(tempfile.mkdtemp(prefix="coreplane-qmp-"))
     qmp_path = sockets / "qmp.sock"
-    extras = guest.Extras(blank, SAVE_NETDEV.format(port=41000 + os.getpid() % 8000), SAVE_MAC, qmp=qmp_path)
+    extras = guest.Extras(blank, SAVE_NETDEV, SAVE_MAC, qmp=qmp_path)
     running = guest.start(image, work / "console.log", append=APPEND, memory_mb=memory_mb, vcpus=vcpus,
                           extras=extras)
     try:
