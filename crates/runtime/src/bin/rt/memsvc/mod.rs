@@ -39,6 +39,7 @@ use lock::OwnerLock;
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 const HUGE_PAGES: usize = HUGE_PAGE / PAGE;
 pub(crate) const MADVISE: usize = 28;
+const MADV_HUGEPAGE: usize = 14;
 const MADV_POPULATE_WRITE: usize = 23;
 const MAP_NORESERVE: usize = 0x4000;
 const MAP_POPULATE: usize = 0x8000;
@@ -214,9 +215,14 @@ fn reserve(bytes: u64) {
         }
         syscall3(MUNMAP, base + size, raw as usize + HUGE_PAGE - base, 0);
     }
-    // Fresh pages are 4 KiB ones, as natively (THP `madvise`): the scrubber asks for huge pages
-    // only where the program used a freed 2 MiB densely (see `scrub`).
-    demand::register(base, size);
+    if !demand::register(base, size) {
+        // The kernel fills the pool with huge pages where it can (userfaultfd copies 4 KiB pages).
+        // Asking for them only where the program had used a freed 2 MiB densely (the scrubber's
+        // refill) kept first touches in 4 KiB pages as natively, but made the mmap loop 1.4x
+        // faster than Linux instead of 6x (64 MiB), 1.2x instead of 3.1x (256 MiB), and did not
+        // change the `seq | sort -rn` pipeline measurably.
+        unsafe { syscall3(MADVISE, base, size, MADV_HUGEPAGE) };
+    }
     let bookkeeping = |bytes: usize| {
         sys::map_anon(bytes.next_multiple_of(PAGE)).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's bookkeeping"]))
     };

@@ -30,7 +30,6 @@ const PWRITEV: usize = 296;
 const PWRITE64: usize = 18;
 const MINCORE: usize = 27;
 const MADV_DONTNEED: usize = 4;
-const MADV_HUGEPAGE: usize = 14;
 const FSTAT: usize = 5;
 /// Lock owner id of the scrubber (it has no runtime thread state of its own).
 const SCRUBBER: u32 = u32::MAX;
@@ -145,23 +144,20 @@ fn scrub(addr: usize, len: usize) {
 }
 
 /// Replaces the 2 MiB at `at`, which the program used densely, by a fresh huge page the kernel
-/// zeroes (asked for here, MADV_HUGEPAGE, not for the whole pool: a program touching a page here
-/// and there of fresh memory would get 2 MiB pages zeroed where natively it gets 4 KiB ones; a
-/// `seq | sort -rn` pipeline ran 1.17x slower so), or writes zeros over it where none came. A new huge page is cheap only when the memory behind it is
-/// warm: in this KVM guest a 2 MiB fault took 0.43 ms warm and 4.1 ms cold (the host backing the
-/// guest's page), and a churn of 1 GiB blocks ran 3.4x slower than Linux for it. So when a
-/// refill takes longer than zeroing in place would (0.16 ms per MiB), the next SLOW_SKIP huge
-/// pages are zeroed in place, keeping the pages the process has.
+/// zeroes, or writes zeros over it where none came. A new huge page is cheap only when the memory behind it is warm: in this KVM guest a 2 MiB
+/// fault took 0.43 ms warm (about what zeroing 4 KiB pages in place costs, 0.2 ms per MiB) and
+/// 4.1 ms cold (the host backing the guest's page), and a churn of 1 GiB blocks ran 3.4x slower
+/// than Linux for it. So after a refill slower than IN_PLACE_NS the next SLOW_SKIP huge pages
+/// are zeroed in place, keeping the pages the process has.
 fn refill_huge(at: usize) {
     /// Huge pages zeroed in place after a slow refill, before a refill is tried again.
     const SLOW_SKIP: u32 = 64;
-    const IN_PLACE_NS: u64 = 320_000;
+    const IN_PLACE_NS: u64 = 1_000_000;
     if ZERO_IN_PLACE.load(Relaxed) > 0 {
         ZERO_IN_PLACE.fetch_sub(1, Relaxed);
         return zero(at, HUGE_PAGE);
     }
     let start = sys::monotonic_ns();
-    unsafe { syscall3(MADVISE, at, HUGE_PAGE, MADV_HUGEPAGE) };
     drop_pages(at, HUGE_PAGE);
     if unsafe { syscall6(PWRITE64, MEM.0 as usize, ZEROS.as_ptr() as usize, 1, at, 0, 0) } != 1 {
         sys::die(&[b"memory pool: cannot zero freed pages through /proc/thread-self/mem"]);
