@@ -12,8 +12,9 @@ from coreplane.run.launch import RunOptions, check, run as run_program, temporar
 
 TIME_EVERY_HELP = ("Profile: time one local call in N on average, after the first 8 of each syscall per thread "
                    "(1: every call); counts are exact, total_ns is scaled from the timed calls.")
-MEMORY_HELP = ("Anonymous private memory: linux (the kernel's) or pool (served in user space by the runtime from "
-               "a pool of --memory-budget, zeroed and re-populated on a control core; docs/architecture.md).")
+MEMORY_HELP = ("Anonymous private memory: linux (the kernel's), pool (served in user space by the runtime from "
+               "a pool of --memory-budget, freed memory zeroed on a control core) or pool-demand (the same, its "
+               "pages filled by the runtime's userfaultfd handler); docs/architecture.md.")
 SLED_HELP = ("Fast path through a sled at address 0 even without protection keys, where page 0 then reads as "
              "sled bytes instead of faulting (default there: relocated sites, page 0 unmapped).")
 
@@ -54,7 +55,7 @@ def run(
     time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
     null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
     vdso: str = o.vdso(),
-    memory: str = typer.Option("linux", "--memory", metavar="linux|pool", help=MEMORY_HELP),
+    memory: str = typer.Option("linux", "--memory", metavar="linux|pool|pool-demand", help=MEMORY_HELP),
     memory_budget: str = typer.Option("1G", "--memory-budget", metavar="SIZE", help="The memory pool's size "
                                       "(K, M, G); an mmap beyond it fails with ENOMEM, as the pool does not grow."),
     cell: bool = typer.Option(None, "--cell/--no-cell", help="Give the compute cores to the program exclusively "
