@@ -3,7 +3,9 @@ trace of one CPU to what ran, and naming the detector's gaps by what interrupted
 text in the layout tracefs prints; and one live trace of this machine when tracefs allows."""
 
 import os
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -101,7 +103,12 @@ def test_gaps_with_nothing_to_align_say_so():
                     reason="needs root and tracefs instances")
 def test_a_live_trace_of_this_cpu_is_charged_and_leaves_no_instance():
     cpu = sorted(os.sched_getaffinity(0))[0]
-    before, allowed = set(os.listdir("/sys/kernel/tracing/instances")), os.sched_getaffinity(0)
+    # The instance of a tracer that died before its clean-up (here: a pid that has exited) goes.
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = Path(f"/sys/kernel/tracing/instances/{attribution.INSTANCE_PREFIX}{dead.pid}-1")
+    stale.mkdir()
+    before, allowed = set(os.listdir("/sys/kernel/tracing/instances")) - {stale.name}, os.sched_getaffinity(0)
     os.sched_setaffinity(0, {cpu})
     try:
         with attribution.traced(cpu) as recording:

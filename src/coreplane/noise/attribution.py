@@ -21,6 +21,7 @@ EVENTS = (["irq/irq_handler_entry", "irq/irq_handler_exit", "irq/softirq_entry",
 LINE_RE = re.compile(r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S+\s+(?P<ts>\d+\.\d+):\s+"
                      r"(?P<event>\w+):\s*(?P<args>.*)$")
 KWORKER_RE = re.compile(r"^(kworker/\S*?):?\d+(H?)$")
+INSTANCE_PREFIX = "coreplane-"   # instances/coreplane-PID-NS, PID the tracing process
 # Per-CPU ring buffer of the instance: a loaded CPU writes ~100 bytes per event, ~30k events/s.
 BUFFER_KB = 16384
 
@@ -254,6 +255,19 @@ class Recording:
         return doc
 
 
+def _remove_stale(tracefs: Path) -> None:
+    """Removes the instances of traces whose process died before its own clean-up (a SIGKILL, a
+    sweep's time-out): left alone, each would record its CPU for good, a cost to everyone."""
+    for inst in (tracefs / "instances").glob(f"{INSTANCE_PREFIX}*"):
+        pid = inst.name[len(INSTANCE_PREFIX):].split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                (inst / "tracing_on").write_text("0")
+                inst.rmdir()
+            except OSError:
+                continue  # another process is removing it, or still reads it
+
+
 @contextmanager
 def traced(cpu: int):
     """Records CPU `cpu` in a tracefs instance of its own (the global trace and other tracers are
@@ -261,7 +275,8 @@ def traced(cpu: int):
     tracefs, how = tracefs_dir()
     if tracefs is None:
         raise CoreplaneError(f"tracing CPU {cpu}: {how}")
-    inst = tracefs / "instances" / f"coreplane-{os.getpid()}-{time.monotonic_ns()}"
+    _remove_stale(tracefs)
+    inst = tracefs / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     try:
         inst.mkdir()
     except OSError as exc:
