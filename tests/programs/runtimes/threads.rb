@@ -1,6 +1,8 @@
 # A ruby program for the runtimes corpus: threads on a queue, fork with Process.wait2, IO.popen,
 # a trapped signal and an exit status.
-require 'digest'
+# Digest::SHA256 loaded before the threads: Ruby's autoload of it on first use is not thread-safe
+# ('Digest::Base cannot be directly inherited' from a thread that raced another's load).
+require 'digest/sha2'
 q = Queue.new; (1..12).each { |i| q << i }; q.close
 res = Queue.new
 ts = 4.times.map { Thread.new { while (i = q.pop); h = i.to_s; 3000.times { h = Digest::SHA256.hexdigest(h) }; res << [i, h[0, 8]]; end } }
