@@ -15,7 +15,8 @@ MODEL_STYLE = {"naive": ("naive (eq. 3)", "C1", ":"), "refined": ("refined (eq. 
                "queueing": ("open M/M/1 (eq. 13)", "C4", "-."), "closed": ("closed MVA", "C3", "-"),
                "refined:loo": ("refined, γ leave-one-out", "C5", "--"),
                "refined:median": ("refined, γ median (in-sample)", "C6", "--"),
-               "closed:loo": ("closed, γ leave-one-out", "C7", "-")}
+               "closed:loo": ("closed, γ leave-one-out", "C7", "-"),
+               "project": ("coreplane project (from the profile)", "C0", "-")}
 
 
 def _fc_label(ns: float) -> str:
@@ -99,8 +100,9 @@ def scatter(doc: dict, out: Path) -> Path:
 
 
 def by_program(doc: dict, out: Path) -> Path:
-    """MAPE of each program per model (estimated parameters, and γ leave-one-out)."""
-    models = ("naive", "refined", "queueing", "closed", "closed:loo")
+    """MAPE of each program per model (estimated parameters, γ leave-one-out, and what
+    `coreplane project` answers from the profile as recorded)."""
+    models = ("naive", "refined", "queueing", "closed", "closed:loo", "project")
     programs = sorted(doc["per_program"])
     fig, ax = plt.subplots(figsize=(max(7.0, 0.7 * len(programs) + 2), 3.8))
     x = np.arange(len(programs))
