@@ -21,11 +21,6 @@ def built():
     subprocess.run(["make", "-s", "-C", str(REPO / "workloads"), "bin/gain_synth"], check=True)
 
 
-def _median_run(argv, runs=3):
-    reports = [synthetic.run(argv) for _ in range(runs)]
-    return {k: statistics.median(r[k] for r in reports) for k in ("wall_ns", "compute_ns", "syscall_ns")}, reports[0]
-
-
 def test_replays_the_mix_per_phase_and_thread(tmp_path):
     mix = synthetic.write_mix({"read": 7, "write": 5, "getppid": 3, "openat": 2, "close": 2, "stat": 1,
                                "mmap": 2, "munmap": 2, "ioctl": 1}, tmp_path / "m.mix", comment="test mix")
@@ -53,13 +48,17 @@ def test_the_kernel_sees_exactly_the_named_calls(tmp_path):
 
 
 def test_work_scales_with_one_over_gamma():
-    timings = {}
-    for gamma in (1.0, 2.0, 4.0):
-        timings[gamma], report = _median_run(synthetic.command(None, gamma, trials=1_000_000, phases=8)
-                                             + ["-s", "getppid=10"])
-        assert report["trials_per_phase"] == round(1_000_000 / gamma)
-    assert timings[1.0]["compute_ns"] > timings[2.0]["compute_ns"] > timings[4.0]["compute_ns"]
-    assert timings[1.0]["wall_ns"] > timings[2.0]["wall_ns"] > timings[4.0]["wall_ns"]
+    # The γ alternate, so a burst of load from elsewhere hits each alike, and each γ's least time
+    # of five counts (load only adds time): three medians in a row failed under load in make test.
+    runs = {gamma: [] for gamma in (1.0, 2.0, 4.0)}
+    for _ in range(5):
+        for gamma, reports in runs.items():
+            report = synthetic.run(synthetic.command(None, gamma, trials=1_000_000, phases=8) + ["-s", "getppid=10"])
+            assert report["trials_per_phase"] == round(1_000_000 / gamma)
+            reports.append(report)
+    least = {gamma: {k: min(r[k] for r in reports) for k in ("wall_ns", "compute_ns")} for gamma, reports in runs.items()}
+    assert least[1.0]["compute_ns"] > least[2.0]["compute_ns"] > least[4.0]["compute_ns"]
+    assert least[1.0]["wall_ns"] > least[2.0]["wall_ns"] > least[4.0]["wall_ns"]
 
 
 def test_refined_model_recovers_the_emulated_gain(tmp_path):
