@@ -51,7 +51,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             // After the change, not before: a rewrite that read the maps in between would cache
             // the old layout under the new generation.
             let r = run(nr, a);
-            crate::textmap::mappings_changed();
+            crate::textmap::range_changed(nr, a);
             r
         }
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),

@@ -3,8 +3,8 @@
 //! vDSO or writable code). Reading /proc/self/maps costs ≈ 25 µs even for a small process, half
 //! of a site's first call, so the answer is kept: the whole r-x file mapping a site was found in,
 //! and pages found not to be file text. Both are forgotten when the program maps, unmaps or
-//! re-protects memory (`mappings_changed`, from dispatch), after which an address may be
-//! something else. Callers hold the fast path's rewrite lock.
+//! re-protects memory in a way that may make them wrong (`range_changed`, from dispatch), after
+//! which an address may be something else. Callers hold the fast path's rewrite lock.
 
 use crate::sys::*;
 use core::sync::atomic::{AtomicUsize, Ordering::*};
@@ -24,6 +24,37 @@ static mut NOT_TEXT: [usize; NOT_TEXT_SLOTS] = [0; NOT_TEXT_SLOTS];
 /// mremap): what is remembered is read again.
 pub fn mappings_changed() {
     GENERATION.fetch_add(1, Release);
+}
+
+/// Mapping call `nr` with arguments `a` succeeded: forgets what is remembered only if it may
+/// now be wrong, not at every call (glibc's malloc re-protects heap memory all the time, and
+/// each forgetting costs the next new site a read of /proc/self/maps, ≈ 25 µs): when the range
+/// overlaps remembered text, or its new protection lets it execute (a page found not to be
+/// text may be text now). A range that neither executes nor overlaps text leaves both answers
+/// true. mremap may move text anywhere: always.
+pub fn range_changed(nr: usize, a: &[usize; 6]) {
+    let exec = match nr {
+        MMAP | MPROTECT => a[2] & PROT_EXEC != 0,
+        MUNMAP => false,
+        _ => true,
+    };
+    if exec {
+        return mappings_changed();
+    }
+    let (lo, hi) = (a[0], a[0].saturating_add(a[1]));
+    // The remembered ranges are read under the lock their writers hold; a thread holding it
+    // already (a signal handler inside a rewrite) may see them half-written: it forgets.
+    if !crate::rewrite_lock::lock() {
+        return mappings_changed();
+    }
+    let overlaps = unsafe {
+        let text = &*core::ptr::addr_of!(TEXT);
+        CACHED_GENERATION == GENERATION.load(Acquire) && text[..TEXT_USED].iter().any(|&(tlo, thi)| tlo < hi && lo < thi)
+    };
+    if overlaps {
+        mappings_changed();
+    }
+    crate::rewrite_lock::unlock();
 }
 
 /// Whether `addr` lies in read-execute file text.
