@@ -104,7 +104,7 @@ fullsys-setup: setup
 	$(call apt_install,$(FULLSYS_PACKAGES))
 	@$(MAKE) --no-print-directory -C plugins
 	@mkdir -p target/fullsys/bin
-	for p in matmul dmm netup; do $(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/bin/$$p workloads/fullsys/$$p.c || exit 1; done
+	for p in matmul dmm dfmm netup; do $(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/bin/$$p workloads/fullsys/$$p.c || exit 1; done
 
 # The full-system runs on a suite's own image (built and boot-checked if not cached); `make test`
 # runs the regression run on the minimal image instead: mmdebstrap takes minutes (docs/benchmarks.md).

@@ -62,6 +62,7 @@ def test_unknown_suite_is_one_line():
     (["--nodes", "9"], "--nodes 9: between 1 and 8"),
     (["--nodes", "4", "--size", "3"], "the size must be at least the number of nodes"),
     (["--nodes", "2", "--threads", "2"], "threads are for a single node's multiply"),
+    (["--nodes", "2", "--dataflow"], "the dataflow multiply runs on one node"),
 ])
 def test_bad_node_counts_are_one_line(args, message):
     proc = run_cli("fullsys", "run", "--image", "bookworm", *args)
@@ -75,6 +76,7 @@ def test_node_scripts():
     alone = node_script(0, 1, 64, 4)
     assert "netup" not in alone and "./matmul 64 4" in alone
     assert "/proc/kallsyms > out/kallsyms" in alone  # after the work: outside the region
+    assert "./dfmm 64 2" in node_script(0, 1, 64, 2, dataflow=True)
 
 
 def test_tcp_counters():

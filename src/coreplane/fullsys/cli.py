@@ -56,7 +56,7 @@ def _render_cache(what: str, cache: dict) -> None:
 
 def _render_run(doc: dict) -> None:
     total = doc["total"]
-    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} matmul on "
+    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} {'dataflow ' if doc['dataflow'] else ''}matmul on "
                   f"{doc['nodes']} node(s), {doc['threads']} thread(s) each, checksum {doc['checksum']:.1f}")
     console.print(f"  region of interest, all nodes: {sum(total['insns'].values()):,} instructions, kernel share "
                   f"{_percent(total['kernel_share_insns'])}; memory accesses kernel share "
@@ -112,6 +112,9 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
         from_snapshot: bool = typer.Option(False, "--from-snapshot/--boot",
                                            help="Start every guest from the image's booted state (saved once per "
                                                 "image, memory and vCPUs) instead of booting it."),
+        dataflow: bool = typer.Option(False, "--dataflow",
+                                      help="One node runs the dataflow-threads multiply (DF-Threads style: "
+                                           "frames with synchronisation counts, a scheduler with --threads workers)."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the
@@ -119,8 +122,8 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     also simulated cycles, data-access latency and L2 miss rate (an analytic model, not a pipeline)."""
     caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
     model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
-    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot),
-         as_json, _render_run)
+    emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot,
+                  dataflow), as_json, _render_run)
 
 
 @app.command()

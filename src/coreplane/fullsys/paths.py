@@ -11,7 +11,7 @@ RUNS = ROOT / "runs"
 PLUGIN = ROOT / "plugins" / "libosact.so"
 # The guests' static programs (workloads/fullsys/, built by `make fullsys-setup`).
 PROGRAMS = ROOT / "bin"
-GUEST_PROGRAMS = ("matmul", "dmm", "netup")
+GUEST_PROGRAMS = ("matmul", "dmm", "dfmm", "netup")
 GUEST_INIT = Path(__file__).with_name("guest_init.sh")
 # The Debian suites the study compares (paper 001's "distributions").
 SUITES = ("bullseye", "bookworm", "trixie", "sid")

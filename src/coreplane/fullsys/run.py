@@ -10,7 +10,7 @@ from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys import activity, guest, image, kernelparts, snapshot, timing, workdisk
 from coreplane.fullsys.paths import PLUGIN, RUNS, built
 
-RESULT = re.compile(r"coreplane-(?:matmul|dmm) n=(\d+) .*checksum=(\S+)")
+RESULT = re.compile(r"coreplane-(?:matmul|dmm|dfmm) n=(\d+) .*checksum=(\S+)")
 MAX_NODES = 8
 MEMORY_MB = 1024
 SUBNET = "10.16.0."
@@ -30,11 +30,14 @@ def mac(rank: int) -> str:
     return f"52:54:00:16:00:{rank + 1:02x}"
 
 
-def node_script(rank: int, nodes: int, size: int, threads: int) -> str:
+def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool = False) -> str:
     """What node `rank` runs from its workload disk: the network up (several nodes), the multiply
-    (the distributed one, or the threaded one on a single node), then, outside the region, the
-    kernel's text symbols (to name the kernel blocks), TCP's counters (retransmissions), the kernel log."""
-    if threads > 1:
+    (the distributed one, the threaded one on a single node, or the dataflow-threads one with
+    `threads` workers), then, outside the region, the kernel's text symbols (to name the kernel
+    blocks), TCP's counters (retransmissions), the kernel log."""
+    if dataflow:
+        work = f"./dfmm {size} {threads}"
+    elif threads > 1:
         work = f"./matmul {size} {threads}"
     else:
         work = f"./dmm {size} {rank} {nodes} {address(0)}"
@@ -50,12 +53,15 @@ def tcp_counters(snmp_text: str) -> dict:
     return dict(zip(rows[0], map(int, rows[1]))) if len(rows) == 2 else {}
 
 
-def _check(nodes: int, size: int, threads: int) -> None:
+def _check(nodes: int, size: int, threads: int, dataflow: bool) -> None:
     if not 1 <= nodes <= MAX_NODES:
         raise CoreplaneError(f"--nodes {nodes}: between 1 and {MAX_NODES}")
     if size < nodes or threads < 1:
         raise CoreplaneError(f"--size {size} --threads {threads}: the size must be at least the number of nodes "
                              "and the threads positive")
+    if dataflow and nodes > 1:
+        raise CoreplaneError(f"--dataflow with --nodes {nodes}: the dataflow multiply runs on one node (remote "
+                             "frames over the network are not written)")
     if threads > 1 and nodes > 1:
         raise CoreplaneError(f"--threads {threads} with --nodes {nodes}: threads are for a single node's "
                              "multiply; several nodes run one thread each")
@@ -112,15 +118,17 @@ def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict
 
 def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
         idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing(),
-        from_snapshot: bool = False) -> dict:
+        from_snapshot: bool = False, dataflow: bool = False) -> dict:
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
     would otherwise leap through its timers: 1.4-2.3x the kernel share at 2 nodes, more as the
     host is busier, TCP retransmitting). With `caches` ({"l1i"|"l1d"|"l2": "SIZE:ASSOC:LINE"}) every
     guest also runs the cache model, and the analytic timing `model` turns its events into cycles.
-    `from_snapshot`: every guest starts from the image's booted state (saved first when missing)."""
-    _check(nodes, size, threads)
+    `from_snapshot`: every guest starts from the image's booted state (saved first when missing).
+    `dataflow`: one node runs the dataflow-threads multiply (workloads/fullsys/dfmm.c) with
+    `threads` workers on as many vCPUs."""
+    _check(nodes, size, threads, dataflow)
     idle_sleep = nodes > 1 if idle_sleep is None else idle_sleep
     plugin = built(PLUGIN)
     img = image.ensure(suite)
@@ -135,7 +143,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
         for rank in range(nodes):
             node_dir = out / f"node{rank}"
             node_dir.mkdir(parents=True)
-            disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads)))
+            disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads, dataflow)))
             extras = guest.Extras(disks[-1], netdev, mac(rank), incoming=restore)
             guests.append(guest.start(image.image_dir(suite), node_dir / "console.log",
                                       plugin=f"{plugin},{plugin_arguments(node_dir / 'osact.json', memory_counted, caches)}",
@@ -149,7 +157,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
             guest.stop(g)
     per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank], model) for rank, b in enumerate(booted)]
     wall = max(b.wall_s for b in booted)
-    return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "icount": icount,
+    return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "dataflow": dataflow, "icount": icount,
             "idle_sleep": idle_sleep, "image": img["path"], "from_snapshot": str(restore) if restore else None,
             "snapshot_saving_s": round(saving_s, 1),
             "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],
