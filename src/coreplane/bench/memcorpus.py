@@ -1,4 +1,7 @@
 """The memory service against the corpora (issue 15): each program of the run corpus and the conformance real-program corpus timed under the runtime with `--memory linux` and with the pool.
+Both modes run on the same compute cores, those `--memory pool` leaves the program (the pool's
+scrubber takes a control core: on 2 CPUs the program gets one, where `--memory linux` alone
+would spread it over both), so the ratio is the service's cost, not the reserved core's.
 Repetitions alternate the modes (and their order), so drifting load falls on both; each
 program's median wall time per mode, their ratio, and whether every run printed the same
 bytes and status. The corpora are the tests' own (tests/test_run_corpus.py,
@@ -59,10 +62,21 @@ def timed(argv: list[str], cwd: Path, env: dict, timeout: float) -> tuple[float,
     return wall, cpu, (proc.returncode, proc.stdout, proc.stderr)
 
 
+def pool_layout(exe: str, memory: str) -> dict:
+    """The compute and control cores coreplane-exec gives a program under `memory`."""
+    proc = subprocess.run([exe, "--memory", memory, "--check", "--", "true"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CoreplaneError(f"coreplane-exec --memory {memory}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
 def measure(reps: int, memory: str, only: set[str] | None) -> dict:
     """Every program, `reps` alternating repetitions per mode."""
     exe = str(binary("coreplane-exec"))
     modes = ("linux", memory)
+    layout = pool_layout(exe, memory)
+    same_cores = {"linux": ["--compute-cores", ",".join(map(str, layout["compute_cores"]))]
+                  if layout["compute_cores"] else [], memory: []}
     rows, load = [], os.getloadavg()
     for name, argv, prepare in cases():
         if only and name.split(":", 1)[1] not in only and name not in only:
@@ -73,7 +87,7 @@ def measure(reps: int, memory: str, only: set[str] | None) -> dict:
         for rep in range(reps):
             for mode in (modes if rep % 2 == 0 else modes[::-1]):
                 cwd, env, timeout = prepare(None)
-                argv_mode = [exe, "--memory", mode, "--memory-budget", BUDGET, "--", *argv]
+                argv_mode = [exe, "--memory", mode, "--memory-budget", BUDGET, *same_cores[mode], "--", *argv]
                 try:
                     w, c, out = timed(argv_mode, cwd, env, timeout)
                 except subprocess.TimeoutExpired as e:
@@ -90,15 +104,17 @@ def measure(reps: int, memory: str, only: set[str] | None) -> dict:
                      "identical": len(outputs["linux"] | outputs[memory]) == 1,
                      "linux_consistent": len(outputs["linux"]) == 1})
         print(f"{name}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
-    return {"machine": os.uname().nodename, "memory": memory, "reps": reps, "load_before": load,
+    return {"machine": os.uname().nodename, "memory": memory, "reps": reps, "layout": layout, "load_before": load,
             "load_after": os.getloadavg(), "programs": rows}
 
 
 def render(doc: dict) -> str:
     """The table, worst first, and the worst slowdown."""
     rows = sorted(doc["programs"], key=lambda r: -r["ratio"])
+    cores = doc.get("layout", {})
     lines = [f"{doc['memory']} vs linux, {doc['reps']} alternating repetitions, medians; load average "
-             f"{doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after", "",
+             f"{doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after; program on cores "
+             f"{cores.get('compute_cores', '?')} in both modes, the pool's threads on {cores.get('control_cores', '?')}", "",
              f"| program | linux (s) | {doc['memory']} (s) | ratio | CPU ratio | same output |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['program']} | {r['linux_s']:.3f} | {r['pool_s']:.3f} | {r['ratio']:.3f} | {r['cpu_ratio']:.3f} | "
               f"{'yes' if r['identical'] else 'no' if r['linux_consistent'] else 'varies natively'} |" for r in rows]
