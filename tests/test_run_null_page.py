@@ -29,6 +29,11 @@ def rewrite_race(tmp_path_factory) -> Path:
     return build(tmp_path_factory, "rewrite_race")
 
 
+@pytest.fixture(scope="module")
+def go_syscall_site(tmp_path_factory) -> Path:
+    return build(tmp_path_factory, "go_syscall_site")
+
+
 @pytest.mark.parametrize("policy", ["none", "all"])
 @pytest.mark.parametrize("access", ["read", "write", "call"])
 def test_null_access_faults_as_natively(null_access, access, policy):
@@ -59,3 +64,19 @@ def test_sites_rewritten_while_threads_execute_them(rewrite_race, policy):
         proc = subprocess.run([str(EXEC), "--delegate", policy, "--", str(rewrite_race), "16", "2000"],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and proc.stdout == "threads=16 calls=2000 wrong=0\n", proc.stdout + proc.stderr
+
+
+def test_a_site_shaped_like_gos_syscall6_is_rewritten(go_syscall_site, tmp_path):
+    # Go's Syscall6 ends in two argument moves, the number already in rax: every os.File read
+    # and write of a Go program went through the trap until this shape was relocated.
+    assert rewritten(tmp_path, go_syscall_site, "1") - rewritten(tmp_path, go_syscall_site, "0") == 1
+
+
+@pytest.mark.parametrize("policy", ["none", "getppid", "all"])
+def test_a_small_stack_site_takes_only_local_calls_on_its_stack(go_syscall_site, policy):
+    # Called on 1 KiB of stack above a guard page (a goroutine's is a few KiB): a delegated
+    # call from the rewritten site must go to the trap, on the thread's signal stack, not into
+    # the runtime's Rust on the caller's stack (which hit the guard page: SIGSEGV).
+    proc = subprocess.run([str(EXEC), "--delegate", policy, "--", str(go_syscall_site), "200", "1024"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "calls=200 ppid_ok=1\n", proc.stdout + proc.stderr

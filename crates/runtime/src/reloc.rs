@@ -5,7 +5,9 @@
 //! encodings (`setup`): `mov eax, nr` or `mov rax, nr` naming the very syscall that trapped
 //! there (436 of glibc 2.36's 526 sites; 36 of a Go binary's 39), or the load of the sixth
 //! argument that ends glibc's generic `syscall()`, or the two instructions (descriptor reload,
-//! `xor eax, eax`) that end read's cancellable path. That instruction becomes `jmp rel32` to the
+//! `xor eax, eax`) that end read's cancellable path, or the two argument moves that end Go's
+//! `Syscall6` (fzf's 9,884 writes each trapped without it). Go's runs on a goroutine's small
+//! stack, so its stub enters the fast path at an entry that takes plain local calls only. That instruction becomes `jmp rel32` to the
 //! stub; the `syscall` itself stays, so a branch that lands on it directly still traps as
 //! before. The stub runs a copy of the instruction, calls the fast entry with the red zone
 //! skipped, and jumps back behind the `syscall`.
@@ -26,6 +28,9 @@ const LOAD_ARG6: [u8; 5] = [0x4c, 0x8b, 0x4c, 0x24, 0x08];
 /// `mov edi, [rsp + 8]; xor eax, eax`: read's cancellable path (the one threaded programs
 /// take), which reloads the descriptor after enabling cancellation.
 const RELOAD_FD_READ: [u8; 6] = [0x8b, 0x7c, 0x24, 0x08, 0x31, 0xc0];
+/// `mov rsi, rcx; mov rdi, rbx`: the end of Go's `Syscall6` (register ABI, the number already
+/// in rax), through which `os.File`'s reads and writes go. It runs on a goroutine's stack.
+const GO_SYSCALL6_ARGS: [u8; 6] = [0x48, 0x89, 0xce, 0x48, 0x89, 0xdf];
 const SYSCALL: [u8; 2] = [0x0f, 0x05];
 /// Bytes of a `jmp rel32`, the least a relocated instruction must have.
 pub const PATCH_LEN: usize = 5;
@@ -44,6 +49,10 @@ pub struct Setup {
     /// Whether it fixes the syscall number; otherwise the number may be any, rt_sigreturn
     /// included, and the stub sends that one back to the `syscall` to trap.
     pub fixed: bool,
+    /// Whether the site may run on a small stack (a goroutine's, a few KiB): only plain local
+    /// calls may then take the fast path, whose local branch stays in a few words of stack;
+    /// every other call goes to the trap, whose handler runs on the signal stack.
+    pub small_stack: bool,
 }
 
 /// The relocatable instruction ending at the `syscall` in `code` (the MAX_SETUP bytes before
@@ -55,13 +64,15 @@ pub fn setup(code: &[u8; MAX_SETUP + 2], nr: usize) -> Option<Setup> {
     }
     let imm = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
     if before[2] == MOV_EAX && imm(&before[3..]) == nr {
-        Some(Setup { len: 5, fixed: true })
+        Some(Setup { len: 5, fixed: true, small_stack: false })
     } else if before[..3] == MOV_RAX && imm(&before[3..]) == nr {
-        Some(Setup { len: 7, fixed: true })
+        Some(Setup { len: 7, fixed: true, small_stack: false })
     } else if before[2..] == LOAD_ARG6 {
-        Some(Setup { len: 5, fixed: false })
+        Some(Setup { len: 5, fixed: false, small_stack: false })
     } else if before[1..] == RELOAD_FD_READ && nr == 0 {
-        Some(Setup { len: 6, fixed: true })
+        Some(Setup { len: 6, fixed: true, small_stack: false })
+    } else if before[1..] == GO_SYSCALL6_ARGS {
+        Some(Setup { len: 6, fixed: false, small_stack: true })
     } else {
         None
     }
@@ -201,12 +212,15 @@ mod tests {
 
     #[test]
     fn only_known_setups_of_the_trapping_number_qualify() {
-        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true }));
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true, small_stack: false }));
         assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x28), None); // eax came from elsewhere
         assert_eq!(setup(&site(&[0xb9, 0x27, 0, 0, 0]), 0x27), None); // mov ecx
-        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true }));
-        assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false }));
-        assert_eq!(setup(&site(&RELOAD_FD_READ), 0), Some(Setup { len: 6, fixed: true }));
+        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true, small_stack: false }));
+        assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false, small_stack: false }));
+        // Go's Syscall6: any number (it is in rax already), on a goroutine's stack.
+        assert_eq!(setup(&site(&GO_SYSCALL6_ARGS), 1), Some(Setup { len: 6, fixed: false, small_stack: true }));
+        assert_eq!(setup(&site(&[0x48, 0x89, 0xce, 0x48, 0x89, 0xd7]), 1), None); // mov rdi, rdx
+        assert_eq!(setup(&site(&RELOAD_FD_READ), 0), Some(Setup { len: 6, fixed: true, small_stack: false }));
         assert_eq!(setup(&site(&RELOAD_FD_READ), 1), None);
         let mut not_a_syscall = site(&[0xb8, 0x27, 0, 0, 0]);
         not_a_syscall[MAX_SETUP..].copy_from_slice(&[0xff, 0xd0]);

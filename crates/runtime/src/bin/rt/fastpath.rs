@@ -70,6 +70,16 @@ static mut COREPLANE_FAST_BOUNCE: [u64; 8] = [0; 8];
 static mut COREPLANE_TRAP_GADGETS: [usize; 2] = [0; 2];
 
 global_asm!(
+    // The entry of a site that may run on a small stack (reloc::Setup::small_stack, Go's
+    // Syscall6 on a goroutine's): a plain local call goes on to the fast entry, whose local
+    // branch stays in asm and in a few words of stack; any other call is bounced to the trap,
+    // whose handler runs on the signal stack, instead of into Rust on the caller's stack.
+    ".globl coreplane_fast_entry_local",
+    "coreplane_fast_entry_local:",
+    "cmp rax, 512",
+    "jae 8f",
+    "bt qword ptr [rip + COREPLANE_FAST_LOCAL], rax",
+    "jnc 9f",
     ".globl coreplane_fast_entry",
     "coreplane_fast_entry:",
     // rsp: return address (site + 2); rax: syscall number; rcx and r11 are free, as after
@@ -271,6 +281,7 @@ global_asm!(
 
 extern "C" {
     fn coreplane_fast_entry();
+    fn coreplane_fast_entry_local();
 }
 
 /// Rust side of the fast path for calls that are not plain local ones.
@@ -509,12 +520,12 @@ fn sync_cores() {
 /// becomes a jump there, or (`xor eax, eax`) a short jump to padding that jumps there.
 fn relocate(site: usize, nr: usize) -> bool {
     let Some(how) = relocation(site, nr) else { return false };
-    let (at, fixed) = match how {
-        Relocation::Long(setup) => (site - setup.len, setup.fixed),
-        Relocation::Short(_) => (site - SHORT_PATCH_LEN, true),
+    let (at, fixed, small_stack) = match how {
+        Relocation::Long(setup) => (site - setup.len, setup.fixed, setup.small_stack),
+        Relocation::Short(_) => (site - SHORT_PATCH_LEN, true, false),
     };
     let copy = unsafe { core::slice::from_raw_parts(at as *const u8, site - at) };
-    let Some(stub) = new_stub(site, copy, fixed) else { return false };
+    let Some(stub) = new_stub(site, copy, fixed, small_stack) else { return false };
     match how {
         Relocation::Long(_) => {
             let Some(jump) = reloc::jump(at, stub) else { return false };
@@ -589,8 +600,11 @@ unsafe fn cmpxchg16b(block: usize, old: [u8; 16], new: [u8; 16]) -> bool {
     ok != 0
 }
 
-/// Trampoline pages: each starts with the fast entry's address, then stubs of STUB_SIZE.
+/// Trampoline pages: each starts with the fast entry's address and the small-stack entry's
+/// (ENTRY_SLOT, LOCAL_ENTRY_SLOT), then stubs of STUB_SIZE.
 const MAX_TRAMPOLINES: usize = 64;
+const ENTRY_SLOT: usize = 0;
+const LOCAL_ENTRY_SLOT: usize = 8;
 const STUBS_FROM: usize = 16;
 static TRAMPOLINES: [AtomicUsize; MAX_TRAMPOLINES] = [const { AtomicUsize::new(0) }; MAX_TRAMPOLINES];
 /// Bytes used in each trampoline page (guarded by the rewrite lock).
@@ -599,12 +613,13 @@ static mut TRAMPOLINE_USED: [usize; MAX_TRAMPOLINES] = [0; MAX_TRAMPOLINES];
 const REACH: usize = (1 << 31) - 2 * PAGE;
 
 /// Writes a stub for `site` that runs `copy` first into a trampoline page within rel32 reach;
-/// its address.
-fn new_stub(site: usize, copy: &[u8], fixed: bool) -> Option<usize> {
+/// its address. A `small_stack` site's stub enters at `coreplane_fast_entry_local`.
+fn new_stub(site: usize, copy: &[u8], fixed: bool, small_stack: bool) -> Option<usize> {
     let i = trampoline_near(site)?;
     let page = TRAMPOLINES[i].load(Relaxed);
     let stub = page + unsafe { TRAMPOLINE_USED[i] };
-    let code = reloc::stub(stub, site, page, copy, fixed)?;
+    let slot = page + if small_stack { LOCAL_ENTRY_SLOT } else { ENTRY_SLOT };
+    let code = reloc::stub(stub, site, slot, copy, fixed)?;
     unsafe {
         // Other stubs of the page stay executable while this one is written.
         if syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
@@ -631,7 +646,8 @@ fn trampoline_near(site: usize) -> Option<usize> {
     let i = free?;
     let page = map_near(site)?;
     unsafe {
-        *(page as *mut usize) = coreplane_fast_entry as *const () as usize;
+        *((page + ENTRY_SLOT) as *mut usize) = coreplane_fast_entry as *const () as usize;
+        *((page + LOCAL_ENTRY_SLOT) as *mut usize) = coreplane_fast_entry_local as *const () as usize;
         syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_EXEC);
         TRAMPOLINE_USED[i] = STUBS_FROM;
     }
