@@ -161,7 +161,7 @@ def project(
     if pol.kind != "none" and prof.most_processes_at_once() >= PIPELINE_PROCESSES:
         warnings.append(f"{prof.most_processes_at_once()} of the program's processes ran at once: the models treat "
                         "them as independent, but processes that wait on each other through pipes are served one "
-                        "delegated call after another; such pipelines were projected up to 8.5x too fast on the held-out "
+                        "delegated call after another; such pipelines are projected up to 1.7x too fast on the held-out "
                         "suites (docs/benchmarks.md)")
     if prof.measured_with_delegation():
         warnings.append(f"the profile was measured with delegation (policy {(prof.config or {}).get('policy', '?')}): "
