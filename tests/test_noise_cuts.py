@@ -36,6 +36,8 @@ def test_cuts_hold_while_the_cell_lives_and_are_given_back():
             # A disk whose setting the kernel refuses (a read-only sysfs) is reported, not hidden.
             now = rq_affinity()
             assert set(completions) == set(rq_before)
+            if not any(how == "set" for how in completions.values()):
+                pytest.skip(f"the kernel refused rq_affinity on every disk: {completions}")
             assert all(now[disk] == "2" for disk, how in completions.items() if how == "set")
         assert rq_affinity() == rq_before
         after = init_cpus()

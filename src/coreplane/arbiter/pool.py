@@ -50,16 +50,20 @@ def work(task):
 
 def vcore_worker(slot, cpu):
     try:
-        os.sched_setaffinity(0, {cpu})
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:   # the vcore went before the worker got there (its cpuset changed)
+            return
         while v.preempt_deadline(slot) is None and v.cpu(slot) == cpu:
             task = take(slot)
             if task is None:
                 break
-            work(task)
+            work(task)   # an error here is the program's: it must not vanish with the task
         os.sched_setaffinity(0, range(os.cpu_count()))
-        v.yield_vcore(slot)
-    except Exception:   # the vcore went before the worker got there, or before it yielded
-        pass
+        try:
+            v.yield_vcore(slot)
+        except Exception:   # preempted at the deadline before it yielded
+            pass
     finally:
         running.discard(slot)
 
