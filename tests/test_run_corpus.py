@@ -17,8 +17,12 @@ C_PROGRAMS = ("many_threads", "vfork_exec", "signal_read")
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
-    """Inputs: a compressible text, random bytes, a Makefile, a script, the C test programs."""
-    d = tmp_path_factory.mktemp("corpus")
+    return make_inputs(tmp_path_factory.mktemp("corpus"))
+
+
+def make_inputs(d: Path) -> Path:
+    """The corpus's inputs in `d`: a compressible text, random bytes, a Makefile, a script, the
+    C test programs (also laid out by `python -m coreplane.bench.memcorpus`)."""
     text = "".join(f"line {i} {'abc' * (i % 17)}\n" for i in range(20000))
     (d / "text.txt").write_text(text)
     (d / "random.bin").write_bytes(os.urandom(1 << 20))

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
@@ -34,8 +33,7 @@ def cases() -> list[tuple[str, list[str], object]]:
         from conformance import compare, real_programs
     except ImportError as e:
         raise CoreplaneError(f"the corpora are read from a checkout's tests/ ({e})") from e
-    shared = test_run_corpus.work.__wrapped__(types.SimpleNamespace(
-        mktemp=lambda name: Path(tempfile.mkdtemp(prefix=f"coreplane-{name}-"))))
+    shared = test_run_corpus.make_inputs(Path(tempfile.mkdtemp(prefix="coreplane-corpus-")))
     out = [(f"run:{name}", argv, lambda _d, w=shared: (w, dict(os.environ), 300.0))
            for name, argv in sorted(test_run_corpus.CASES.items())]
     work = Path(tempfile.mkdtemp(prefix="coreplane-memcorpus-"))
