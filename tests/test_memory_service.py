@@ -3,7 +3,6 @@ user space keeps what Linux promises (zero fill, faults after munmap, fork copie
 budget is a hard limit (ENOMEM), calls are counted as served, and real programs give
 byte-identical output."""
 
-import ctypes
 import gzip
 import json
 import os
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CLI, run_cli
+from coreplane.doctor.probes import userfaultfd
 
 PROGRAMS = Path(__file__).parent / "programs"
 POOL = ["--memory", "pool", "--memory-budget", "256M"]
@@ -26,19 +26,8 @@ def semantics(tmp_path_factory) -> Path:
     return exe
 
 
-def userfaultfd_refused() -> str:
-    """Why this process may not handle its own faults through userfaultfd ('' when it may)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = libc.syscall(323, os.O_CLOEXEC)  # userfaultfd(2), x86_64
-    if fd < 0:
-        return f"userfaultfd refused here ({os.strerror(ctypes.get_errno())}): needs CAP_SYS_PTRACE or " \
-               "vm.unprivileged_userfaultfd = 1"
-    os.close(fd)
-    return ""
-
-
-MEMORY_MODES = ["pool", pytest.param("pool-demand", marks=pytest.mark.skipif(bool(userfaultfd_refused()),
-                                                                            reason=userfaultfd_refused() or "-"))]
+UFFD_OK, UFFD_WHY = userfaultfd()
+MEMORY_MODES = ["pool", pytest.param("pool-demand", marks=pytest.mark.skipif(not UFFD_OK, reason=UFFD_WHY))]
 
 
 def run_pool(*args: str, budget: str = "256M", memory: str = "pool", **kw) -> subprocess.CompletedProcess:
@@ -62,7 +51,7 @@ def test_semantics_as_natively(semantics, mode, status, memory):
         assert "mremap ok Cannot allocate memory" in proc.stdout
 
 
-@pytest.mark.skipif(bool(userfaultfd_refused()), reason=userfaultfd_refused() or "-")
+@pytest.mark.skipif(not UFFD_OK, reason=UFFD_WHY)
 def test_pool_demand_fills_pages_through_userfaultfd_in_batches(semantics):
     # The handler fills each touched page's aligned batch of 16 (natively 32 pages are resident,
     # more where transparent huge pages are always on).
@@ -72,7 +61,7 @@ def test_pool_demand_fills_pages_through_userfaultfd_in_batches(semantics):
 def test_pool_demand_refused_is_one_line(semantics):
     """Where userfaultfd is refused, pool-demand says so in one line; where it is allowed, runs."""
     proc = run_pool(str(semantics), "zero", memory="pool-demand")
-    if userfaultfd_refused():
+    if not UFFD_OK:
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "userfaultfd refused" in proc.stderr
     else:
         assert proc.returncode == 0 and proc.stdout == "zero ok\n", proc.stderr

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import binary, workload
+from coreplane.doctor.probes import userfaultfd
 
 MMAP_MIB = [64, 256, 1024]
 MALLOC_MIB = [1, 16, 64, 256, 1024]
@@ -52,16 +53,10 @@ def memtouch(mode: str, mib: int, memory: str = "linux", preload: str | None = N
     return json.loads(proc.stdout)
 
 
-def demand_allowed() -> bool:
-    """Whether coreplane-exec accepts --memory pool-demand here (userfaultfd allowed)."""
-    probe = [str(binary("coreplane-exec")), "--memory", "pool-demand", "--", "true"]
-    return subprocess.run(probe, capture_output=True).returncode == 0
-
-
 def measure() -> dict:
     """Every figure of the section, in one run."""
     load = os.getloadavg()
-    pools = ["pool", "pool-demand"] if demand_allowed() else ["pool"]
+    pools = ["pool", "pool-demand"] if userfaultfd()[0] else ["pool"]
     mmap_rows = []
     for mode in ("mmap", "sparse"):
         for mib in MMAP_MIB:
