@@ -367,7 +367,7 @@ def test_empty_cores_moves_everyone_but_the_mcps(arbiter):
     with arbiter.client() as c:
         c.checked("provision", pid=a.pid, cores=1)
     cpu = a.ask("request 1")["cpu"]
-    with empty_compute_cores() as emptied:
+    with empty_compute_cores(status(arbiter)) as emptied:
         assert cpu in emptied["compute"] and emptied["processes_moved"] > 0
         assert a.ask("request 1")["granted"] == 0 and a.ask("cpuset")["cpuset"].endswith(f"mcp-{a.pid}")
         assert not os.sched_getaffinity(0) & set(emptied["compute"])  # this test's process was moved

@@ -5,16 +5,16 @@ the arbiter's many-core processes, in cpuset groups of their own, are not moved 
 from contextlib import contextmanager
 
 from coreplane.cell import Cell, CellSpec
-from coreplane.cell.spec import online_cpus
+from coreplane.core.cpulist import parse_cpu_list
 
 
 @contextmanager
-def empty_compute_cores():
+def empty_compute_cores(status: dict):
     """While the block runs, only the arbiter's MCPs (and the kernel's per-CPU threads) run on
-    the compute cores (every CPU but the first, the arbiter's default); yields what the cell
+    its compute cores, as its `status` names them with its control cores; yields what the cell
     did. Machine-wide, like any cell, and given back when the block ends."""
-    online = online_cpus()
-    spec = CellSpec(compute=online[1:], control=online[:1], pin_init=True)
+    spec = CellSpec(compute=parse_cpu_list(status["compute_cores"]), control=parse_cpu_list(status["control_cores"]),
+                    pin_init=True)
     with Cell.create(spec) as cell:
         machine = cell.record["machine"]
         yield {"compute": cell.compute, "control": cell.control,

@@ -177,9 +177,9 @@ def measure(frames: int = 150, fps: float = 15.0, size: tuple[int, int] = (720, 
     state = Path(tempfile.mkdtemp(prefix="coreplane-fig6-"))
     runs = []
     with ExitStack() as stack:
-        emptied = stack.enter_context(empty_compute_cores()) if empty_cores else None
         daemon = stack.enter_context(Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-fig6-{os.getpid()}"))
         admin = stack.enter_context(daemon.client())
+        emptied = stack.enter_context(empty_compute_cores(admin.checked("status"))) if empty_cores else None
         for _ in range(repetitions):
             for borrower in (None, *borrowers):
                 runs.append(one_run(state, admin, borrower, frames, fps, size))

@@ -147,9 +147,9 @@ def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetit
     state = Path(tempfile.mkdtemp(prefix="coreplane-pool-"))
     runs = []
     with ExitStack() as stack:
-        emptied = stack.enter_context(empty_compute_cores()) if empty_cores else None
         daemon = stack.enter_context(Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-pool-{os.getpid()}"))
         admin = stack.enter_context(daemon.client())
+        emptied = stack.enter_context(empty_compute_cores(admin.checked("status"))) if empty_cores else None
         cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
         configs = [("adaptive", 0), ("fixed", cores), ("fixed", cores + 1)]
         for _ in range(repetitions):
