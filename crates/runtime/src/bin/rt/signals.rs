@@ -113,16 +113,20 @@ pub fn masked_call(nr: usize, a: &[usize; 6]) -> isize {
     let mut a = *a;
     unsafe {
         match nr {
-            RT_SIGPROCMASK if a[0] != 1 /* SIG_UNBLOCK needs no change */ && a[1] != 0 => {
+            RT_SIGPROCMASK if a[0] == 0 /* SIG_BLOCK */ && a[1] != 0 => {
                 // The kernel reads the set itself (its EINVAL and EFAULT as natively), then SIGSYS
                 // is unblocked again before the runtime returns to code that could trap: ≈ 2.5 µs
-                // less than reading the set through process_vm_readv first (session 7).
+                // less than reading the set through process_vm_readv first (session 7). Only for
+                // SIG_BLOCK, which unblocks nothing: a SIG_SETMASK that unblocks a pending signal
+                // has it delivered on the first call's return, SIGSYS still blocked, and the
+                // handler's first trap (its rt_sigreturn) killed the process with SIGSYS.
                 let r = syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
                 if r == 0 {
                     syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &SIGSYS_BIT as *const u64 as usize, 0, SIGSET_SIZE, 0, 0);
                 }
                 return r;
             }
+            RT_SIGPROCMASK if a[0] == 2 /* SIG_SETMASK */ => a[1] = without_sigsys(a[1], a[3], &mut m),
             RT_SIGSUSPEND => a[0] = without_sigsys(a[0], a[1], &mut m),
             PPOLL => a[3] = without_sigsys(a[3], a[4], &mut m),
             EPOLL_PWAIT | EPOLL_PWAIT2 => a[4] = without_sigsys(a[4], a[5], &mut m),
