@@ -50,7 +50,7 @@ pub struct Setup {
     /// included, and the stub sends that one back to the `syscall` to trap.
     pub fixed: bool,
     /// Whether the site may run on a small stack (a goroutine's, a few KiB): only plain local
-    /// calls may then take the fast path, whose local branch stays in a few words of stack;
+    /// calls may then take the fast path, whose local branch stays in asm and ≈ 300 bytes;
     /// every other call goes to the trap, whose handler runs on the signal stack.
     pub small_stack: bool,
 }
