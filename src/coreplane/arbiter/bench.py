@@ -17,6 +17,7 @@ import numpy as np
 
 from coreplane.arbiter.client import Daemon, env_for
 from coreplane.arbiter.vcore import Vcores
+from coreplane.core.machine import describe
 
 CONTROL_CPU = 0
 # Goals of issue 14, in µs, with the statistic each bounds: warm grant p50, cooperative
@@ -197,7 +198,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     ops = measure(args.trials)
-    doc = {"machine": os.uname().nodename, "kernel": os.uname().release, "ops": ops, "goals": goals(ops)}
+    doc = {"machine": describe(), "load_average": os.getloadavg(), "ops": ops, "goals": goals(ops)}
     if args.json:
         print(json.dumps(doc, indent=1))
         return

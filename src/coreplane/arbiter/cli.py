@@ -83,7 +83,8 @@ def fig6(frames: int = typer.Option(150, "--frames", min=2, help="Frames per run
 
 
 def _fig6_table(doc: dict) -> Table:
-    table = Table(title=f"Fig. 6 on {doc['machine']} (load {doc['load_average'][0]:.1f}, {doc['warn_us']} µs warning): per-frame time "
+    from coreplane.arbiter.fig6 import machine_line
+    table = Table(title=f"Fig. 6 ({machine_line(doc)}, {doc['warn_us']} µs warning): per-frame time "
                         f"within {doc['goals']['frame_ratio_max']}x of alone, borrower ≥ {doc['goals']['borrower_share_min']} "
                         "of the idle core time")
     for col in ("borrower", "runs", "frame p50 ms", "÷ alone", "get cores p50 ms", "idle core held", "idle core ran", "goal"):
@@ -105,9 +106,10 @@ def pool(tasks: int = typer.Option(1000, "--tasks", min=1, help="Tasks of the jo
     """The adaptive work-stealing pool over the vcore API against fixed thread counts, while the
     cores' owner takes them back and lends them again."""
     from coreplane.arbiter import pool as experiment
+    from coreplane.arbiter.fig6 import machine_line
     doc = experiment.measure(tasks=tasks, on_ms=on_ms, off_ms=off_ms, repetitions=repetitions, empty_cores=empty_cores)
     table = Table(title=f"{tasks} tasks, the owner holding the cores {on_ms} ms of every {on_ms + off_ms} ms "
-                        f"({doc['machine']}, load {doc['load_average'][0]:.1f})")
+                        f"({machine_line(doc)})")
     for col in ("program", "wall time, median (s)", "tasks ended on a control core"):
         table.add_column(col)
     for name, c in doc["configs"].items():

@@ -18,6 +18,7 @@ from coreplane.arbiter.client import Daemon, env_for
 from coreplane.arbiter.cores import empty_compute_cores
 from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 
 # Issue 14's goals: per-frame time with the borrower within 5 % of alone (median), the borrower
 # gets at least 80 % of the idle core time.
@@ -208,8 +209,15 @@ def summarise(runs: list[dict]) -> dict:
                          get_cores_p50_ms=round(float(np.median([r["get_cores_ms"]["p50"] for r in mine])), 3),
                          met=bool(frame / alone <= FRAME_RATIO_GOAL and share >= BORROWER_SHARE_GOAL))
         configs[name or "alone"] = entry
-    return {"machine": os.uname().nodename, "load_average": os.getloadavg(), "configs": configs, "runs": runs,
+    return {"machine": describe(), "load_average": os.getloadavg(), "configs": configs, "runs": runs,
             "goals": {"frame_ratio_max": FRAME_RATIO_GOAL, "borrower_share_min": BORROWER_SHARE_GOAL}}
+
+
+def machine_line(doc: dict) -> str:
+    """Where and under what load a result was measured, for titles: CPU, count, VM, load average."""
+    m = doc["machine"]
+    return (f"{m['cpu']}, {m['cpus']} CPUs{' (VM)' if m['virtual'] else ''}, "
+            f"under load {doc['load_average'][0]:.1f}")
 
 
 def plot(doc: dict, path: Path) -> None:
@@ -229,7 +237,6 @@ def plot(doc: dict, path: Path) -> None:
     right.set_ylabel("borrower's share of idle core time")
     right.set_ylim(0, 1)
     right.legend()
-    load = doc["load_average"][0]
     fig.suptitle(f"Encoder provisioned every compute core + best-effort borrower, {doc['warn_us']} µs warning "
-                 f"({doc['machine']}, under load {load:.1f})")
+                 f"({machine_line(doc)})")
     save(fig, path)

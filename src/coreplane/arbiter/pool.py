@@ -18,6 +18,7 @@ from coreplane.arbiter.client import Daemon, env_for
 from coreplane.arbiter.cores import empty_compute_cores
 from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 
 # The program, a best-effort MCP: TASKS tasks (an 8x8 DCT, quantisation and inverse DCT of a slab
 # of blocks, ~1 ms each), dealt round-robin onto one deque per vcore slot. "adaptive": a worker
@@ -163,5 +164,5 @@ def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetit
         summary[mode if mode == "adaptive" else f"fixed {threads}"] = {
             "wall_s_median": round(float(np.median([r["wall_s"] for r in mine])), 3),
             "share_on_control_cores": round(float(np.mean([r["share_on_control_cores"] for r in mine])), 3)}
-    return {"machine": os.uname().nodename, "load_average": os.getloadavg(), "on_ms": on_ms, "off_ms": off_ms,
+    return {"machine": describe(), "load_average": os.getloadavg(), "on_ms": on_ms, "off_ms": off_ms,
             "warn_us": warn_us, "emptied_cores": emptied, "configs": summary, "runs": runs}
