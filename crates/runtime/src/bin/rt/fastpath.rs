@@ -8,6 +8,8 @@
 //!   (0f 05) becomes `call *%rax` (ff d0) into a sled at address 0 that covers every number.
 //!   Page 0 is mapped execute-only, which a CPU without protection keys cannot enforce (there
 //!   it is readable). Mapping it needs CAP_SYS_RAWIO (vm.mmap_min_addr is not changed).
+//!   A site that may run on a small stack (Go's Syscall6) is relocated even then: the sled
+//!   enters the ordinary entry, whose Rust path would run on that stack.
 //! In-place writes are atomic for other threads executing the same bytes (see `store_bytes`);
 //! a site that cannot be written so stays on the Syscall User Dispatch trap.
 
@@ -351,6 +353,10 @@ pub fn install() {
     } else {
         Mode::Trap
     };
+    if mode != Mode::Trap {
+        let sync_core = unsafe { syscall3(MEMBARRIER, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) };
+        SYNC_CORE_OK.store(sync_core == 0, Relaxed);
+    }
     MODE.store(mode as u8, Release);
 }
 
@@ -390,8 +396,7 @@ fn put_gadgets(page: &mut [u8; PAGE]) {
     page[SIGRETURN_GADGET_AT..SIGRETURN_GADGET_AT + SIGRETURN_GADGET.len()].copy_from_slice(&SIGRETURN_GADGET);
 }
 
-/// The relocating rewrite's set-up: a page of gadgets outside the runtime's text, and the
-/// right to make every thread re-fetch code (membarrier SYNC_CORE) for two-phase writes.
+/// The relocating rewrite's set-up: a page of gadgets outside the runtime's text.
 fn install_relocating() -> bool {
     let Some(page) = map_code(0, false) else { return false };
     let mut image = [0xccu8; PAGE];
@@ -402,7 +407,6 @@ fn install_relocating() -> bool {
             return false;
         }
         COREPLANE_TRAP_GADGETS = [page + TRAP_GADGET_AT, page + SIGRETURN_GADGET_AT];
-        SYNC_CORE_OK.store(syscall3(MEMBARRIER, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0, Relaxed);
     }
     true
 }
@@ -459,10 +463,19 @@ fn can_take(site: usize, nr: usize) -> bool {
         return false;
     }
     match mode() {
+        Mode::Sled if small_stack_site(site, nr) => relocation(site, nr).is_some(),
         Mode::Sled => site % 16 != 15 && unsafe { core::ptr::read_volatile(site as *const [u8; 2]) } == [0x0f, 0x05],
         Mode::Relocate => relocation(site, nr).is_some(),
         Mode::Trap => false,
     }
+}
+
+/// Whether a site may run on a small stack (reloc::Setup::small_stack), so that only the
+/// relocating rewrite, whose stub enters at `coreplane_fast_entry_local`, may take it.
+fn small_stack_site(site: usize, nr: usize) -> bool {
+    let page = site & !(PAGE - 1);
+    site - MAX_SETUP >= page
+        && reloc::setup(unsafe { &*((site - MAX_SETUP) as *const [u8; MAX_SETUP + 2]) }, nr).is_some_and(|s| s.small_stack)
 }
 
 /// How a site is relocated: the setup instruction before its `syscall` replaced in place by a
@@ -504,6 +517,7 @@ fn rewrite(site: usize, nr: usize) -> bool {
         }
     }
     let done = match mode() {
+        Mode::Sled if small_stack_site(site, nr) => relocate(site, nr),
         Mode::Sled => {
             store_bytes(site, &[0xff, 0xd0]);
             true
