@@ -74,16 +74,26 @@ class Program:
         self.proc.wait()
 
 
-@pytest.fixture
-def arbiter():
+def private_arbiter(options: list[str]):
+    """A private arbiter with `options`, its state directory and cpuset group named on it."""
     state = Path(tempfile.mkdtemp(prefix="coreplane-arbiter-"))
     name = f"coreplane-arbiter-test-{os.getpid()}-{state.name}"
     with machine_lock():
-        daemon = Daemon(state, ["--warn-us", "200000"], name).start()
-        daemon.state_dir, daemon.group = state, CPUSET_ROOT / name
+        daemon = Daemon(state, options, name).start()
+        daemon.state_dir, daemon.group, daemon.name = state, CPUSET_ROOT / name, name
         yield daemon
         daemon.stop()
     assert not daemon.group.exists(), "the arbiter left its cpuset behind"
+
+
+@pytest.fixture
+def arbiter():
+    yield from private_arbiter(["--warn-us", "200000"])
+
+
+@pytest.fixture
+def gang_arbiter():
+    yield from private_arbiter(["--warn-us", "1000", "--gang-stop"])
 
 
 def status(daemon) -> dict:
@@ -376,3 +386,64 @@ def test_empty_cores_moves_everyone_but_the_mcps(arbiter):
     assert cpu in os.sched_getaffinity(0)
     a.kill()
     wait_for(lambda: not status(arbiter)["mcps"])
+
+
+def cpu_ticks(pid: int) -> int:
+    """User + system CPU time of `pid` so far, in clock ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def mcp_entry(daemon, pid: int) -> dict:
+    return next(m for m in status(daemon)["mcps"] if m["pid"] == pid)
+
+
+def test_gang_stop_freezes_an_mcp_holding_no_core_until_granted(gang_arbiter):
+    """--gang-stop: a fixed program (never yields) that loses its last core at the deadline is
+    frozen whole instead of computing on the control core, gets the core back (thawed) once its
+    owner yields it, and is thawed by the watchdog when the arbiter is SIGKILLed while it is frozen."""
+    freezer_v1 = Path("/sys/fs/cgroup/freezer") / gang_arbiter.name
+    owner = Program(gang_arbiter.state_dir)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with gang_arbiter.client() as c:
+            assert c.checked("provision", pid=owner.pid, cores=1, gang_stop=False)["gang_stop"] is False
+            assert c.checked("provision", pid=spinner.pid, cores=0)["gang_stop"] is True   # the arbiter's default
+            assert "not changed" in c.call("provision", pid=spinner.pid, cores=0, gang_stop=False)["error"]
+        # Holding nothing, it was given the idle core at once rather than stopped.
+        assert mcp_entry(gang_arbiter, spinner.pid)["held"] == 1 and not mcp_entry(gang_arbiter, spinner.pid)["stopped"]
+        assert owner.ask("request 1")["granted"] == 0          # pending: the spinner is warned and ignores it
+        wait_for(lambda: mcp_entry(gang_arbiter, owner.pid)["held"] == 1)
+        frozen = mcp_entry(gang_arbiter, spinner.pid)
+        assert frozen["held"] == 0 and frozen["stopped"]
+        if freezer_v1.exists():
+            wait_for(lambda: (freezer_v1 / f"mcp-{spinner.pid}" / "freezer.state").read_text().strip() == "FROZEN")
+        else:
+            wait_for(lambda: "frozen 1" in (gang_arbiter.group / f"mcp-{spinner.pid}" / "cgroup.events").read_text())
+        ticks = cpu_ticks(spinner.pid)
+        time.sleep(0.3)   # a window to observe, not a synchronisation: frozen, it gets no CPU time at all
+        assert cpu_ticks(spinner.pid) == ticks
+        owner.ask("yield 0")                                   # the core comes free: the spinner gets it
+        wait_for(lambda: mcp_entry(gang_arbiter, spinner.pid)["held"] == 1 and not mcp_entry(gang_arbiter, spinner.pid)["stopped"])
+        wait_for(lambda: cpu_ticks(spinner.pid) > ticks, seconds=20)
+        counters = status(gang_arbiter)["counters"]
+        assert (counters["gang_stops"], counters["gang_resumes"]) == (1, 1)
+        # Frozen again, then the arbiter dies: its watchdog thaws the spinner and removes the groups.
+        assert owner.ask("request 1")["granted"] == 0
+        wait_for(lambda: mcp_entry(gang_arbiter, spinner.pid)["stopped"])
+        gang_arbiter.proc.send_signal(signal.SIGKILL)
+        gang_arbiter.proc.wait()
+        wait_for(lambda: not gang_arbiter.group.exists() and not freezer_v1.exists())
+        ticks = cpu_ticks(spinner.pid)
+        wait_for(lambda: cpu_ticks(spinner.pid) > ticks, seconds=20)
+    finally:
+        spinner.kill()
+        spinner.wait()
+        owner.kill()
+
+
+def test_gang_stop_is_refused_by_an_arbiter_without_it(arbiter):
+    with arbiter.client() as c:
+        refused = c.call("provision", pid=os.getpid(), cores=0, gang_stop=True)
+    assert not refused["ok"] and "without --gang-stop" in refused["error"]
+    assert not status(arbiter)["mcps"]

@@ -2,6 +2,7 @@
 //! compute cores to vcores, loans of idle provisioned cores, and revocation with warn-then-preempt.
 
 use crate::cpuset::{format_cpus, Cpusets};
+use crate::freezer::Freezer;
 use crate::shm::Pages;
 use coreplane_vcore::layout::{self, MAX_VCORES, VCORE_FREE, VCORE_HELD, VCORE_PREEMPT_PENDING};
 use serde_json::{json, Value};
@@ -40,6 +41,10 @@ pub struct Mcp {
     /// It runs under coreplane's runtime, whose delegates need the control cores (the runtime
     /// itself keeps the program's threads on compute cores): its cpuset keeps them.
     pub delegates: bool,
+    /// Under the gang stop: frozen whole while it holds no core.
+    pub gang_stop: bool,
+    /// When it was frozen (CLOCK_MONOTONIC ns): frozen ones get free cores in this order.
+    pub stopped_since: Option<u64>,
     pub pages: Pages,
 }
 
@@ -68,12 +73,18 @@ pub struct Counters {
     pub dropped_notifications: u64,
     pub refused_provisions: u64,
     pub exits: u64,
+    pub gang_stops: u64,
+    pub gang_resumes: u64,
 }
 
 pub struct Arbiter {
     pub compute: BTreeSet<i32>,
     pub control: BTreeSet<i32>,
     pub cpusets: Cpusets,
+    /// With --gang-stop: how many-core processes holding no core are frozen.
+    pub freezer: Option<Freezer>,
+    /// Whether a many-core process that does not say is under the gang stop.
+    pub default_gang_stop: bool,
     pub mcps: BTreeMap<u32, Mcp>,
     /// Which (pid, vcore) holds each compute CPU.
     pub owner: HashMap<i32, (u32, usize)>,
@@ -154,7 +165,8 @@ impl Arbiter {
 
     /// Makes `pid` a many-core process with `provision` guaranteed cores (admission control).
     /// `delegates`: it runs under coreplane's runtime (see Mcp::delegates); None keeps what it was.
-    pub fn provision(&mut self, pid: u32, cores: u32, max: Option<u32>, delegates: Option<bool>) -> Reply {
+    /// `gang_stop`: frozen while it holds no core (None: the arbiter's default; set at creation).
+    pub fn provision(&mut self, pid: u32, cores: u32, max: Option<u32>, delegates: Option<bool>, gang_stop: Option<bool>) -> Reply {
         let total = self.compute.len() as u32;
         let others = self.provisioned() - self.mcps.get(&pid).map_or(0, |m| m.provision);
         if others + cores > total {
@@ -164,7 +176,13 @@ impl Arbiter {
             ));
         }
         let max = max.unwrap_or(total).min(total).min(MAX_VCORES as u32);
+        if gang_stop == Some(true) && self.freezer.is_none() {
+            return Err(format!("gang stop for pid {pid} refused: the arbiter runs without --gang-stop"));
+        }
         if let Some(mcp) = self.mcps.get_mut(&pid) {
+            if gang_stop.is_some_and(|g| g != mcp.gang_stop) {
+                return Err(format!("pid {pid}: the gang stop is chosen when a many-core process is made, not changed"));
+            }
             mcp.provision = cores;
             mcp.max = max;
             if delegates.is_some_and(|d| d != mcp.delegates) {
@@ -172,14 +190,16 @@ impl Arbiter {
                 self.write_cpuset(pid)?;
             }
         } else {
-            self.create(pid, cores, max, delegates.unwrap_or(false))?;
+            let gang_stop = self.freezer.is_some() && gang_stop.unwrap_or(self.default_gang_stop);
+            self.create(pid, cores, max, delegates.unwrap_or(false), gang_stop)?;
         }
+        self.settle_gang();
         self.refresh_procinfo();
-        let delegates = self.mcps[&pid].delegates;
-        Ok(json!({"ok": true, "pid": pid, "provision": cores, "max": max, "delegates": delegates}))
+        let mcp = &self.mcps[&pid];
+        Ok(json!({"ok": true, "pid": pid, "provision": cores, "max": max, "delegates": mcp.delegates, "gang_stop": mcp.gang_stop}))
     }
 
-    fn create(&mut self, pid: u32, provision: u32, max: u32, delegates: bool) -> Result<(), String> {
+    fn create(&mut self, pid: u32, provision: u32, max: u32, delegates: bool, gang_stop: bool) -> Result<(), String> {
         let uid = crate::proc_uid(pid).ok_or_else(|| format!("pid {pid}: no such process"))?;
         let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
         if pidfd < 0 {
@@ -193,13 +213,18 @@ impl Arbiter {
         for v in &info.vcores {
             v.cpu.store(-1, Ordering::Relaxed);
         }
-        if let Err(e) = self.cpusets.adopt(pid, &self.control) {
+        let freezer = self.freezer.as_ref().filter(|_| gang_stop);
+        if let Err(e) = self.cpusets.adopt(pid, &self.control).and_then(|_| freezer.map_or(Ok(()), |f| f.adopt(pid, &self.cpusets))) {
             unsafe { libc::close(pidfd) };
+            if let Some(f) = freezer {
+                f.release(pid, &self.cpusets);
+            }
             self.cpusets.release(&self.cpusets.group(pid));
             return Err(e);
         }
         let vcores = (0..max).map(|_| None).collect();
-        self.mcps.insert(pid, Mcp { uid, pidfd, provision, max, vcores, retained: BTreeSet::new(), owed: 0, delegates, pages });
+        self.mcps.insert(pid, Mcp { uid, pidfd, provision, max, vcores, retained: BTreeSet::new(), owed: 0, delegates,
+                                    gang_stop, stopped_since: None, pages });
         Ok(())
     }
 
@@ -232,6 +257,15 @@ impl Arbiter {
     /// `pid` asks for `n` more vcores: idle cores at once (its own retained ones first, warm),
     /// then cores of its provision on loan to others, taken back with a warning.
     pub fn request(&mut self, pid: u32, n: u32) -> Reply {
+        let (granted, pending) = self.acquire(pid, n)?;
+        self.settle_gang();
+        self.refresh_procinfo();
+        Ok(json!({"ok": true, "granted": granted, "pending": pending}))
+    }
+
+    /// What `request` does before it answers: grants idle cores, starts taking back lent ones
+    /// its provision is owed; returns the grants and how many are pending.
+    fn acquire(&mut self, pid: u32, n: u32) -> Result<(Vec<Value>, u32), String> {
         let mcp = &self.mcps[&pid];
         let want = n.min(mcp.max - mcp.held());
         let mut free = self.free();
@@ -253,8 +287,53 @@ impl Arbiter {
             pending += 1;
             owed_now -= 1;
         }
-        self.refresh_procinfo();
-        Ok(json!({"ok": true, "granted": granted, "pending": pending}))
+        Ok((granted, pending))
+    }
+
+    /// Freezes (`stop`) or thaws `pid`'s whole group.
+    fn set_stopped(&mut self, pid: u32, stop: bool) {
+        let (Some(freezer), Some(mcp)) = (&self.freezer, self.mcps.get_mut(&pid)) else { return };
+        if let Err(e) = freezer.set(pid, &self.cpusets, stop) {
+            eprintln!("coreplane-arbiter: gang stop of pid {pid}: {e}");
+            return;
+        }
+        mcp.stopped_since = stop.then(now_ns);
+        if stop {
+            self.counters.gang_stops += 1;
+        } else {
+            self.counters.gang_resumes += 1;
+        }
+    }
+
+    /// Whether `pid` is under the gang stop, holds no core and is not stopped yet.
+    fn to_stop(&self, pid: u32) -> bool {
+        self.mcps.get(&pid).is_some_and(|m| m.gang_stop && m.held() == 0 && m.stopped_since.is_none())
+    }
+
+    /// The gang stop: a many-core process under it that holds no core gets the next idle core
+    /// (those stopped longest first) or, when its provision is lent out, has one taken back for
+    /// it; until then it is frozen whole, and it is thawed once granted one. It never runs on
+    /// the control cores alone.
+    fn settle_gang(&mut self) {
+        if self.freezer.is_none() {
+            return;
+        }
+        let mut idle: Vec<(u64, u32)> = self.mcps.iter().filter(|(_, m)| m.gang_stop && m.held() == 0)
+            .map(|(&p, m)| (m.stopped_since.unwrap_or(u64::MAX), p)).collect();
+        idle.sort();
+        for (_, pid) in idle {
+            if self.mcps[&pid].owed == 0 {
+                if let Err(e) = self.acquire(pid, 1) {
+                    eprintln!("coreplane-arbiter: a core for gang-stopped pid {pid}: {e}");
+                }
+            }
+            let mcp = &self.mcps[&pid];
+            if mcp.held() > 0 && mcp.stopped_since.is_some() {
+                self.set_stopped(pid, false);
+            } else if mcp.held() == 0 && mcp.stopped_since.is_none() {
+                self.set_stopped(pid, true);
+            }
+        }
     }
 
     /// A vcore held on loan (its process holds more than its provision) and not already revoked.
@@ -309,6 +388,7 @@ impl Arbiter {
         for &slot in &slots {
             self.start_revoke(pid, slot, warn_ns, signal, None, batch);
         }
+        self.settle_gang();
         if batch.is_some() {
             return Ok(Value::Null); // the reply follows (deferred) when every vcore is given back
         }
@@ -323,6 +403,7 @@ impl Arbiter {
         }
         self.counters.yields += 1;
         self.release(pid, slot, false);
+        self.settle_gang();
         self.refresh_procinfo();
         Ok(json!({"ok": true}))
     }
@@ -340,6 +421,11 @@ impl Arbiter {
         if preempted {
             mcp.pages.info().preemptions.fetch_add(1, Ordering::Relaxed);
             self.counters.preempted += 1;
+            // Under the gang stop it is frozen before its cpuset falls back to the control
+            // cores, so none of its threads runs there meanwhile.
+            if self.to_stop(pid) {
+                self.set_stopped(pid, true);
+            }
             if let Err(e) = self.write_cpuset(pid) {
                 eprintln!("coreplane-arbiter: preempting pid {pid}: {e}");
             }
@@ -388,8 +474,11 @@ impl Arbiter {
                 }
             }
         }
-        for (pid, slot) in due {
-            self.release(pid, slot, true);
+        if !due.is_empty() {
+            for (pid, slot) in due {
+                self.release(pid, slot, true);
+            }
+            self.settle_gang();
         }
         next
     }
@@ -419,6 +508,9 @@ impl Arbiter {
         }
         let mcp = self.mcps.remove(&pid).unwrap();
         unsafe { libc::close(mcp.pidfd) };
+        if let Some(freezer) = self.freezer.as_ref().filter(|_| mcp.gang_stop) {
+            freezer.release(pid, &self.cpusets);
+        }
         self.cpusets.release(&self.cpusets.group(pid));
         // Revocations started for it now free their cores for anyone.
         for m in self.mcps.values_mut() {
@@ -433,6 +525,7 @@ impl Arbiter {
         if self.exits.len() > 16 {
             self.exits.remove(0);
         }
+        self.settle_gang();
         self.refresh_procinfo();
     }
 
@@ -447,6 +540,7 @@ impl Arbiter {
                 "on_loan": m.held().saturating_sub(m.provision), "owed": m.owed,
                 "retained": format_cpus(&m.retained), "vcores": vcores,
                 "cpuset": format_cpus(&self.cpuset_of(m)), "delegates": m.delegates,
+                "gang_stop": m.gang_stop, "stopped": m.stopped_since.is_some(),
                 "dropped_notifications": m.pages.info().dropped.load(Ordering::Relaxed),
             })
         }).collect();
@@ -461,8 +555,9 @@ impl Arbiter {
                 "grants_warm": c.grants_warm, "grants_cold": c.grants_cold, "yields": c.yields,
                 "warned": c.warned, "yielded_in_time": c.yielded_in_time, "preempted": c.preempted,
                 "dropped_notifications": c.dropped_notifications, "refused_provisions": c.refused_provisions,
-                "exits": c.exits,
+                "exits": c.exits, "gang_stops": c.gang_stops, "gang_resumes": c.gang_resumes,
             },
+            "gang_stop": self.freezer.is_some(),
             "exits": self.exits.iter().map(|(p, t)| json!({"pid": p, "reclaimed_ns": t})).collect::<Vec<_>>(),
         })
     }

@@ -22,23 +22,25 @@ pub struct Cpusets {
     enabled_at_root: bool,
 }
 
-/// The mount points of the cgroup v1 cpuset hierarchy and of the cgroup v2 hierarchy.
-fn mounts(mountinfo: &str) -> (Option<PathBuf>, Option<PathBuf>) {
-    let (mut v1, mut v2) = (None, None);
-    for line in mountinfo.lines() {
+/// The mount point of the cgroup v1 hierarchy holding `controller` ("cpuset", "freezer").
+pub fn v1_mount(mountinfo: &str, controller: &str) -> Option<PathBuf> {
+    mount_points(mountinfo).find(|(kind, options, _)| *kind == "cgroup" && options.split(',').any(|o| o == controller))
+        .map(|(_, _, path)| path)
+}
+
+/// Each mount's file system type, super options and mount point.
+fn mount_points(mountinfo: &str) -> impl Iterator<Item = (&str, &str, PathBuf)> {
+    mountinfo.lines().filter_map(|line| {
         let (head, tail) = line.split_once(" - ").unwrap_or((line, ""));
         let fields: Vec<&str> = head.split_whitespace().collect();
         let tail: Vec<&str> = tail.split_whitespace().collect();
-        if fields.len() < 5 || tail.len() < 3 {
-            continue;
-        }
-        if tail[0] == "cgroup" && tail[2].split(',').any(|o| o == "cpuset") {
-            v1.get_or_insert_with(|| PathBuf::from(fields[4]));
-        } else if tail[0] == "cgroup2" {
-            v2.get_or_insert_with(|| PathBuf::from(fields[4]));
-        }
-    }
-    (v1, v2)
+        (fields.len() >= 5 && tail.len() >= 3).then(|| (tail[0], tail[2], PathBuf::from(fields[4])))
+    })
+}
+
+/// The mount points of the cgroup v1 cpuset hierarchy and of the cgroup v2 hierarchy.
+fn mounts(mountinfo: &str) -> (Option<PathBuf>, Option<PathBuf>) {
+    (v1_mount(mountinfo, "cpuset"), mount_points(mountinfo).find(|(kind, _, _)| *kind == "cgroup2").map(|(_, _, path)| path))
 }
 
 /// Whether the cgroup v2 directory `dir` offers the cpuset controller to its children.
@@ -86,6 +88,21 @@ pub fn parse_cpus(text: &str) -> Result<BTreeSet<i32>, String> {
 
 fn write(path: &Path, value: &str) -> Result<(), String> {
     fs::write(path, value).map_err(|e| format!("{}: cannot write {value:?}: {e}", path.display()))
+}
+
+/// Sends every task of the group `dir` to the hierarchy's `root` and removes `dir` (a task moved
+/// out of a frozen group into a thawed one is thawed by the kernel).
+pub fn evacuate(root: &Path, dir: &Path) {
+    for _ in 0..100 {
+        let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        if procs.trim().is_empty() {
+            break;
+        }
+        for pid in procs.split_whitespace() {
+            let _ = fs::write(root.join("cgroup.procs"), pid);
+        }
+    }
+    let _ = fs::remove_dir(dir);
 }
 
 impl Cpusets {
@@ -146,16 +163,7 @@ impl Cpusets {
 
     /// Sends every task of `dir` back to the root (ordinary scheduling) and removes `dir`.
     pub fn release(&self, dir: &Path) {
-        for _ in 0..100 {
-            let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            if procs.trim().is_empty() {
-                break;
-            }
-            for pid in procs.split_whitespace() {
-                let _ = fs::write(self.root.join("cgroup.procs"), pid);
-            }
-        }
-        let _ = fs::remove_dir(dir);
+        evacuate(&self.root, dir);
     }
 
     /// Releases every group under the parent and the parent itself (v2: and turns the cpuset

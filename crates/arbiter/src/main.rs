@@ -3,6 +3,7 @@
 
 mod arbiter;
 mod cpuset;
+mod freezer;
 mod shm;
 
 use arbiter::{now_ns, Arbiter, Counters};
@@ -39,6 +40,11 @@ struct Args {
     /// the kernel allows it, else ordinary scheduling with a warning.
     #[arg(long)]
     fifo: Option<i32>,
+    /// The gang stop: a many-core process holding no compute core is frozen whole (cgroup
+    /// freezer) until a core is granted to it, instead of running on the control cores. The
+    /// default for every MCP; one provisioned or registered with "gang_stop": false is exempt.
+    #[arg(long)]
+    gang_stop: bool,
 }
 
 /// The arbiter's SCHED_FIFO priority unless --fifo says otherwise.
@@ -85,7 +91,11 @@ fn main() {
     let listener = listen(&socket).unwrap_or_else(|e| die(e));
     lock(&args.state_dir.join("arbiter.lock"));
     let cpusets = cpuset::Cpusets::create(root, version, &args.cgroup_name).unwrap_or_else(|e| die(e));
-    let watchdog = start_watchdog(&cpusets, &socket, listener);
+    let freezer = args.gang_stop.then(|| freezer::Freezer::create(&mountinfo, &cpusets, &args.cgroup_name).unwrap_or_else(|e| {
+        cpusets.remove_all();
+        die(e)
+    }));
+    let watchdog = start_watchdog(&cpusets, freezer.as_ref(), &socket, listener);
     // The arbiter itself runs on the control cores, off the cores it hands out.
     pin(&control);
     // Deadlines are kept to the µs: no timer slack (50 µs by default) on the arbiter's waits.
@@ -104,13 +114,16 @@ fn main() {
         }
     }
     let mut arbiter = Arbiter {
-        compute, control, cpusets, mcps: BTreeMap::new(), owner: HashMap::new(), batches: HashMap::new(),
+        compute, control, cpusets, freezer, default_gang_stop: args.gang_stop, mcps: BTreeMap::new(), owner: HashMap::new(), batches: HashMap::new(),
         next_batch: 0, counters: Counters::default(), trusted: args.trust_uid.clone(),
         default_warn_ns: args.warn_us * 1000, exits: vec![], deferred: vec![], attaches: vec![],
     };
     eprintln!("coreplane-arbiter: {} compute cores {}, socket {}, cpusets in {} (cgroup {:?})", arbiter.compute.len(),
         cpuset::format_cpus(&arbiter.compute), socket.display(), arbiter.cpusets.base.display(), arbiter.cpusets.version);
     serve(&mut arbiter, listener);
+    if let Some(freezer) = &arbiter.freezer {
+        freezer.remove_all();
+    }
     arbiter.cpusets.remove_all();
     let _ = std::fs::remove_file(&socket);
     // Tells the watchdog all is clean: it must not touch what a next arbiter may already own.
@@ -156,8 +169,8 @@ fn listen(path: &std::path::Path) -> Result<i32, String> {
 }
 
 /// A child that outlives the arbiter by a moment: when the arbiter dies however it dies (its
-/// end of the pipe closes), every program goes back to the root cpuset and the groups go.
-fn start_watchdog(cpusets: &cpuset::Cpusets, socket: &std::path::Path, listener: i32) -> i32 {
+/// end of the pipe closes), every program is thawed, goes back to the root cpuset and the groups go.
+fn start_watchdog(cpusets: &cpuset::Cpusets, freezer: Option<&freezer::Freezer>, socket: &std::path::Path, listener: i32) -> i32 {
     let mut fds = [0i32; 2];
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         die(format!("pipe: {}", std::io::Error::last_os_error()));
@@ -179,6 +192,9 @@ fn start_watchdog(cpusets: &cpuset::Cpusets, socket: &std::path::Path, listener:
                         _ => continue,
                     }
                 }
+            }
+            if let Some(freezer) = freezer {
+                freezer.remove_all();
             }
             cpusets.remove_all();
             // Only a socket nobody answers on is ours to remove (a new arbiter may own it).
@@ -431,14 +447,16 @@ fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Ha
                 admin_only("provision")?;
                 let target = field_u32(&doc, "pid")?.ok_or("provision: field \"pid\" is required")?;
                 let cores = field_u32(&doc, "cores")?.unwrap_or(0);
-                Handled::Reply(arbiter.provision(target, cores, field_u32(&doc, "max")?, field_bool(&doc, "delegates")?)?)
+                let (max, delegates, gang) = (field_u32(&doc, "max")?, field_bool(&doc, "delegates")?, field_bool(&doc, "gang_stop")?);
+                Handled::Reply(arbiter.provision(target, cores, max, delegates, gang)?)
             }
             "register" => {
                 // Any process may make itself a best-effort many-core process (no provision).
                 if let Ok(own) = mcp_of(arbiter, uid, pid) {
                     return Err(format!("register: pid {pid} already belongs to many-core process {own}"));
                 }
-                Handled::Reply(arbiter.provision(pid, 0, field_u32(&doc, "max")?, field_bool(&doc, "delegates")?)?)
+                let (max, delegates, gang) = (field_u32(&doc, "max")?, field_bool(&doc, "delegates")?, field_bool(&doc, "gang_stop")?);
+                Handled::Reply(arbiter.provision(pid, 0, max, delegates, gang)?)
             }
             "attach" => {
                 // A program started before its provision arrives waits for it up to wait_ms

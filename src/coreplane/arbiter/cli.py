@@ -30,6 +30,9 @@ def arbiter(
     warn_us: int = typer.Option(1000, "--warn-us", min=0, help="Warning time before a revoked vcore is preempted, µs."),
     fifo: int = typer.Option(None, "--fifo", min=0, metavar="PRIO",
                              help="The arbiter's SCHED_FIFO priority (0: ordinary scheduling; default 10 where allowed)."),
+    gang_stop: bool = typer.Option(False, "--gang-stop", help="Freeze a many-core process that holds no compute core "
+                                   "(cgroup freezer) until one is granted to it, instead of letting it run on the "
+                                   "control cores (MCPs made with gang_stop false are exempt)."),
     daemon: bool = typer.Option(False, "--daemon", help="Run in the background; print its pid."),
     json_flag: bool = JSON_OPT,
 ) -> None:
@@ -40,6 +43,7 @@ def arbiter(
     options += ["--compute-cores", compute_cores] if compute_cores else []
     options += ["--trust-uid", trust_uid] if trust_uid else []
     options += ["--fifo", str(fifo)] if fifo is not None else []
+    options += ["--gang-stop"] if gang_stop else []
     daemon_ = Daemon(state_dir, options)
     if not daemon:
         os.execv(daemon_.argv[0], daemon_.argv)
@@ -53,15 +57,16 @@ def _table(doc: dict) -> Table:
     table = Table(title=f"arbiter: compute cores {doc['compute_cores']} (control {doc['control_cores']}), "
                         f"{doc['provisioned']} provisioned, {doc['free']} free, "
                         f"{doc['pending_preemptions']} preemptions pending")
-    for col in ("MCP pid", "uid", "provision", "max", "held", "on loan", "owed", "vcores (vcore:cpu)", "dropped"):
+    for col in ("MCP pid", "uid", "provision", "max", "held", "on loan", "owed", "vcores (vcore:cpu)", "dropped", "gang"):
         table.add_column(col)
     for m in doc["mcps"]:
         vcores = " ".join(f"{v['vcore']}:{v['cpu']}{'!' if v['preempt_deadline_ns'] else ''}" for v in m["vcores"])
         table.add_row(str(m["pid"]), str(m["uid"]), str(m["provision"]), str(m["max"]), str(m["held"]),
-                      str(m["on_loan"]), str(m["owed"]), vcores or "-", str(m["dropped_notifications"]))
+                      str(m["on_loan"]), str(m["owed"]), vcores or "-", str(m["dropped_notifications"]),
+                      "stopped" if m["stopped"] else "running" if m["gang_stop"] else "-")
     table.caption = ("grants warm/cold {grants_warm}/{grants_cold}, yields {yields}, warned {warned}, yielded in time "
                      "{yielded_in_time}, preempted {preempted}, refused provisions {refused_provisions}, "
-                     "MCP exits {exits}; ! = preemption pending").format(**c)
+                     "MCP exits {exits}, gang stops/resumes {gang_stops}/{gang_resumes}; ! = preemption pending").format(**c)
     return table
 
 
