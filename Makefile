@@ -14,7 +14,7 @@ SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlite3 busybox-static make tar file hwloc-nox linux-perf strace procps util-linux scotch time munge slurm-wlm slurmdbd mariadb-server zstd findutils \
                 pigz lbzip2 pbzip2 plzip hashdeep ripgrep lz4 cpio rsync gawk libjemalloc2 libmimalloc2.0 \
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
-                age fzf hexyl ruby lua5.4 tcl
+                age fzf hexyl ruby lua5.4 tcl stress-ng ltrace
 
 .PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 heldout2 conformance runtimes stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
 
@@ -150,6 +150,8 @@ bench: setup
 	$(PY) -m coreplane.arbiter.bench --json > $(BENCH_OUT)/arbiter.json   # ROS Tables 1-2 (issue 14)
 	$(PY) -m coreplane.bench.memsvc --json > $(BENCH_OUT)/memsvc.json   # XOS Fig. 3, Table III (issue 15)
 	$(PY) -m coreplane.bench.memsvc --from $(BENCH_OUT)/memsvc.json
+	$(PY) -m coreplane.bench.memsvc_scale --json > $(BENCH_OUT)/memsvc-scale.json   # XOS Fig. 5 style (issue 15)
+	$(PY) -m coreplane.bench.memsvc_scale --from $(BENCH_OUT)/memsvc-scale.json
 	$(CLI) arbsim --check $(BENCH_OUT)/arbiter.json --json --figure docs/figures/arbsim-tables.png > $(BENCH_OUT)/arbsim.json   # simulated, 1-64 cores
 	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
 	$(CLI) arbiter fig6 --warn-us 200 --empty-cores --json --figure docs/figures/arbiter-fig6.png > $(BENCH_OUT)/arbiter-fig6.json   # ROS Fig. 6 (issue 14)

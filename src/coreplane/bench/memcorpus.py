@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 from coreplane.core.native import REPO_ROOT, binary
 
 BUDGET = "1G"  # coreplane-exec's default
@@ -102,7 +103,7 @@ def measure(reps: int, memory: str, only: set[str] | None) -> dict:
                      "identical": len(outputs["linux"] | outputs[memory]) == 1,
                      "linux_consistent": len(outputs["linux"]) == 1})
         print(f"{name}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
-    return {"machine": os.uname().nodename, "memory": memory, "reps": reps, "layout": layout, "load_before": load,
+    return {"machine": describe(), "memory": memory, "reps": reps, "layout": layout, "load_before": load,
             "load_after": os.getloadavg(), "programs": rows}
 
 

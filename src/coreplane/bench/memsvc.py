@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
+from coreplane.core.machine import describe
 from coreplane.core.native import binary, workload
 from coreplane.doctor.probes import userfaultfd
 
@@ -36,13 +37,28 @@ def budget(mib: int) -> str:
     return f"{max(512, 3 * mib)}M"
 
 
+def pools() -> list[str]:
+    """The pool modes this machine can run: pool-demand needs userfaultfd (doctor's probe)."""
+    return ["pool", "pool-demand"] if userfaultfd()[0] else ["pool"]
+
+
+def under(memory: str, pool_budget: str, argv: list[str], options: tuple[str, ...] = ()) -> list[str]:
+    """argv run under coreplane-exec with `--memory memory` and a pool of `pool_budget`."""
+    return [str(binary("coreplane-exec")), "--memory", memory, "--memory-budget", pool_budget, *options, "--", *argv]
+
+
+def conditions() -> dict:
+    """Which machine and how loaded: recorded with every run of the section's benchmarks."""
+    return {"machine": describe(), "load_before": os.getloadavg()}
+
+
 def memtouch(mode: str, mib: int, memory: str = "linux", preload: str | None = None) -> dict:
     """One memtouch run: natively (optionally with an allocator preloaded) or under the pool
     (`memory` pool or pool-demand)."""
     argv = [str(workload("memtouch")), mode, str(mib), str(iterations(mib) if mode != "rw" else 15)]
     env = dict(os.environ)
     if memory != "linux":
-        argv = [str(binary("coreplane-exec")), "--memory", memory, "--memory-budget", budget(mib), "--", *argv]
+        argv = under(memory, budget(mib), argv)
     elif preload:
         if not Path(PRELOADS[preload]).exists():
             raise CoreplaneError(f"{PRELOADS[preload]}: missing (make setup installs it)")
@@ -55,14 +71,14 @@ def memtouch(mode: str, mib: int, memory: str = "linux", preload: str | None = N
 
 def measure() -> dict:
     """Every figure of the section, in one run."""
-    load = os.getloadavg()
-    pools = ["pool", "pool-demand"] if userfaultfd()[0] else ["pool"]
+    doc = conditions()
+    modes = pools()
     mmap_rows = []
     for mode in ("mmap", "sparse"):
         for mib in MMAP_MIB:
-            ns = {m: memtouch(mode, mib, m)["median_ns"] for m in ["linux", *pools]}
+            ns = {m: memtouch(mode, mib, m)["median_ns"] for m in ["linux", *modes]}
             mmap_rows.append({"touch": mode, "mib": mib, **{f"{m.replace('-', '_')}_ms": v / 1e6 for m, v in ns.items()},
-                              **{f"speedup_{m.replace('-', '_')}": ns["linux"] / ns[m] for m in pools}})
+                              **{f"speedup_{m.replace('-', '_')}": ns["linux"] / ns[m] for m in modes}})
     malloc_rows = []
     for mib in MALLOC_MIB:
         row = {"mib": mib}
@@ -75,8 +91,7 @@ def measure() -> dict:
     linux_rw, pool_rw = memtouch("rw", RW_MIB), memtouch("rw", RW_MIB, "pool")
     rw = {"mib": RW_MIB, **{f"{side}_{op}_ns_per_page": doc[f"{op}_ns_per_page"]
                             for side, doc in (("linux", linux_rw), ("pool", pool_rw)) for op in ("read", "write")}}
-    return {"machine": os.uname().nodename, "load_before": load, "load_after": os.getloadavg(),
-            "mmap_touch_munmap": mmap_rows, "malloc_touch_free": malloc_rows, "read_write": rw}
+    return {**doc, "load_after": os.getloadavg(), "mmap_touch_munmap": mmap_rows, "malloc_touch_free": malloc_rows, "read_write": rw}
 
 
 def render(doc: dict) -> str:
@@ -102,17 +117,23 @@ def render(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """`--json`: measure and print the document; `--from FILE`: print its tables."""
-    parser = argparse.ArgumentParser(prog="coreplane.bench.memsvc", description=__doc__)
+def bench_main(prog: str, description: str, measure_fn, render_fn, argv: list[str] | None) -> None:
+    """The section's benchmark command line: `--json` measures and prints the document, `--from
+    FILE` prints the tables of a saved run, neither measures and prints the tables."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--json", action="store_true", help="measure; print JSON")
     parser.add_argument("--from", dest="source", type=Path, help="print the tables of a saved run")
     args = parser.parse_args(argv)
     try:
-        doc = json.loads(args.source.read_text()) if args.source else measure()
+        doc = json.loads(args.source.read_text()) if args.source else measure_fn()
     except CoreplaneError as e:
         sys.exit(f"coreplane: error: {e}")
-    print(json.dumps(doc) if args.json and not args.source else render(doc))
+    print(json.dumps(doc) if args.json and not args.source else render_fn(doc))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Fig. 3 and Table III: see bench_main."""
+    bench_main("coreplane.bench.memsvc", __doc__, measure, render, argv)
 
 
 if __name__ == "__main__":
