@@ -350,6 +350,17 @@ def test_adaptive_pool_runs_on_its_vcores_while_they_come_and_go():
     assert runs[("adaptive", 0)]["share_on_control_cores"] < 0.5
 
 
+def test_gang_stop_keeps_fixed_programs_off_the_control_cores():
+    """Under the gang stop a fixed program is frozen while the owner holds the core, so its tasks
+    end on the compute core (without it, about half end on the control core)."""
+    from coreplane.arbiter import pool
+    with machine_lock():
+        doc = pool.measure(tasks=60, on_ms=20, off_ms=20, repetitions=1, gang_stop=True)
+    assert doc["gang_stop"] and all(r["tasks"] == 60 for r in doc["runs"])
+    fixed = [r for r in doc["runs"] if r["mode"] == "fixed"]
+    assert fixed and all(r["share_on_control_cores"] <= 0.05 for r in fixed), fixed
+
+
 def test_daemon_flag_leaves_it_running_and_it_answers(tmp_path):
     """`coreplane arbiter --daemon` (the one Daemon class, detached): it outlives the command,
     answers `arbiter status`, stops on SIGTERM and leaves no group; a second one on the same

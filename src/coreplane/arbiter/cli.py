@@ -107,13 +107,17 @@ def pool(tasks: int = typer.Option(1000, "--tasks", min=1, help="Tasks of the jo
          off_ms: float = typer.Option(50.0, "--off-ms", min=1, help="... then lends them this long."),
          repetitions: int = REPETITIONS_OPT,
          empty_cores: bool = EMPTY_OPT,
+         gang_stop: bool = typer.Option(False, "--gang-stop", help="The arbiter freezes the fixed programs while "
+                                        "they hold no core (see `coreplane arbiter --gang-stop`)."),
          json_flag: bool = JSON_OPT) -> None:
     """The adaptive work-stealing pool over the vcore API against fixed thread counts, while the
     cores' owner takes them back and lends them again."""
     from coreplane.arbiter import pool as experiment
     from coreplane.arbiter.fig6 import machine_line
-    doc = experiment.measure(tasks=tasks, on_ms=on_ms, off_ms=off_ms, repetitions=repetitions, empty_cores=empty_cores)
-    table = Table(title=f"{tasks} tasks, the owner holding the cores {on_ms} ms of every {on_ms + off_ms} ms "
+    doc = experiment.measure(tasks=tasks, on_ms=on_ms, off_ms=off_ms, repetitions=repetitions, empty_cores=empty_cores,
+                             gang_stop=gang_stop)
+    table = Table(title=f"{tasks} tasks, the owner holding the cores {on_ms} ms of every {on_ms + off_ms} ms"
+                        f"{', gang stop' if gang_stop else ''} "
                         f"({machine_line(doc)})")
     for col in ("program", "wall time, median (s)", "tasks ended on a control core"):
         table.add_column(col)

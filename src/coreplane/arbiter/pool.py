@@ -120,15 +120,19 @@ while not stop:
 """
 
 
-def one_run(state: Path, admin, mode: str, threads: int, tasks: int, on_ms: float, off_ms: float) -> dict:
-    """The program once, in `mode`, beside the owner taking the cores on_ms of every on+off ms."""
+def one_run(state: Path, admin, mode: str, threads: int, tasks: int, on_ms: float, off_ms: float,
+            gang_stop: bool = False) -> dict:
+    """The program once, in `mode`, beside the owner taking the cores on_ms of every on+off ms.
+    With `gang_stop` (the arbiter's), the fixed program is frozen while it holds no core; the
+    owner and the adaptive pool, which cooperate, are exempt."""
+    exempt = {"gang_stop": False} if gang_stop else {}
     cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
     control = set(parse_cpu_list(admin.checked("status")["control_cores"]))
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(on_ms), str(off_ms), str(cores)], env=env_for(state))
-    admin.checked("provision", pid=owner.pid, cores=cores)
+    admin.checked("provision", pid=owner.pid, cores=cores, **exempt)
     program = subprocess.Popen([sys.executable, "-c", PROGRAM, mode, str(threads), str(tasks), str(cores)],
                                stdout=subprocess.PIPE, text=True, env=env_for(state))
-    admin.checked("provision", pid=program.pid, cores=0)
+    admin.checked("provision", pid=program.pid, cores=0, **(exempt if mode == "adaptive" else {}))
     out, _ = program.communicate(timeout=300)
     owner.send_signal(signal.SIGTERM)
     owner.wait(10)
@@ -136,26 +140,27 @@ def one_run(state: Path, admin, mode: str, threads: int, tasks: int, on_ms: floa
         raise CoreplaneError(f"the pool program failed (exit {program.returncode})")
     doc = json.loads(out)
     on_control = sum(cpu in control for cpu in doc["ended_on"])
-    return {"mode": mode, "threads": threads, "tasks": tasks, "wall_s": round(doc["wall_s"], 3),
+    return {"mode": mode, "threads": threads, "tasks": tasks, "gang_stop": gang_stop, "wall_s": round(doc["wall_s"], 3),
             "tasks_on_control_cores": on_control, "share_on_control_cores": round(on_control / tasks, 3)}
 
 
 def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetitions: int = 2, warn_us: int = 200,
-            empty_cores: bool = False) -> dict:
+            empty_cores: bool = False, gang_stop: bool = False) -> dict:
     """The adaptive pool and fixed thread counts (one per compute core, and one more), each
-    `repetitions` times interleaved, on a private arbiter; with `empty_cores`, every other
-    process is kept off the compute cores meanwhile (cores.empty_compute_cores)."""
+    `repetitions` times interleaved, on a private arbiter (with `gang_stop`, its gang stop); with
+    `empty_cores`, every other process is kept off the compute cores meanwhile (cores.empty_compute_cores)."""
     state = Path(tempfile.mkdtemp(prefix="coreplane-pool-"))
     runs = []
     with ExitStack() as stack:
-        daemon = stack.enter_context(Daemon(state, ["--warn-us", str(warn_us)], f"coreplane-pool-{os.getpid()}"))
+        options = ["--warn-us", str(warn_us)] + (["--gang-stop"] if gang_stop else [])
+        daemon = stack.enter_context(Daemon(state, options, f"coreplane-pool-{os.getpid()}"))
         admin = stack.enter_context(daemon.client())
         emptied = stack.enter_context(empty_compute_cores(admin.checked("status"))) if empty_cores else None
         cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
         configs = [("adaptive", 0), ("fixed", cores), ("fixed", cores + 1)]
         for _ in range(repetitions):
             for mode, threads in configs:
-                runs.append(one_run(state, admin, mode, threads, tasks, on_ms, off_ms))
+                runs.append(one_run(state, admin, mode, threads, tasks, on_ms, off_ms, gang_stop))
                 while admin.checked("status")["mcps"]:
                     time.sleep(0.01)
     summary = {}
@@ -165,4 +170,4 @@ def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetit
             "wall_s_median": round(float(np.median([r["wall_s"] for r in mine])), 3),
             "share_on_control_cores": round(float(np.mean([r["share_on_control_cores"] for r in mine])), 3)}
     return {"machine": describe(), "load_average": os.getloadavg(), "on_ms": on_ms, "off_ms": off_ms,
-            "warn_us": warn_us, "emptied_cores": emptied, "configs": summary, "runs": runs}
+            "warn_us": warn_us, "gang_stop": gang_stop, "emptied_cores": emptied, "configs": summary, "runs": runs}
