@@ -1,7 +1,9 @@
 """Reading a JSON document of a known format, with one-line errors naming the file and line, or
-the format field."""
+the format field; writing one atomically."""
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
@@ -24,3 +26,22 @@ def read(path: str | Path, fmt: str) -> dict:
     if found != fmt:
         raise CoreplaneError(f"{path}: format: expected {fmt}, found {found!r}")
     return doc
+
+
+def write(path: str | Path, doc, indent: int = 1, default=None) -> Path:
+    """Writes `doc` as JSON to `path` atomically: a temporary file beside it, flushed to disk,
+    then renamed over it, so a crash (kill -9 included) leaves the old file or the new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(doc, out, indent=indent, default=default)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path

@@ -75,10 +75,7 @@ PARTITION = "partition.json"
 def save_partition(path: str | Path, doc: dict) -> None:
     """Keeps `coreplane graph partition`'s result in the graph directory, where `coreplane map`
     finds the number of threads it proposes."""
-    target = Path(path) / PARTITION
-    tmp = target.with_name(f".{PARTITION}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(target)
+    documents.write(Path(path) / PARTITION, doc)
 
 
 def proposed_threads(path: str | Path) -> int | None:

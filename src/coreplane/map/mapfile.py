@@ -1,6 +1,5 @@
 """The mapping file `coreplane-map/1` written by `coreplane map --out` and read by `coreplane run --map`."""
 
-import json
 from pathlib import Path
 
 from coreplane.core import documents
@@ -11,9 +10,7 @@ FORMAT = "coreplane-map/1"
 
 def write(path: Path, doc: dict) -> None:
     """Writes a mapping document (atomically: a crash leaves the old file or the new one)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"format": FORMAT, **doc}, indent=2) + "\n")
-    tmp.replace(path)
+    documents.write(path, {"format": FORMAT, **doc}, indent=2)
 
 
 def cpu_lists(path: str | Path) -> dict[str, list[int]]:

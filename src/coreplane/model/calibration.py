@@ -3,7 +3,6 @@ step), kept in a per-user file, and what they add to the prediction of a delegat
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from bisect import bisect_right
@@ -138,13 +137,9 @@ def default_path() -> Path:
 
 def save(calibration: Calibration, machine: dict, path: Path) -> Path:
     """Writes the calibration atomically (a new file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine,
            "calibration": calibration.to_dict()}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(path)
-    return path
+    return documents.write(path, doc)
 
 
 def load(path: Path) -> Stored:

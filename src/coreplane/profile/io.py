@@ -3,7 +3,6 @@ one-line error naming the file and the field, unknown fields kept, saved atomica
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -180,17 +179,5 @@ def fill_thread_ends(doc: dict) -> dict:
 
 
 def save(profile: Profile, path: str | os.PathLike) -> None:
-    """Writes the profile atomically (temporary file, then rename): a crash leaves the old file or the new."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as out:
-            json.dump(profile.to_dict(), out, indent=1)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Writes the profile atomically: a crash leaves the old file or the new."""
+    documents.write(path, profile.to_dict())
