@@ -18,7 +18,7 @@ PACKAGE = "coreplane"
 # The areas, lowest first: an area may import core/ and the areas before it, never one after it.
 # This list is the one statement of the order.
 LAYERS = ["doctor", "graph", "map", "cell", "arbiter", "run", "bench", "profile", "model", "dse", "fullsys", "validate",
-          "noise", "report", "study", "arbsim"]
+          "noise", "report", "study", "arbsim", "arbexp"]
 CORE = "core"
 
 

@@ -1,10 +1,8 @@
 """ROS Tables 1-2 on this machine: the latency of creating processes and MCPs, granting,
-yielding, revoking and preempting vcores, and reclaiming a killed MCP, against a private arbiter.
-Run as `python -m coreplane.arbiter.bench [--trials N] [--json]`."""
+yielding, revoking and preempting vcores, and reclaiming a killed MCP, against a private arbiter
+(`coreplane arbiter tables`)."""
 
-import argparse
 import ctypes
-import json
 import os
 import signal
 import subprocess
@@ -92,13 +90,16 @@ class Child:
             time.sleep(0.001)
 
 
-def measure(trials: int) -> dict:
+def measure(trials: int, fifo: int | None = None) -> dict:
+    """Every operation, `trials` times where it is short (a tenth, at least 50, where it is not),
+    against a private arbiter at SCHED_FIFO priority `fifo` (0: ordinary scheduling; None: its default)."""
     os.sched_setaffinity(0, {CONTROL_CPU})
     state = Path(tempfile.mkdtemp(prefix="coreplane-arbiter-bench-"))
     os.environ["COREPLANE_ARBITER_SOCKET"] = str(state / "arbiter.sock")
     short, slow = trials, max(trials // 10, 50)
     out = {}
-    with Daemon(state, cgroup_name=f"coreplane-arbiter-bench-{os.getpid()}") as daemon, daemon.client() as admin:
+    options = ["--fifo", str(fifo)] if fifo is not None else []
+    with Daemon(state, options, f"coreplane-arbiter-bench-{os.getpid()}") as daemon, daemon.client() as admin:
         out["create_scp"] = stats([timed(lambda: subprocess.run(["/bin/true"])) for _ in range(slow)])
 
         samples = []
@@ -187,26 +188,13 @@ def _yield_time(me: Vcores) -> int:
     return timed(lambda: me.yield_vcore(0))
 
 
+def document(trials: int, fifo: int | None = None) -> dict:
+    """The measurement with the machine, its load and the goals."""
+    ops = measure(trials, fifo)
+    return {"machine": describe(), "load_average": os.getloadavg(), "trials": trials, "fifo": fifo, "ops": ops,
+            "goals": goals(ops)}
+
+
 def goals(ops: dict) -> dict:
     return {name: {"goal_us": goal, "statistic": stat, "us": ops[name][stat], "met": ops[name][stat] <= goal}
             for name, (stat, goal) in GOALS.items()}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=1000)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    ops = measure(args.trials)
-    doc = {"machine": describe(), "load_average": os.getloadavg(), "ops": ops, "goals": goals(ops)}
-    if args.json:
-        print(json.dumps(doc, indent=1))
-        return
-    for name, s in ops.items():
-        print(f"{name:40s} n={s['n']:5d}  min {s['min_us']:9.1f}  p50 {s['p50_us']:9.1f}  p99 {s['p99_us']:9.1f} µs")
-    for name, g in doc["goals"].items():
-        print(f"goal {name}: {g['statistic']} {g['us']} vs ≤ {g['goal_us']} µs: {'met' if g['met'] else 'MISSED'}")
-
-
-if __name__ == "__main__":
-    main()

@@ -71,6 +71,27 @@ def _table(doc: dict) -> Table:
 
 
 @app.command()
+def tables(trials: int = typer.Option(1000, "--trials", min=1, help="Trials of each short operation (a tenth, "
+                                      "at least 50, of the slow ones)."),
+           fifo: int = typer.Option(None, "--fifo", min=0, metavar="PRIO", help="The private arbiter's SCHED_FIFO "
+                                    "priority (0: ordinary scheduling; default: its own)."),
+           json_flag: bool = JSON_OPT) -> None:
+    """ROS Tables 1-2: min/p50/p99 latency of creating an SCP and an MCP, getting, yielding,
+    preempting and warn-preempting vcores, and reclaiming a killed MCP, on a private arbiter."""
+    from coreplane.arbiter import bench
+    from coreplane.arbiter.fig6 import machine_line
+    doc = bench.document(trials, fifo)
+    table = Table(title=f"ROS Tables 1-2 ({machine_line(doc)}, arbiter SCHED_FIFO {fifo if fifo is not None else 'default'})")
+    for col in ("operation", "n", "min µs", "p50 µs", "p99 µs", "goal"):
+        table.add_column(col, justify="right")
+    for name, s in doc["ops"].items():
+        g = doc["goals"].get(name)
+        table.add_row(name, str(s["n"]), f"{s['min_us']:.1f}", f"{s['p50_us']:.1f}", f"{s['p99_us']:.1f}",
+                      f"{g['statistic']} ≤ {g['goal_us']:g}: {'met' if g['met'] else 'MISSED'}" if g else "")
+    emit(doc, json_flag, lambda d: console.print(table))
+
+
+@app.command()
 def fig6(frames: int = typer.Option(150, "--frames", min=2, help="Frames per run."),
          fps: float = typer.Option(15.0, "--fps", min=0.1, help="Frame arrival rate."),
          repetitions: int = REPETITIONS_OPT,
@@ -107,7 +128,7 @@ def pool(tasks: int = typer.Option(1000, "--tasks", min=1, help="Tasks of the jo
          off_ms: float = typer.Option(50.0, "--off-ms", min=1, help="... then lends them this long."),
          repetitions: int = REPETITIONS_OPT,
          empty_cores: bool = EMPTY_OPT,
-         gang_stop: bool = typer.Option(False, "--gang-stop", help="The arbiter freezes the fixed programs while "
+         gang_stop: bool = typer.Option(False, "--gang-stop/--no-gang-stop", help="The arbiter freezes the fixed programs while "
                                         "they hold no core (see `coreplane arbiter --gang-stop`)."),
          json_flag: bool = JSON_OPT) -> None:
     """The adaptive work-stealing pool over the vcore API against fixed thread counts, while the
@@ -122,8 +143,43 @@ def pool(tasks: int = typer.Option(1000, "--tasks", min=1, help="Tasks of the jo
     for col in ("program", "wall time, median (s)", "tasks ended on a control core"):
         table.add_column(col)
     for name, c in doc["configs"].items():
-        table.add_row(name, str(c["wall_s_median"]), str(c["share_on_control_cores"]))
+        table.add_row(f"{name} ({c['threads']} threads)" if c["threads"] else name, str(c["wall_s_median"]),
+                      str(c["share_on_control_cores"]))
     emit(doc, json_flag, lambda d: console.print(table))
+
+
+@app.command()
+def experiment(name: str = typer.Argument(..., help="table1 | fig6 | pool"),
+               repetitions: int = typer.Option(3, "--repetitions", min=1, help="Runs per point."),
+               short: bool = typer.Option(False, "--short", help="Fewer trials, frames and tasks per run (make bench)."),
+               out: Path = typer.Option(None, "--out", metavar="DIR",
+                                        help="Sweep directory (default target/experiments/arbiter-NAME-TIME)."),
+               resume: bool = typer.Option(False, "--resume", help="Continue the sweep in --out (after a kill): "
+                                           "runs stored as done are kept, the others run again."),
+               figures: Path = typer.Option(Path("docs/figures"), "--figures", metavar="DIR", help="Where the figure goes."),
+               json_flag: bool = JSON_OPT) -> None:
+    """Runs an experiment of issue 14 as a sweep (DSE engine, SQLite store, resumable) of
+    `coreplane arbiter tables|fig6|pool`, checks it against its goals and draws its figure."""
+    from coreplane.arbexp.experiments import run
+    doc = run(name, repetitions, out, figures, short=short, resume=resume, progress=not json_flag)
+    emit(doc, json_flag, _render_experiment)
+
+
+def _render_experiment(doc: dict) -> None:
+    console.print(f"[bold]experiment {doc['experiment']}[/]: {doc['title']}")
+    table = Table()
+    rows = doc["summary"]
+    stats = ("point_id", "metric", "n", "mean", "sd", "median", "min", "max", "ci_low", "ci_high", "cv", "cv_flag")
+    params = [k for k in rows[0] if k not in stats]
+    for col in params + ["metric", "n", "median", "min", "max"]:
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(*(str(r[p]) for p in params), r["metric"], str(r["n"]), *(f"{r[k]:.4g}" for k in ("median", "min", "max")))
+    console.print(table)
+    console.print_json(data=doc["goals"])
+    if doc.get("figure"):
+        console.print(f"figure: {doc['figure']}")
+    console.print(f"sweep: {doc['sweep']}")
 
 
 @app.command()

@@ -196,8 +196,10 @@ def summarise(runs: list[dict]) -> dict:
     configs = {}
     for name in dict.fromkeys(r["borrower"] for r in runs):
         mine = [r for r in runs if r["borrower"] == name]
-        frame = float(np.median([x for r in mine for x in r["per_frame_ms"]]))
-        entry = {"runs": len(mine), "frame_p50_ms": round(frame, 3), "frame_ratio": round(frame / alone, 4)}
+        frames = [x for r in mine for x in r["per_frame_ms"]]
+        frame = float(np.median(frames))
+        entry = {"runs": len(mine), "frame_p50_ms": round(frame, 3), "frame_ratio": round(frame / alone, 4),
+                 "frame_p99_ms": round(float(np.percentile(frames, 99)), 3), "frame_max_ms": round(max(frames), 3)}
         if name:
             on = sum(r["borrower_on_core_s"] for r in mine)
             idle = sum(r["idle_core_s"] for r in mine)

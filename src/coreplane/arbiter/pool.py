@@ -157,17 +157,17 @@ def measure(tasks: int = 400, on_ms: float = 50.0, off_ms: float = 50.0, repetit
         admin = stack.enter_context(daemon.client())
         emptied = stack.enter_context(empty_compute_cores(admin.checked("status"))) if empty_cores else None
         cores = len(parse_cpu_list(admin.checked("status")["compute_cores"]))
-        configs = [("adaptive", 0), ("fixed", cores), ("fixed", cores + 1)]
+        # Keyed the same on every machine: "fixed" has a thread per compute core, "fixed+1" one more.
+        configs = {"adaptive": ("adaptive", 0), "fixed": ("fixed", cores), "fixed+1": ("fixed", cores + 1)}
         for _ in range(repetitions):
-            for mode, threads in configs:
+            for mode, threads in configs.values():
                 runs.append(one_run(state, admin, mode, threads, tasks, on_ms, off_ms, gang_stop))
                 while admin.checked("status")["mcps"]:
                     time.sleep(0.01)
     summary = {}
-    for mode, threads in configs:
+    for name, (mode, threads) in configs.items():
         mine = [r for r in runs if (r["mode"], r["threads"]) == (mode, threads)]
-        summary[mode if mode == "adaptive" else f"fixed {threads}"] = {
-            "wall_s_median": round(float(np.median([r["wall_s"] for r in mine])), 3),
-            "share_on_control_cores": round(float(np.mean([r["share_on_control_cores"] for r in mine])), 3)}
+        summary[name] = {"threads": threads, "wall_s_median": round(float(np.median([r["wall_s"] for r in mine])), 3),
+                         "share_on_control_cores": round(float(np.mean([r["share_on_control_cores"] for r in mine])), 3)}
     return {"machine": describe(), "load_average": os.getloadavg(), "on_ms": on_ms, "off_ms": off_ms,
             "warn_us": warn_us, "gang_stop": gang_stop, "emptied_cores": emptied, "configs": summary, "runs": runs}

@@ -1,4 +1,4 @@
-"""The model against the real arbiter on this machine: simulated p50 beside the p50 that `python -m coreplane.arbiter.bench --json` measured, for the operations both time the same way."""
+"""The model against the real arbiter on this machine: simulated p50 beside the p50 that `coreplane arbiter tables --json` measured, for the operations both time the same way."""
 
 from pathlib import Path
 

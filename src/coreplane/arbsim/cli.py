@@ -30,7 +30,7 @@ def arbsim(
                                             "as the arbiter does today."),
     figure: Path = typer.Option(None, "--figure", metavar="PNG", help="Also draw p50 against cores here."),
     check: Path = typer.Option(None, "--check", metavar="JSON",
-                               help="The real arbiter's benchmark (python -m coreplane.arbiter.bench --json) to "
+                               help="The real arbiter's benchmark (coreplane arbiter tables --json) to "
                                     "compare the model with at this machine's compute cores."),
     machine_cores: int = typer.Option(1, "--machine-cores", min=1, metavar="N",
                                       help="Compute cores of the machine --check was measured on."),
