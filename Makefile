@@ -147,15 +147,15 @@ bench: setup
 	$(PY) -m coreplane.map.experiments ipc --out $(BENCH_OUT)/netos-ipc.json
 	$(PY) -m coreplane.map.experiments quality --out $(BENCH_OUT)/netos-quality.json
 	$(PY) -m coreplane.map.experiments scaling --out $(BENCH_OUT)/netos-scaling.json
-	$(PY) -m coreplane.arbiter.bench --json > $(BENCH_OUT)/arbiter.json   # ROS Tables 1-2 (issue 14)
+	$(CLI) arbiter tables --json > $(BENCH_OUT)/arbiter.json   # ROS Tables 1-2 (issue 14)
 	$(PY) -m coreplane.bench.memsvc --json > $(BENCH_OUT)/memsvc.json   # XOS Fig. 3, Table III (issue 15)
 	$(PY) -m coreplane.bench.memsvc --from $(BENCH_OUT)/memsvc.json
 	$(PY) -m coreplane.bench.memsvc_scale --json > $(BENCH_OUT)/memsvc-scale.json   # XOS Fig. 5 style (issue 15)
 	$(PY) -m coreplane.bench.memsvc_scale --from $(BENCH_OUT)/memsvc-scale.json
 	$(CLI) arbsim --check $(BENCH_OUT)/arbiter.json --json --figure docs/figures/arbsim-tables.png > $(BENCH_OUT)/arbsim.json   # simulated, 1-64 cores
 	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
-	$(CLI) arbiter fig6 --warn-us 200 --empty-cores --json --figure docs/figures/arbiter-fig6.png > $(BENCH_OUT)/arbiter-fig6.json   # ROS Fig. 6 (issue 14)
-	$(CLI) arbiter pool --empty-cores --json > $(BENCH_OUT)/arbiter-pool.json   # adaptive pool vs fixed threads (issue 14)
+	for e in table1 fig6 pool; do rm -rf $(BENCH_OUT)/arbiter-$$e; \
+	    $(CLI) arbiter experiment $$e --short --out $(BENCH_OUT)/arbiter-$$e --json > $(BENCH_OUT)/arbiter-$$e.json || exit 1; done   # issue 14's sweeps: Tables 1-2, Fig. 6, the pool
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
 	$(PY) -m coreplane.map.experiments family --heldout --out $(BENCH_OUT)/netos-heldout.json   # graphs made after the tuning (issue 18)
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
