@@ -5,9 +5,10 @@ reads only in part), a process whose threads all end with exit(2), execve from a
 the main thread ended so, unshare(CLONE_NEWUSER) and setns into a user namespace, which the
 kernel allows only in a single-threaded process, a traced child (whose tracer must not see the
 runtime's dispatch traps or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV,
-seccomp strict mode; a strict thread among others that ends last), a child process cloned onto
-a one-page stack, children that run in their parent's memory until they exec (posix_spawn's
-clone) from a thread with a signal stack, a program that drops its privileges under --profile.
+seccomp strict mode; a strict thread among others that ends last, or whose tid word is freed),
+a child process cloned onto a one-page stack, children that run in their parent's memory until
+they exec (posix_spawn's clone) from a thread with a signal stack, a program that drops its
+privileges under --profile.
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -24,7 +25,7 @@ from test_stress import watched
 PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
          "small_stack_child", "vfork_signal_stack", "setns_user",
-         "strict_last", "mask_all", "setmask_pending"]
+         "strict_last", "strict_tid_freed", "mask_all", "setmask_pending"]
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +150,19 @@ def test_a_strict_mode_thread_that_becomes_the_last_thread_ends_the_process(buil
     options = ["--memory", "pool"] if mode == "pool" else ["--delegate", mode]
     proc = watched(CLI + ["run", *options, "--", str(exe)])
     assert (proc.returncode, proc.stdout) == (7, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+@pytest.mark.parametrize("how, status, out", [("", 7, "tid page unmapped\n"), ("join", 0, "joined\n")])
+def test_a_strict_mode_threads_tid_word_may_be_freed_when_it_ends(built, mode, how, status, out):
+    # Before: no end (the runtime's watcher waited on the unmapped word, whose clear the kernel
+    # could not make) or SIGSEGV (the watcher read it); the runtime now has the kernel clear a
+    # word of its own and clears the program's as the kernel would (pthread_join waits for it).
+    exe = [str(built / "strict_tid_freed"), *([how] if how else [])]
+    native = watched(exe)
+    assert (native.returncode, native.stdout) == (status, out)
+    proc = watched(CLI + ["run", "--delegate", mode, "--", *exe])
+    assert (proc.returncode, proc.stdout) == (status, native.stdout), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

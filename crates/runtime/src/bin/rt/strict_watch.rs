@@ -6,6 +6,10 @@
 //! the thread's tid word at its exit (which needs no call of the thread's), then ends the process
 //! with the thread's code if it was the last; otherwise it stays, as a delegate does, and the
 //! last program thread's exit ends the process.
+//! The word the kernel clears is the runtime's own: the program's (in glibc, in the thread's
+//! stack) may be freed or reused once it reads 0, or unmapped before (then the kernel's clear
+//! fails and wakes no one), so the watcher clears the program's word itself, as the kernel would
+//! have, and never reads it.
 
 use crate::sys::{self, *};
 use crate::thread::Thread;
@@ -15,14 +19,16 @@ const PR_GET_TID_ADDRESS: usize = 40;
 const SET_TID_ADDRESS: usize = 218;
 /// The kernel wakes a cleared tid word with a shared FUTEX_WAKE (as pthread_join waits).
 const FUTEX_WAIT_SHARED: usize = 0;
+const FUTEX_WAKE_SHARED: usize = 1;
 const STACK_SIZE: usize = 16 * 1024;
 
 /// The one watched thread of process `pid` (one at a time: a second strict thread among others
-/// is left as before), its tid word, and what it left at its exit.
+/// is left as before), its tid words, and what it left at its exit.
 struct Watch {
     pid: AtomicI32,
-    word: AtomicUsize,
-    /// The tid word of a thread that had none (set_tid_address 0).
+    /// The program's tid word (0: none), cleared by the watcher.
+    program_word: AtomicUsize,
+    /// The tid word the kernel clears at the thread's exit.
     own_word: AtomicU32,
     last: AtomicBool,
     code: AtomicUsize,
@@ -30,7 +36,7 @@ struct Watch {
 
 static WATCH: Watch = Watch {
     pid: AtomicI32::new(0),
-    word: AtomicUsize::new(0),
+    program_word: AtomicUsize::new(0),
     own_word: AtomicU32::new(0),
     last: AtomicBool::new(false),
     code: AtomicUsize::new(0),
@@ -49,18 +55,16 @@ pub fn watch(t: &Thread) {
     if unsafe { syscall3(PRCTL, PR_GET_TID_ADDRESS, &mut word as *mut usize as usize, 0) } != 0 {
         return; // a kernel without CONFIG_CHECKPOINT_RESTORE: the word may be the program's
     }
-    if word == 0 {
-        WATCH.own_word.store(t.tid as u32, Relaxed);
-        word = WATCH.own_word.as_ptr() as usize;
-        unsafe { syscall3(SET_TID_ADDRESS, word, 0, 0) };
-    }
     let Some(stack) = sys::map_anon(STACK_SIZE) else { return };
-    WATCH.word.store(word, Relaxed);
+    WATCH.own_word.store(t.tid as u32, Relaxed);
+    unsafe { syscall3(SET_TID_ADDRESS, WATCH.own_word.as_ptr() as usize, 0, 0) };
+    WATCH.program_word.store(word, Relaxed);
     WATCH.last.store(false, Relaxed);
     WATCH.pid.store(t.pid, Release);
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
     if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, watcher, 0) } < 0 {
         WATCH.pid.store(0, Release);
+        unsafe { syscall3(SET_TID_ADDRESS, word, 0, 0) };
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
     }
 }
@@ -79,19 +83,24 @@ pub fn exiting(t: &Thread, last: bool, code: usize) {
     }
 }
 
-/// The watcher: takes no signal, waits for the tid word to be cleared, then ends the process
-/// if the watched thread was the last program thread, or waits for the end of the process.
+/// The watcher: takes no signal, waits for its tid word to be cleared, clears the program's,
+/// then ends the process if the watched thread was the last program thread, or waits for the
+/// end of the process.
 extern "C" fn watcher(_: usize) {
     let all: u64 = !0;
     unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &all as *const u64 as usize, 0, 8, 0, 0) };
-    let word = WATCH.word.load(Relaxed);
-    let tid = unsafe { &*(word as *const AtomicU32) };
     loop {
-        let v = tid.load(Acquire);
+        let v = WATCH.own_word.load(Acquire);
         if v == 0 {
             break;
         }
-        unsafe { syscall6(FUTEX, word, FUTEX_WAIT_SHARED, v as usize, 0, 0, 0) };
+        unsafe { syscall6(FUTEX, WATCH.own_word.as_ptr() as usize, FUTEX_WAIT_SHARED, v as usize, 0, 0, 0) };
+    }
+    let word = WATCH.program_word.load(Relaxed);
+    // As the kernel's clear at a thread's exit: a write that may fail, then one shared wake.
+    // Through the watcher's own tid: a leader that has ended has no memory to write to (ESRCH).
+    if word != 0 && sys::write_program(sys::gettid(), word, &0u32.to_ne_bytes()) {
+        unsafe { syscall3(FUTEX, word, FUTEX_WAKE_SHARED, 1) };
     }
     if WATCH.last.load(Acquire) {
         crate::profile::end_process(WATCH.code.load(Relaxed) as u64 & 0xff);
