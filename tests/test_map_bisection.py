@@ -5,7 +5,7 @@ import pytest
 
 from coreplane.graph.topology import parse_spec
 from coreplane.map import baselines, families, methods
-from coreplane.map.bisection import bisection_map
+from coreplane.map.bisection import _Buckets, _Halves, _swap_pass, bisection_map
 from coreplane.map.comm import CommGraph
 from coreplane.map.experiments import family_rows, family_summary
 from coreplane.map.greedy import refine
@@ -13,12 +13,54 @@ from coreplane.map.metrics import check_placement
 from coreplane.map.patterns import pattern
 
 
-def test_a_stencil_that_matches_the_mesh_is_mapped_one_hop_per_message():
-    topo = parse_spec("mesh:8x8")
-    comm = pattern("stencil", 64, 1024.0, (8, 8))
-    placement = bisection_map(comm, topo, 1)
+@pytest.mark.parametrize("dims", [(8, 8), (16, 8), (16, 16)])
+def test_a_stencil_that_matches_the_mesh_is_mapped_one_hop_per_message(dims):
+    topo = parse_spec(f"mesh:{dims[0]}x{dims[1]}")
+    comm = pattern("stencil", topo.n_cores, 1024.0, dims)
+    placement = methods.greedy_rb(comm, topo, 1)
     check_placement(comm, topo, placement, 1)
     assert methods.hop_bytes(comm, topo, placement) == comm.weight.sum()
+
+
+@pytest.mark.parametrize("dims", [(8, 8), (16, 8)])
+def test_the_bisection_alone_comes_close_on_a_matching_stencil(dims):
+    # a corner's 2 x 2 block may be split across its rows or across its columns at one cost as the
+    # domain representatives see it, so the bisection alone is not always optimal (1.62x on a
+    # 16 x 16 mesh: the walks of greedy-rb cover it); within 10 % on these two
+    topo = parse_spec(f"mesh:{dims[0]}x{dims[1]}")
+    comm = pattern("stencil", topo.n_cores, 1024.0, dims)
+    alone = bisection_map(comm, topo, 1)
+    check_placement(comm, topo, alone, 1)
+    assert methods.hop_bytes(comm, topo, alone) <= 1.1 * comm.weight.sum()
+
+
+def test_bucket_queue_pops_the_highest_current_gain_and_drops_stale_entries():
+    gains = {0: 5.0, 1: -3.0, 2: 9.0, 3: 0.0}
+    queue = _Buckets(10.0)
+    for p, g in gains.items():
+        queue.push(p, g)
+    gains[2] = -9.0  # 2's gain fell: pushed again under its new gain, its old entry is stale
+    queue.push(2, gains[2])
+    order = [queue.pop(lambda p: True, gains.__getitem__) for _ in range(5)]
+    assert order == [0, 3, 1, 2, None]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_swap_pass_never_raises_the_cost_of_a_split(seed):
+    rng = np.random.default_rng(seed)
+    comm = families.generate("geometric", 128, seed)
+    traffic = comm.traffic()
+    procs = list(range(comm.n))
+    inner = {p: list(zip(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist(),
+                         traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist())) for p in procs}
+    pull = dict(zip(procs, rng.normal(0, 2000, comm.n).tolist()))
+    halves = _Halves(procs, pull, inner, 2)
+    for p in rng.choice(comm.n, 64, replace=False).tolist():
+        halves.move(p)
+    before = halves.cost()
+    improved = _swap_pass(halves)
+    assert sum(halves.side[p] == 0 for p in procs) == 64
+    assert (halves.cost() < before) if improved else (halves.cost() == pytest.approx(before))
 
 
 def test_a_small_job_on_a_large_machine_stays_compact():

@@ -31,6 +31,7 @@ class Topology:
     parent: list[int] | None = None  # trees: parent network node of each node (-1 = root)
     arities: list[int] | None = None  # trees: children per level, root first
     cpu_ids: list[int] = field(default_factory=list)  # OS CPU number of each core (host), else 0..n-1
+    _within: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # within()'s tables
 
     def __post_init__(self):
         if not self.cpu_ids:
@@ -69,9 +70,36 @@ class Topology:
         return np.array([c + [-1 - i for i in range(depth - len(c))] for c in chains])
 
     @cached_property
+    def hop_rows(self) -> list[list[int]]:
+        """The hop table as Python lists, for loops that read it one entry at a time (a list
+        read costs a fraction of a numpy scalar read); built once per machine, like `hops`."""
+        return self.hops.tolist()
+
+    @cached_property
+    def total_hops(self) -> np.ndarray:
+        """Per core, its hops to every other core summed."""
+        return self.hops.sum(axis=1)
+
+    @cached_property
     def center(self) -> int:
         """The core with the smallest total distance to all others."""
-        return int(np.argmin(self.hops.sum(axis=1)))
+        return int(np.argmin(self.total_hops))
+
+    @cached_property
+    def nearest(self) -> list[list[int]]:
+        """Per core, the other cores at its smallest hop distance (a mesh's adjacent routers, a
+        tree's siblings): what a placement looks up instead of a row of the hop table."""
+        out = []
+        for row in self.hops:
+            others = row[row > 0]
+            out.append(np.flatnonzero(row == others.min()).tolist() if len(others) else [])
+        return out
+
+    def within(self, reach: int) -> list[list[int]]:
+        """Per core, the cores at most `reach` hops from it (itself included); built once per reach."""
+        if reach not in self._within:
+            self._within[reach] = [np.flatnonzero(row <= reach).tolist() for row in self.hops]
+        return self._within[reach]
 
     @cached_property
     def by_distance(self) -> np.ndarray:

@@ -8,7 +8,9 @@ import numpy as np
 from coreplane.graph.topology import Topology
 from coreplane.map.comm import CommGraph
 
-SWAP_PASSES = 2  # Kernighan-Lin passes per bisection; each is O(E_S log |S|) on the part S it splits
+SWAP_PASSES = 2  # Kernighan-Lin passes per bisection; each is O(E_S) on the part S it splits (bucket queues)
+GAIN_LEVELS = 1024  # a part's gains are ordered at 1/GAIN_LEVELS of its largest possible |gain|
+STALL = 50  # a swap pass stops after this many swaps without a new best prefix (the rest is undone anyway)
 
 
 _DOMAINS: dict[str, tuple] = {}  # per topology spec
@@ -55,15 +57,17 @@ def bisection_map(comm: CommGraph, topo: Topology, capacity: int, passes: int = 
     outside it already sits in a domain of the same size; a process's traffic to those outside
     pulls it towards the half nearer them (hops between the domains' representatives), its traffic
     inside towards the half its partners join. Each split grows the first half from the process
-    that most wants it, always adding the process with the highest gain (a heap), then `passes`
+    that most wants it, always adding the process with the highest gain, then `passes`
     Kernighan-Lin passes swap pairs while the cut improves. A part that fits in the first half
-    stays whole (few processes on a large machine stay compact). Work: O(E log P) per level of
-    the domain tree, O(E log P log C) in all (E pairs that communicate, C cores); with bounded
-    degree, O(P log^2 P)."""
+    stays whole (few processes on a large machine stay compact). The gains are kept in bucket
+    queues (Fiduccia-Mattheyses), not heaps, and the parts' orders are bucket sorts, so a split
+    of a part S with E_S pairs costs O(|S| + E_S): O(E) per level of the domain tree, O(E log C)
+    in all (E pairs that communicate, C cores), O(P log P) at bounded degree and P >= C. (The
+    domain tree is built once per machine, like the hop table.)"""
     traffic = comm.traffic()
     nbrs = [traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist() for p in range(comm.n)]
     wts = [traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist() for p in range(comm.n)]
-    hops = topo.hops.tolist()
+    hops = topo.hops
     root = _domains(topo)
     placement = np.full(comm.n, -1, dtype=np.int64)
     rep_of = [_rep(root)] * comm.n  # representative core of each process's current domain
@@ -100,22 +104,27 @@ def _split(procs, want, nbrs, wts, hops, rep_of, part_of, r0, r1, passes) -> set
     bisection_map): half 0 grown in two ways (by gain, breadth-first), each improved by swap
     passes, the cheaper kept."""
     me = part_of[procs[0]]
-    row0, row1 = hops[r0], hops[r1]
-    # pull[p]: what p saves by being in half 0 rather than half 1 through its traffic outside the part
-    pull, inner = {}, {}
-    for p in procs:
-        out = 0.0
+    # pull[p]: what p saves by being in half 0 rather than half 1 through its traffic outside the
+    # part: hops looked up for the outside pairs only (O(E_S)), never a whole row of the hop table
+    inner, who, reps, out_w = {}, [], [], []
+    for i, p in enumerate(procs):
         mine = []
         for q, w in zip(nbrs[p], wts[p]):
             if part_of[q] == me:
                 mine.append((q, w))
             else:
-                rq = rep_of[q]
-                out += w * (row1[rq] - row0[rq])
-        pull[p], inner[p] = out, mine
+                who.append(i)
+                reps.append(rep_of[q])
+                out_w.append(w)
+        inner[p] = mine
+    pulls = np.zeros(len(procs))
+    if who:
+        reps = np.asarray(reps)
+        np.add.at(pulls, who, np.asarray(out_w) * (hops[r1, reps] - hops[r0, reps]))
+    pull = dict(zip(procs, pulls.tolist()))
     best = None
     for grow in (_grow_by_gain, _grow_breadth_first):
-        halves = _Halves(procs, pull, inner, hops[r0][r1])
+        halves = _Halves(procs, pull, inner, int(hops[r0, r1]))
         grow(halves, want)
         for _ in range(passes):
             if not _swap_pass(halves):
@@ -123,6 +132,50 @@ def _split(procs, want, nbrs, wts, hops, rep_of, part_of, r0, r1, passes) -> set
         if best is None or halves.cost() < best.cost():
             best = halves
     return {p for p in procs if best.side[p] == 0}
+
+
+class _Buckets:
+    """A max-queue of processes by gain, the gain quantised to one of 2 x GAIN_LEVELS + 1 buckets
+    spanning +-bound (Fiduccia-Mattheyses' bucket list), with a small heap of the keys of the
+    non-empty buckets so that empty ones are never scanned: push and pop cost O(log K) for K
+    non-empty buckets, K <= 2 x GAIN_LEVELS + 1 whatever P is (on a grid, a handful). Ties within
+    a bucket go last in, first out (on a grid, the front goes on along the line it was growing).
+    Whoever changes a process's gain pushes it again, so an entry whose process has moved or
+    whose gain is no longer its bucket's is dropped when it comes up."""
+
+    def __init__(self, bound: float):
+        self.scale = GAIN_LEVELS / bound if bound > 0 else 0.0
+        self.lists: dict[int, list[int]] = {}  # non-empty buckets only
+        self.keys: list[int] = []  # their keys, negated (a min-heap)
+
+    def key(self, gain: float) -> int:
+        return max(-GAIN_LEVELS, min(GAIN_LEVELS, round(gain * self.scale)))
+
+    def push(self, p: int, gain: float) -> None:
+        k = self.key(gain)
+        bucket = self.lists.get(k)
+        if bucket is None:
+            self.lists[k] = [p]
+            heapq.heappush(self.keys, -k)
+        else:
+            bucket.append(p)
+
+    def pop(self, eligible, gain):
+        """The eligible process of highest gain (None if none is left)."""
+        while self.keys:
+            k = -self.keys[0]
+            bucket = self.lists[k]
+            found = None
+            while bucket and found is None:
+                p = bucket.pop()
+                if eligible(p) and self.key(gain(p)) == k:
+                    found = p
+            if not bucket:
+                del self.lists[k]
+                heapq.heappop(self.keys)
+            if found is not None:
+                return found
+        return None
 
 
 class _Halves:
@@ -134,6 +187,11 @@ class _Halves:
         self.side = dict.fromkeys(procs, 1)
         self.to0 = dict.fromkeys(procs, 0.0)
         self.to1 = {p: sum(w for _, w in inner[p]) for p in procs}
+        # no gain can exceed a process's pull plus h01 x all its traffic inside the part
+        self.bound = max((abs(pull[p]) + h01 * self.to1[p] for p in procs), default=0.0)
+
+    def queue(self) -> _Buckets:
+        return _Buckets(self.bound)
 
     def gain(self, p: int) -> float:
         """What moving p to the other half saves: its pull plus h01 x (traffic to its new side - to its old)."""
@@ -158,27 +216,35 @@ class _Halves:
 
 def _grow_by_gain(halves: _Halves, want: int) -> None:
     """Half 0 grown by always adding the process of highest gain (compact on grids: whole rows)."""
-    heap = [(-halves.gain(p), p) for p in halves.procs]
-    heapq.heapify(heap)
+    side, gain = halves.side, halves.gain
+    queue = halves.queue()
     taken = 0
-    if not any(halves.pull.values()):  # nothing outside yet: start from a rim
-        seed = _far_end(_far_end(halves.procs[0], halves.inner), halves.inner)
+    if not any(g > 0 for g in halves.pull.values()):  # none pulled to half 0: start from a rim, far from those pulled to half 1
+        pushed = [p for p in halves.procs if halves.pull[p] < 0]
+        seed = _far_layer(pushed, halves.inner)[0] if pushed else \
+            _far_end(_far_end(halves.procs[0], halves.inner), halves.inner)
         halves.move(seed)
         taken = 1
-        for q, _ in halves.inner[seed]:
-            heapq.heappush(heap, (-halves.gain(q), q))
+    for p in halves.procs:
+        if side[p] == 1:
+            queue.push(p, gain(p))
     while taken < want:
-        g, p = heapq.heappop(heap)
-        if halves.side[p] == 0:
-            continue
-        if -g != halves.gain(p):  # stale entry
-            heapq.heappush(heap, (-halves.gain(p), p))
-            continue
+        p = queue.pop(lambda q: side[q] == 1, gain)
         halves.move(p)
         taken += 1
         for q, _ in halves.inner[p]:
-            if halves.side[q] == 1:
-                heapq.heappush(heap, (-halves.gain(q), q))
+            if side[q] == 1:
+                queue.push(q, gain(q))
+
+
+def _by_pull(halves: _Halves, procs) -> list[int]:
+    """procs, the most pulled towards half 0 first: a bucket sort on the quantised pull, O(|S| log K)
+    for K <= 2 x GAIN_LEVELS + 1 distinct keys."""
+    queue = halves.queue()
+    buckets: dict[int, list[int]] = {}
+    for p in procs:
+        buckets.setdefault(queue.key(halves.pull[p]), []).append(p)
+    return [p for k in sorted(buckets, reverse=True) for p in buckets[k]]  # K <= 2 x GAIN_LEVELS + 1 keys
 
 
 def _grow_breadth_first(halves: _Halves, want: int) -> None:
@@ -186,10 +252,14 @@ def _grow_breadth_first(halves: _Halves, want: int) -> None:
     if none is, from a rim: weights aside, so it does not follow heavy edges into tendrils (by
     gain, a geometric graph's root cut was 3x Scotch's)."""
     procs, pull, inner = halves.procs, halves.pull, halves.inner
-    pulled = sorted((p for p in procs if pull[p] > 0), key=lambda p: -pull[p])
-    order = deque(pulled or [_far_end(_far_end(procs[0], inner), inner)])
+    ordered = _by_pull(halves, procs)
+    pulled = [p for p in ordered if pull[p] > 0]
+    if not pulled:  # start as far as can be from those pulled to half 1, or from a rim
+        pushed = [p for p in ordered if pull[p] < 0]
+        pulled = _far_layer(pushed, inner) if pushed else [_far_end(_far_end(procs[0], inner), inner)]
+    order = deque(pulled)
     queued = set(order)
-    rest = iter(sorted(procs, key=lambda p: -pull[p]))
+    rest = iter(ordered)
     taken = 0
     while taken < want:
         if not order:  # the front ran out (another component): restart from the most pulled left
@@ -203,6 +273,21 @@ def _grow_breadth_first(halves: _Halves, want: int) -> None:
             if q not in queued:
                 queued.add(q)
                 order.append(q)
+
+
+def _far_layer(sources: list[int], inner) -> list[int]:
+    """The processes a breadth-first search from all `sources` at once reaches last (its last layer)."""
+    seen, layer = set(sources), list(sources)
+    while True:
+        nxt = []
+        for p in layer:
+            for q, _ in inner[p]:
+                if q not in seen:
+                    seen.add(q)
+                    nxt.append(q)
+        if not nxt:
+            return layer
+        layer = nxt
 
 
 def _far_end(start: int, inner) -> int:
@@ -222,43 +307,30 @@ def _swap_pass(halves: _Halves) -> bool:
     gain corrected for their own edge), each process at most once, then undo the swaps after the
     best prefix. Returns whether the cut improved."""
     procs, side, inner, gain, move, h01 = halves.procs, halves.side, halves.inner, halves.gain, halves.move, halves.h01
-    heaps = ([], [])
+    queues = (halves.queue(), halves.queue())
     for p in procs:
-        heaps[side[p]].append((-gain(p), p))
-    for h in heaps:
-        heapq.heapify(h)
+        queues[side[p]].push(p, gain(p))
     locked: set[int] = set()
     done, total, best, best_at = [], 0.0, 1e-9, 0
-
-    def top(s: int):
-        h = heaps[s]
-        while h:
-            g, p = h[0]
-            if p in locked or side[p] != s or -g != gain(p):
-                heapq.heappop(h)
-                if p not in locked and side[p] == s:
-                    heapq.heappush(h, (-gain(p), p))
-                continue
-            return p
-        return None
-
     while True:
-        a, b = top(0), top(1)
-        if a is None or b is None:
+        a = queues[0].pop(lambda q: q not in locked and side[q] == 0, gain)
+        b = queues[1].pop(lambda q: q not in locked and side[q] == 1, gain) if a is not None else None
+        if b is None:
             break
         w_ab = sum(w for q, w in inner[a] if q == b)
         step = gain(a) + gain(b) - 2 * h01 * w_ab
         for p in (a, b):
             move(p)
             locked.add(p)
+        for p in (a, b):
             for q, _ in inner[p]:
                 if q not in locked:
-                    heapq.heappush(heaps[side[q]], (-gain(q), q))
+                    queues[side[q]].push(q, gain(q))
         done.append((a, b))
         total += step
         if total > best:
             best, best_at = total, len(done)
-        if len(done) - best_at > 50:  # no improvement for a while: the rest is rolled back anyway
+        if len(done) - best_at > STALL:
             break
     for a, b in reversed(done[best_at:]):
         move(a)

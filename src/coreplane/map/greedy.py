@@ -62,65 +62,90 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
     partners = _top_neighbours(combined, NEIGHBOURS_CONSIDERED)
     strength = np.asarray(combined.sum(axis=1)).ravel()
     degree = np.diff(combined.indptr)
-    hops = topo.hops
-    adjacent = hops == np.where(hops > 0, hops, hops.max() + 1).min(axis=1, keepdims=True)
-    core_degree = adjacent.sum(axis=1)
+    core_degree = np.array([len(n) for n in topo.nearest])
     hub_first = np.argsort(-strength, kind="stable")
     rim_first = np.lexsort((-strength, degree))
-    rim_core = int(np.lexsort((-hops.sum(axis=1), core_degree))[0])
+    rim_core = int(np.lexsort((-topo.total_hops, core_degree))[0])
+    hops = topo.hops
     best, best_cost = None, np.inf
     starts = ((hub_first, topo.center), (rim_first, rim_core))
     for (order, first_core), depth_first in product(starts, (False, True)):
-        placement = _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order,
-                          first_core, depth_first)
+        placement = _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, first_core,
+                          depth_first)
         cost = float((comm.weight * hops[placement[comm.src], placement[comm.dst]]).sum())
         if cost < best_cost:
             best, best_cost = placement, cost
     return best
 
 
-def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, adjacent, order, first_core,
+RING_CHUNK = 16  # cores of a by-distance ring read by the first numpy step looking for free ones
+
+
+def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, first_core,
           depth_first: bool) -> np.ndarray:
-    """One greedy pass from order[0] (placed near first_core), breadth- or depth-first; see greedy_map."""
+    """One greedy pass from order[0] (placed near first_core), breadth- or depth-first; see greedy_map.
+    A step looks at O(k*m) entries, never a whole row of the machine's tables: a ring's leading
+    full cores are skipped once for all (cores only fill up), and the distance of every core to
+    the placed ones, which only a new independent group needs, is brought up to date then."""
     placement = np.full(comm.n, -1, dtype=np.int64)
     free = np.full(topo.n_cores, capacity, dtype=np.int64)
     on_core: list[list[int]] = [[] for _ in range(topo.n_cores)]
-    hops = topo.hops
-    dist_to_placed = np.full(topo.n_cores, np.iinfo(np.int32).max, dtype=np.int64)
+    hops, by_distance, nearest = topo.hops, topo.by_distance, topo.nearest
+    load, start, end = comm.load.tolist(), comm.start.tolist(), comm.end.tolist()
+    unset = np.iinfo(np.int32).max
+    dist_to_placed = np.full(topo.n_cores, unset, dtype=np.int64)
+    unfolded: list[int] = []  # cores placed on since dist_to_placed was last brought up to date
+    first_room = [0] * topo.n_cores  # per ring: index of its first core that may have room
 
     def place(p: int, core: int) -> None:
         placement[p] = core
         free[core] -= 1
         on_core[core].append(p)
-        np.minimum(dist_to_placed, hops[core], out=dist_to_placed)
+        unfolded.append(core)
+
+    def with_room(core: int, m: int) -> list[int]:
+        """The first m cores of core's ring (by distance) that have room: read in chunks that
+        double, from the ring's first core with room (the full ones before it are skipped for good)."""
+        ring, i, size = by_distance[core], first_room[core], RING_CHUNK
+        out: list[int] = []
+        while len(out) < m and i < len(ring):
+            chunk = ring[i:i + size]
+            room = np.flatnonzero(free[chunk] > 0)
+            if not out:
+                first_room[core] = i + (int(room[0]) if len(room) else len(chunk))
+            out += chunk[room[:m - len(out)]].tolist()
+            i += size
+            size *= 2
+        return out
 
     def start_core() -> int:
-        if not (placement >= 0).any():
-            ring = topo.by_distance[first_core]
-            return int(ring[np.argmax(free[ring] > 0)])
+        if not unfolded and dist_to_placed[0] == unset:  # nothing placed yet: near first_core
+            return with_room(first_core, 1)[0]
+        if unfolded:
+            np.minimum(dist_to_placed, hops[unfolded].min(axis=0), out=dist_to_placed)
+            unfolded.clear()
         return int(np.argmax(np.where(free > 0, dist_to_placed, -1)))
 
     def best_core(p: int) -> int:
-        placed = [(q, w) for q, w in partners[p] if placement[q] >= 0]
-        if not placed:
+        placed_partners = [(q, w) for q, w in partners[p] if placement[q] >= 0]
+        if not placed_partners:
             return start_core()
-        q0, _ = placed[0]
+        q0, _ = placed_partners[0]
         share = sharing[p, q0] if sharing.nnz else 0.0
         if share > 0 and free[placement[q0]] > 0:
-            together = comm.load[p] + comm.load[q0]
+            together = load[p] + load[q0]
             apart = together / 2 + (share + traffic[p, q0]) * byte_hop_ns
             if together <= apart:
                 return int(placement[q0])
-        ring = topo.by_distance[placement[q0]]
-        candidates = ring[free[ring] > 0][:CANDIDATE_CORES]
-        cores = placement[[q for q, _ in placed]]
-        weights = np.array([w for _, w in placed])
+        candidates = np.array(with_room(int(placement[q0]), CANDIDATE_CORES))
+        cores = placement[[q for q, _ in placed_partners]]
+        weights = np.array([w for _, w in placed_partners])
         # eq. (1) in ns: bytes moved times hops, plus the work on that core of processes alive at
         # the same time as p (N = 1 there); a process that ended before p started costs nothing
-        busy = [sum(comm.load[q] for q in on_core[c] if comm.start[q] < comm.end[p] and comm.start[p] < comm.end[q])
+        busy = [sum(load[q] for q in on_core[c] if start[q] < end[p] and start[p] < end[q])
                 for c in candidates.tolist()]
         cost = byte_hop_ns * (hops[np.ix_(candidates, cores)] @ weights) + np.array(busy)
-        free_nbrs = (adjacent[candidates] & (free > 0)).sum(axis=1)
+        free_nbrs = [sum(1 for n in nearest[c] if free[n] > 0) for c in candidates.tolist()]
         return int(candidates[np.lexsort((free_nbrs, cost))[0]])
 
     seen = np.zeros(comm.n, dtype=bool)
@@ -146,27 +171,28 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
     visits every process; a later one only those near a move of the round before: the processes
     moved, those on the cores they left or joined, and all their partners. (A process elsewhere
     keeps its own costs; it may miss a core freed or a new resident to swap with, until a later
-    move touches it: that is what makes rounds after the first cheap.) Each step touches a handful of processes and cores, so the loop runs on Python
-    lists: numpy's per-call overhead on arrays of a few elements was most of the portfolio's time."""
+    move touches it: that is what makes rounds after the first cheap.) Each step touches a
+    handful of processes and cores, so the loop runs on Python lists where it can (numpy's
+    per-call overhead on arrays of a few elements was most of the portfolio's time); it never
+    reads a whole row of the hop table, so a round costs O(P d m) for degree d and m candidate
+    cores, not O(C^2) for C cores."""
     traffic = comm.traffic()
-    hops = topo.hops.tolist()
-    reach = 2 if topo.kind == "tree" else 1
-    near_of = [np.flatnonzero(r <= reach).tolist() for r in topo.hops]
+    hops, hop_rows = topo.hops, topo.hop_rows
+    near_of = topo.within(2 if topo.kind == "tree" else 1)
     rng = np.random.default_rng(0)
     place = placement.tolist()
     count = np.bincount(placement, minlength=topo.n_cores).tolist()
-    row = [list(zip(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist(),
-                    traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist())) for p in range(comm.n)]
-    weight_to = [dict(r) for r in row]
-    partners = [traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist() for p in range(comm.n)]
+    # a process's partners and the bytes to each: one Python copy of the traffic matrix's rows,
+    # (partner, bytes) pairs for the loops; the products read the matrix's own bytes (views)
     weights = [traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]] for p in range(comm.n)]
-    hop_table = topo.hops
+    row = [list(zip(traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist(), weights[p].tolist()))
+           for p in range(comm.n)]
     on_core: list[set[int]] = [set() for _ in range(topo.n_cores)]
     for p, c in enumerate(place):
         on_core[c].add(p)
 
     def cost(p: int, core: int) -> float:
-        h = hops[core]
+        h = hop_rows[core]
         return sum(w * h[place[q]] for q, w in row[p])
 
     current: list[float | None] = [None] * comm.n  # cost(p, place[p]), None once p or a partner moved
@@ -183,11 +209,12 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
             if not row[p]:
                 continue
             here = place[p]
-            partner_cores = [place[q] for q in partners[p]]
+            partner_cores = [place[q] for q, _ in row[p]]
             near = sorted({c for pc in partner_cores for c in near_of[pc]})
             # p's cost on every candidate core at once: one numpy product instead of a Python sum per core
-            on_near = (hop_table[np.ix_(near, partner_cores)] @ weights[p]).tolist()
+            on_near = (hops[np.ix_(near, partner_cores)] @ weights[p]).tolist()
             stay = cost_here(p)
+            weight_to = None  # p's bytes to each partner, looked up only if a swap is weighed
             best_gain, best = 1e-9, None
             for c, there in zip(near, on_near):
                 if c == here:
@@ -196,11 +223,13 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
                     if stay - there > best_gain:
                         best_gain, best = stay - there, (c, None)
                     continue
-                h = hops[here][c]
+                h = hop_rows[here][c]
+                if weight_to is None:
+                    weight_to = dict(row[p])
                 for r in on_core[c]:
                     # p to c, r to here; their own edge keeps its length h, which `there` and
                     # cost(r, here) count as 0 and `stay` and cost(r, c) as h
-                    w = weight_to[p].get(r, 0.0)
+                    w = weight_to.get(r, 0.0)
                     gain = stay - there + cost_here(r) - 2 * w * h
                     if gain <= best_gain:  # cost(r, here) >= 0 cannot help
                         continue

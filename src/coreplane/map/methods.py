@@ -39,8 +39,13 @@ GREEDY_RB_ROUNDS = 2  # swap rounds after greedy-rb's start: bounded work, O(P*d
 def greedy_rb(comm: CommGraph, topo: Topology, capacity: int) -> np.ndarray:
     """The greedy with a recursive-bisection flavour: the better of the paper's walks (greedy_map)
     and the greedy dual recursive bisection (bisection.bisection_map), then GREEDY_RB_ROUNDS swap
-    rounds (refine()). Work O(E log P log C) for E communicating pairs on C cores, O(P log^2 P)
-    at bounded degree (the bisection's heaps); the walks and the rounds are O(P)."""
+    rounds (refine()). Work per call, for P processes with E communicating pairs on C cores:
+    the bisection O(E log C) (bucket queues), the walks O(E + P k m) with k partners and m
+    candidate cores per step, the rounds O(P d m) at degree d: O(P log P) at bounded degree and
+    P >= C. Two terms are vectorised but larger: a ring's full cores, skipped once per walk
+    (O(C) per ring used), and, on a graph of several independent groups, every core's distance
+    to the placed ones (O(C) per process placed before a new group starts). The machine's tables
+    (hops, rings, domain tree: O(C^2)) are built once per machine, not per call."""
     starts = (greedy_map(comm, topo, capacity), bisection_map(comm, topo, capacity))
     start = min(starts, key=lambda p: hop_bytes(comm, topo, p))
     return refine(comm, topo, start, capacity, rounds=GREEDY_RB_ROUNDS)
