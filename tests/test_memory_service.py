@@ -14,6 +14,7 @@ import pytest
 
 from conftest import CLI, run_cli
 from coreplane.doctor.probes import userfaultfd
+from test_stress import watched
 
 PROGRAMS = Path(__file__).parent / "programs"
 POOL = ["--memory", "pool", "--memory-budget", "256M"]
@@ -49,6 +50,29 @@ def test_semantics_as_natively(semantics, mode, status, memory):
         assert proc.stdout == native.stdout
     if mode == "mremap":  # growing in place without MREMAP_MAYMOVE: the pool never does
         assert "mremap ok Cannot allocate memory" in proc.stdout
+
+
+@pytest.mark.parametrize("memory", MEMORY_MODES)
+@pytest.mark.parametrize("delegate", ["none", "all"])
+def test_a_single_thread_in_seccomp_strict_mode_ends_the_process(semantics, memory, delegate):
+    # Before: hung for ever. Its exit(2) reached the kernel unseen by the runtime (the thread no
+    # longer traps and that call site was never rewritten), and the scrubber, or pool-demand's
+    # fault handler, kept the process alive. Pool memory touched in strict mode is then filled by
+    # the kernel (pool-demand's handler is gone with its userfaultfd).
+    native = watched([str(semantics), "strict_exit"])
+    assert (native.returncode, native.stdout) == (7, "strict_exit ok\ntouched\n")
+    proc = watched(CLI + ["run", "--delegate", delegate, "--memory", memory, "--memory-budget", "256M", "--",
+                          str(semantics), "strict_exit"])
+    assert (proc.returncode, proc.stdout) == (7, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("memory", MEMORY_MODES)
+def test_a_fault_raced_by_map_fixed_over_held_pages_is_woken(semantics, memory):
+    # Before: pool-demand's handler got ENOENT filling a page whose mapping another thread had
+    # replaced (MAP_FIXED) while its fault waited, and ended the process (8 of 10 runs here).
+    proc = watched(CLI + ["run", "--memory", memory, "--memory-budget", "512M", "--", str(semantics),
+                          "fixed_race"])
+    assert (proc.returncode, proc.stdout) == (0, "fixed_race ok\n"), proc.stderr
 
 
 @pytest.mark.skipif(not UFFD_OK, reason=UFFD_WHY)

@@ -1,5 +1,6 @@
 /* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
- * pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free; prints "<mode> ok ..."
+ * pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race;
+ * prints "<mode> ok ..."
  * or dies. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -7,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +50,25 @@ static void *last_thread(void *arg) {
     usleep(100000);
     printf("exit_last ok\n");
     syscall(SYS_exit, 7);
+    return NULL;
+}
+
+#define RACES 2000
+#define RACE_LEN (128 * 1024)
+static char *race_blocks[RACES];
+static char *volatile race_page;
+static int race_go, race_armed, race_done;
+
+/* Touches each race's page as soon as it is published, and says when it is done. */
+static void *toucher(void *arg) {
+    (void)arg;
+    for (int i = 1; i <= RACES; i++) {
+        while (__atomic_load_n(&race_go, __ATOMIC_ACQUIRE) != i)
+            sched_yield();
+        __atomic_store_n(&race_armed, i, __ATOMIC_RELEASE);
+        *__atomic_load_n(&race_page, __ATOMIC_ACQUIRE) = 1;
+        __atomic_store_n(&race_done, i, __ATOMIC_RELEASE);
+    }
     return NULL;
 }
 
@@ -190,8 +213,49 @@ int main(int argc, char **argv) {
         pthread_t t;
         pthread_create(&t, NULL, last_thread, NULL);
         syscall(SYS_exit, 5);
+    } else if (!strcmp(mode, "strict_exit")) {
+        /* A single-threaded program in seccomp strict mode may only read, write and exit: its
+           exit(2) must end the process although the pool's threads (scrubber, fault handler) live. */
+        for (int i = 0; i < 8; i++) {
+            char *p = map(MIB);
+            memset(p, 1, MIB);
+            munmap(p, MIB);
+        }
+        char *held = map(2 * MIB);  /* held, not touched yet: filled after strict mode began */
+        printf("strict_exit ok\n");
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) != 0) { perror("prctl"); return 1; }
+        for (size_t i = 0; i < 2 * MIB; i += 4096) held[i] = 1;
+        if (write(1, "touched\n", 8) != 8) syscall(SYS_exit, 1);
+        syscall(SYS_exit, 7);
+    } else if (!strcmp(mode, "fixed_race")) {
+        /* One thread touches pool pages it holds while another maps over them (MAP_FIXED): the
+           touch's fault may reach pool-demand's handler after its page changed mapping. */
+        pthread_t t;
+        pthread_create(&t, NULL, toucher, NULL);
+        for (int i = 1; i <= RACES; i++) {
+            char *p = map(RACE_LEN);
+            __atomic_store_n(&race_page, p + (size_t)(i % (RACE_LEN / 4096)) * 4096, __ATOMIC_RELEASE);
+            __atomic_store_n(&race_go, i, __ATOMIC_RELEASE);
+            while (__atomic_load_n(&race_armed, __ATOMIC_ACQUIRE) != i)
+                sched_yield();  /* on one CPU: the toucher runs until its fault blocks it */
+            /* Mostly at once (the toucher's fault waits for the handler on another CPU), else
+               a little later (two CPUs: the fault may not have been taken yet). */
+            for (volatile int spin = 0; spin < (i % 4 ? 0 : (i * 37) % 2000); spin++)
+                ;
+            if (mmap(p, RACE_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != p) {
+                perror("mmap MAP_FIXED"); return 1;
+            }
+            while (__atomic_load_n(&race_done, __ATOMIC_ACQUIRE) != i)
+                sched_yield();
+            /* Kept until the end: a freed block comes back no longer registered (what was
+               mapped over it is replaced by a plain mapping), and each race needs a fresh one. */
+            race_blocks[i - 1] = p;
+        }
+        pthread_join(t, NULL);
+        for (int i = 0; i < RACES; i++) munmap(race_blocks[i], RACE_LEN);
+        printf("fixed_race ok\n");
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last\n");
+        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race\n");
         return 2;
     }
     return 0;

@@ -526,13 +526,16 @@ pub fn before_setns(fd: usize, nstype: usize) {
 /// read, write, exit and rt_sigreturn only and kills it for any other call, the runtime's
 /// included, and disables its rdtsc (SIGSEGV). So the thread stops trapping first (afterwards
 /// the prctl that disarms would be refused), its calls stay local and untimed, and the
-/// program's only thread retires the delegates, so that its exit(2) can end the process as
-/// natively; a thread among others gets a watcher that ends it for it (`strict_watch`). A
-/// refused call re-arms.
+/// program's only thread retires the delegates and the memory service's threads, so that its
+/// exit(2), which may reach the kernel unseen, can end the process as natively; a thread among
+/// others gets a watcher that ends it for it (`strict_watch`). A refused call re-arms.
 pub fn strict_mode(nr: usize, a: &[usize; 6]) -> isize {
     let t = thread::current();
-    if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
-        delegate::retire(t.pid);
+    if t.depth == 0 && app_threads::alone(t) {
+        if delegate::has_delegates(t.pid) {
+            delegate::retire(t.pid);
+        }
+        crate::memsvc::retire();
     } else if !app_threads::alone(t) {
         crate::strict_watch::watch(t);
     }

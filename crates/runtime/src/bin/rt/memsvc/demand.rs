@@ -15,7 +15,7 @@
 //! program touches them all.
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicBool, AtomicIsize, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering::*};
 
 const USERFAULTFD: usize = 323;
 const IOCTL: usize = 16;
@@ -45,6 +45,12 @@ static CHOSEN: AtomicBool = AtomicBool::new(false);
 /// This process's pool is registered (false in a forked child).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static RUNNING: AtomicBool = AtomicBool::new(false);
+static THREAD: super::Helper = super::Helper::new();
+/// Set by `retire`: the handler ends after serving the doorbell's fault.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// A page of the handler's own, registered too: a read of it wakes the handler out of its read(2)
+/// (it takes no signal) when it is told to stop.
+static DOORBELL: AtomicUsize = AtomicUsize::new(0);
 static UFFD: AtomicIsize = AtomicIsize::new(-1);
 /// The registered range, [start, end).
 static mut RANGE: (usize, usize) = (0, 0);
@@ -81,13 +87,17 @@ pub fn register(base: usize, size: usize) -> bool {
     let fd = super::out_of_the_way(fd);
     let mut api = [UFFD_API, 0, 0];
     let mut reg = [base as u64, size as u64, UFFDIO_REGISTER_MODE_MISSING, 0];
+    let doorbell = sys::map_anon(PAGE).unwrap_or_else(|| sys::die(&[b"out of memory for the fault handler"])) as usize;
+    let mut bell = [doorbell as u64, PAGE as u64, UFFDIO_REGISTER_MODE_MISSING, 0];
     let ok = unsafe {
         syscall3(IOCTL, fd as usize, UFFDIO_API, api.as_mut_ptr() as usize) == 0
             && syscall3(IOCTL, fd as usize, UFFDIO_REGISTER, reg.as_mut_ptr() as usize) == 0
+            && syscall3(IOCTL, fd as usize, UFFDIO_REGISTER, bell.as_mut_ptr() as usize) == 0
     };
     if !ok || reg[3] & COPY_AND_ZEROPAGE != COPY_AND_ZEROPAGE {
         sys::die(&[b"--memory pool-demand: the pool cannot be registered with userfaultfd"]);
     }
+    DOORBELL.store(doorbell, Relaxed);
     let source = sys::map_anon(MAX_BATCH * PAGE).unwrap_or_else(|| sys::die(&[b"out of memory for the fault handler"]));
     unsafe {
         RANGE = (base, base + size);
@@ -96,8 +106,29 @@ pub fn register(base: usize, size: usize) -> bool {
     UFFD.store(fd, Relaxed);
     ACTIVE.store(true, Release);
     RUNNING.store(true, Release);
-    super::spawn(handler_main, b"fault handler thread");
+    THREAD.spawn(handler_main, b"fault handler thread");
     true
+}
+
+/// Ends the handler, if the process has one (see `super::retire`): rings the doorbell, waits
+/// for the handler's end, then closes the userfaultfd, which unregisters the pool (the kernel
+/// fills its pages from then on) and wakes any fault still waiting.
+pub fn retire() {
+    if !running() {
+        return;
+    }
+    STOP.store(true, SeqCst);
+    let doorbell = DOORBELL.load(Relaxed);
+    unsafe { core::ptr::read_volatile(doorbell as *const u8) };
+    THREAD.await_exit();
+    ACTIVE.store(false, Release);
+    unsafe {
+        syscall3(CLOSE, UFFD.swap(-1, Relaxed) as usize, 0, 0);
+        syscall3(MUNMAP, doorbell, PAGE, 0);
+    }
+    DOORBELL.store(0, Relaxed);
+    STOP.store(false, Relaxed);
+    RUNNING.store(false, Release);
 }
 
 /// In a forked child: the registration stayed with the parent, and so does the handler.
@@ -143,8 +174,10 @@ fn serve(fd: isize, addr: usize, write: bool) {
     unsafe { NEXT = (page + PAGE, MIN_BATCH) };
     match fill(fd, page, PAGE, write) {
         (PAGE, _) => {}
-        // Filled meanwhile (another thread's fault on the same page): wake the waiters.
-        (_, r) if r == -EEXIST => unsafe {
+        // Filled meanwhile (another thread's fault on the same page), or no longer registered:
+        // another thread put a mapping of its own over the page (MAP_FIXED over pool pages it
+        // holds) while the fault waited. Woken, the fault finds the page, or the new mapping.
+        (_, r) if r == -EEXIST || r == -ENOENT => unsafe {
             let range = [page as u64, PAGE as u64];
             syscall3(IOCTL, fd as usize, UFFDIO_WAKE, range.as_ptr() as usize);
         },
@@ -167,9 +200,15 @@ extern "C" fn handler_main(_: usize) {
             sys::die(&[b"memory pool: the fault handler cannot read its userfaultfd"]);
         }
         for m in &msgs[..n as usize / 32] {
-            if m[0] & 0xff == UFFD_EVENT_PAGEFAULT {
-                serve(fd, m[2] as usize, m[1] & UFFD_PAGEFAULT_FLAG_WRITE != 0);
+            if m[0] & 0xff != UFFD_EVENT_PAGEFAULT {
+                continue;
             }
+            let (addr, write) = (m[2] as usize, m[1] & UFFD_PAGEFAULT_FLAG_WRITE != 0);
+            if STOP.load(SeqCst) && addr & !(PAGE - 1) == DOORBELL.load(Relaxed) {
+                fill(fd, addr & !(PAGE - 1), PAGE, false);
+                return;
+            }
+            serve(fd, addr, write);
         }
     }
 }

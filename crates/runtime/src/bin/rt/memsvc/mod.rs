@@ -32,7 +32,7 @@ mod lock;
 mod scrub;
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use coreplane_runtime::buddy::{Buddy, DIRTY, FOREIGN, USED};
 use lock::OwnerLock;
 
@@ -166,6 +166,19 @@ fn answer(nr: usize, a: &[usize; 6]) -> Option<isize> {
 /// a delegate, it would keep the process alive after its last program thread.
 pub fn has_scrubber() -> bool {
     scrub::running() || demand::running()
+}
+
+/// The program's only thread is about to enter seccomp strict mode: the service's threads end, as
+/// the delegates do, so that the thread's exit(2) ends the process as natively. That exit may
+/// reach the kernel without the runtime seeing it (the thread no longer traps, and its call
+/// site may never have been rewritten), so the process must not depend on the runtime to end
+/// it. In strict mode the thread can make no mapping call, so there is nothing left to serve:
+/// the fault handler closes its userfaultfd, after which the kernel fills the pool's missing
+/// pages (pool-demand becomes pool), and freed pages still queued stay unscrubbed, never handed
+/// out, or to a new scrubber if the mode was refused and the program frees more.
+pub fn retire() {
+    demand::retire();
+    scrub::retire();
 }
 
 /// Whether the pool exists (`--memory pool`, and a request has started it).
@@ -566,14 +579,42 @@ extern "C" {
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
 }
 
-/// Starts a thread of the service's (`what` names it in the error), and in it `entry`, which
-/// calls `on_control_core` first.
-fn spawn(entry: extern "C" fn(usize), what: &[u8]) {
-    const STACK_SIZE: usize = 64 * 1024;
-    let stack = sys::map_anon(STACK_SIZE).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's ", what]));
-    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, entry, 0) } < 0 {
-        sys::die(&[b"cannot start the memory pool's ", what]);
+/// Stack of each thread of the service's.
+const STACK_SIZE: usize = 64 * 1024;
+
+/// A thread of the service's, as `retire` needs it: its tid and its stack.
+pub(crate) struct Helper {
+    tid: AtomicI32,
+    stack: AtomicUsize,
+}
+
+impl Helper {
+    pub(crate) const fn new() -> Self {
+        Helper { tid: AtomicI32::new(0), stack: AtomicUsize::new(0) }
+    }
+
+    /// Starts the thread (`what` names it in the error), and in it `entry`, which calls
+    /// `on_control_core` first.
+    pub(crate) fn spawn(&self, entry: extern "C" fn(usize), what: &[u8]) {
+        let stack = sys::map_anon(STACK_SIZE).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's ", what]));
+        let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+        self.stack.store(stack as usize, Relaxed);
+        let tid = unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, entry, 0) };
+        if tid < 0 {
+            sys::die(&[b"cannot start the memory pool's ", what]);
+        }
+        self.tid.store(tid as i32, Release);
+    }
+
+    /// Waits until the thread, told to end, is gone from the thread group (tgkill with signal
+    /// 0 no longer finds it, as `delegate::retire` waits), then frees its stack.
+    pub(crate) fn await_exit(&self) {
+        let pid = crate::thread::current().pid as usize;
+        while unsafe { syscall3(TGKILL, pid, self.tid.load(Acquire) as usize, 0) } == 0 {
+            unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
+        }
+        unsafe { syscall3(MUNMAP, self.stack.load(Relaxed), STACK_SIZE, 0) };
+        self.tid.store(0, Relaxed);
     }
 }
 

@@ -35,6 +35,9 @@ const FSTAT: usize = 5;
 const SCRUBBER: u32 = u32::MAX;
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
+static THREAD: super::Helper = super::Helper::new();
+/// Set by `retire`: the scrubber ends before its next step.
+static STOP: AtomicBool = AtomicBool::new(false);
 static SLEEPING: AtomicU32 = AtomicU32::new(0);
 /// Bumped when work is queued; the sleeping scrubber waits on it.
 static WORK: AtomicU32 = AtomicU32::new(0);
@@ -70,12 +73,26 @@ pub fn wake() {
         if !super::demand::active() && unsafe { MEM.0 } < 0 {
             open_mem();
         }
-        super::spawn(scrubber_main, b"scrubber thread");
+        THREAD.spawn(scrubber_main, b"scrubber thread");
     }
     WORK.fetch_add(1, SeqCst);
     if SLEEPING.load(SeqCst) != 0 {
         sys::futex_wake(WORK.as_ptr(), 1);
     }
+}
+
+/// Ends the scrubber, if the process has one (see `super::retire`); the queued runs stay queued.
+pub fn retire() {
+    if !running() {
+        return;
+    }
+    STOP.store(true, SeqCst);
+    WORK.fetch_add(1, SeqCst);
+    sys::futex_wake(WORK.as_ptr(), 1);
+    THREAD.await_exit();
+    STOP.store(false, Relaxed);
+    SLEEPING.store(0, Relaxed);
+    RUNNING.store(false, Release);
 }
 
 fn lock() -> &'static mut Pool {
@@ -201,7 +218,7 @@ fn idle_until_work() {
         core::hint::spin_loop();
     }
     SLEEPING.store(1, SeqCst);
-    let more = next_step(lock()).is_some();
+    let more = next_step(lock()).is_some() || STOP.load(SeqCst);
     POOL_LOCK.release();
     if !more {
         sys::futex_wait(WORK.as_ptr(), seq, 100_000_000);
@@ -209,10 +226,11 @@ fn idle_until_work() {
     SLEEPING.store(0, SeqCst);
 }
 
-/// Scrubs the queued runs step by step, then sleeps until woken.
+/// Scrubs the queued runs step by step, then sleeps until woken; returns (the thread ends) when
+/// told to stop.
 extern "C" fn scrubber_main(_: usize) {
     super::on_control_core();
-    loop {
+    while !STOP.load(SeqCst) {
         let pool = lock();
         let step = next_step(pool);
         let base = pool.base;
