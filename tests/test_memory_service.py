@@ -75,6 +75,18 @@ def test_a_fault_raced_by_map_fixed_over_held_pages_is_woken(semantics, memory):
     assert (proc.returncode, proc.stdout) == (0, "fixed_race ok\n"), proc.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mlockall of a whole program needs CAP_IPC_LOCK (root here)")
+@pytest.mark.parametrize("memory", MEMORY_MODES)
+@pytest.mark.parametrize("mode", ["zero", "sparse"])
+def test_locked_memory_comes_back_zeroed(semantics, memory, mode):
+    # A cell made with --mlock has `cell exec` set COREPLANE_CELL_MLOCK=1, and the runtime calls
+    # mlockall(MCL_CURRENT | MCL_FUTURE). Before: the kernel refused the scrubber's MADV_DONTNEED
+    # on the locked pool (EINVAL, unchecked), and freed pages came back with the program's bytes.
+    proc = watched(["env", "COREPLANE_CELL_MLOCK=1", *CLI, "run", "--memory", memory, "--memory-budget", "256M",
+                    "--", str(semantics), mode])
+    assert (proc.returncode, proc.stdout) == (0, f"{mode} ok\n"), proc.stdout + proc.stderr
+
+
 @pytest.mark.skipif(not UFFD_OK, reason=UFFD_WHY)
 def test_pool_demand_fills_pages_through_userfaultfd_in_batches(semantics):
     # The handler fills each touched page's aligned batch of 16 (natively 32 pages are resident,

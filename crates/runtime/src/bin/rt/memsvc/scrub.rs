@@ -128,8 +128,23 @@ fn identity(fd: isize) -> Option<(u64, u64)> {
     (r == 0).then_some((st[0], st[1]))
 }
 
+/// Drops [addr, addr + len): it reads as zero and faults in again. Where the kernel refuses
+/// (memory locked by mlockall, as in a cell made with --mlock: EINVAL), it is zeroed in place:
+/// a freed page is never handed out with the program's old bytes.
 fn drop_pages(addr: usize, len: usize) {
-    unsafe { syscall3(MADVISE, addr, len, MADV_DONTNEED) };
+    if unsafe { syscall3(MADVISE, addr, len, MADV_DONTNEED) } != 0 {
+        zero(addr, len);
+    }
+}
+
+/// Opens the memory file unless the one held is still the process's (the program may have
+/// closed the fd or put a file of its own under its number).
+fn ensure_mem() {
+    unsafe {
+        if MEM.0 < 0 || identity(MEM.0) != Some((MEM.1, MEM.2)) {
+            open_mem();
+        }
+    }
 }
 
 /// Makes [addr, addr + len) (at most STEP_PAGES) read as zero: each part the program mostly
@@ -138,11 +153,7 @@ fn scrub(addr: usize, len: usize) {
     let mut resident = [0u8; STEP_PAGES];
     let keep = !super::demand::active() && unsafe { syscall3(MINCORE, addr, len, resident.as_mut_ptr() as usize) } == 0;
     if keep {
-        unsafe {
-            if MEM.0 < 0 || identity(MEM.0) != Some((MEM.1, MEM.2)) {
-                open_mem();
-            }
-        }
+        ensure_mem();
     }
     let mut at = addr;
     while at < addr + len {
@@ -192,6 +203,7 @@ fn refill_huge(at: usize) {
 
 /// Writes zeros over [addr, addr + len) through the memory file.
 fn zero(addr: usize, len: usize) {
+    ensure_mem();
     let iov: [(usize, usize); 64] = [(ZEROS.as_ptr() as usize, ZEROS.len()); 64];
     let mut done = 0;
     while done < len {
