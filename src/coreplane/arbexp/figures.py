@@ -34,10 +34,10 @@ def _title(fig, title: str, table, sweep: Path) -> None:
     """The title, with the machine the sweep recorded and the load its runs saw."""
     machine = meta(sweep).get("machine", {})
     loads = _rows(table, "load_1min")
-    n = table["n"]
+    n = f"{table['n'].min()}" if table["n"].min() == table["n"].max() else f"{table['n'].min()}-{table['n'].max()}"
     fig.suptitle(f"{title}\n{machine.get('cpu')}, {machine.get('cpus')} CPUs{' (VM)' if machine.get('virtual') else ''}, "
                  f"under load {loads['min'].min():.1f}-{loads['max'].max():.1f} (1-min average at the runs), "
-                 f"{n.min()}-{n.max()} runs per point, bars: median, whiskers min-max", fontsize=8)
+                 f"{n} runs per point, bars: median, whiskers min-max", fontsize=8)
 
 
 def table1(table, sweep: Path, path: Path, title: str) -> Path:

@@ -139,7 +139,10 @@ def one_run(state: Path, admin, borrower: str | None, frames: int, fps: float, s
     doc = {"borrower": borrower, "frames": frames, "fps": fps, "size": list(size), "span_s": span_ns / 1e9,
            "frame_ms": _ms(records[:, 3] - records[:, 0]), "get_cores_ms": _ms(records[:, 2] - records[:, 1]),
            "encode_ms": _ms(records[:, 3] - records[:, 2]),
-           "per_frame_ms": [round(x / 1e6, 3) for x in (records[:, 3] - records[:, 0]).tolist()]}
+           "per_frame_ms": [round(x / 1e6, 3) for x in (records[:, 3] - records[:, 0]).tolist()],
+           # Per frame: arrival, request, every vcore held, done (CLOCK_MONOTONIC ns, as traces
+           # with the "mono" clock print them): where a long frame's time went.
+           "frames_ns": records.tolist()}
     if lender:
         lender.send_signal(signal.SIGTERM)
         stints = json.loads(lender.stdout.readline())
