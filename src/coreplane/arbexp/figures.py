@@ -1,5 +1,5 @@
 """Figures of the arbiter's experiments, from the DSE summary (one row per point and metric) and,
-for Fig. 6's per-frame times, from the runs' own JSON."""
+for Figure 6's per-frame times, from the runs' own JSON."""
 
 import json
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""What the arbiter's experiments vary and report: Tables 1-2's operations, Fig. 6's borrowers, the pool's programs, the gang-stop settings."""
+"""What the arbiter's experiments vary and report: Tables 1-2's operations, Figure 6's borrowers, the pool's programs, the gang-stop settings."""
 
 # ROS Tables 1-2's operations as `coreplane arbiter tables` names them, in the tables' order.
 TABLE_OPS = ["create_scp", "create_mcp", "get_one_vcore_warm", "get_one_vcore_cold", "yield_one_vcore",
