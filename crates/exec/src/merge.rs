@@ -273,10 +273,14 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         for (th, ticks) in &p.threads {
             let stats = thread_stats_ns(ticks, &clock);
             add_stats(&mut totals, &stats);
-            threads.push(json!({
+            let mut thread = json!({
                 "pid": h(L::H_PID), "tid": th[L::T_TID / 8], "start_ns": rel(th[L::T_START_NS / 8]),
                 "end_ns": rel(th[L::T_END_NS / 8]), "syscalls": syscall_entries(&stats, None),
-            }));
+            });
+            if th[L::T_CPU_NS / 8] > 0 {
+                thread["cpu_ns"] = json!(th[L::T_CPU_NS / 8] - 1);
+            }
+            threads.push(thread);
         }
         let code = h(L::H_EXIT_CODE);
         let end = if h(L::H_END_NS) == 0 { "killed" } else if code == 1 << 32 { "execve" } else { "exit" };

@@ -36,6 +36,8 @@ pub const T_END_NS: usize = 16;
 pub const T_SAMPLE_LEFT: usize = 24;
 /// xorshift64 state drawing the gaps between timed calls.
 pub const T_SAMPLE_RNG: usize = 32;
+/// The thread's CPU time (user + system) at its end, +1 (0: not recorded, a killed process).
+pub const T_CPU_NS: usize = 40;
 pub const T_STATS: usize = 64;
 pub const STAT_FIELDS: usize = 12;
 pub const S_COUNT: usize = 0;

@@ -319,22 +319,34 @@ def phases(profile: Profile) -> tuple[list[list[Share]], set[int]]:
 
 def cpu_scale(profile: Profile) -> list[float]:
     """Per segment, the share r of its busy time (C_k and its calls' times) that was CPU demand:
-    the process's CPU time (user + sys, `processes[]` of the profile) over its threads' summed
-    busy time, when less. The rest was spent waiting: for a core, when a process's threads shared
-    fewer cores than they were (lifetime-based C_k includes that), or blocked in a call (a
-    stage of a shell pipeline reading an empty pipe: its reads' times are mostly that). 1 for
-    sequential profiles and without CPU times."""
+    the thread's own CPU time (`cpu_ns` of the profile's thread) over its busy time, when less,
+    or, where a thread of the process has no CPU time (profiles before session 8, a killed
+    process), the process's CPU time (user + sys, `processes[]`) over its threads' summed busy
+    time. The rest was spent waiting: for a core, when a process's threads shared fewer cores
+    than they were (lifetime-based C_k includes that), blocked in a call (a stage of a shell
+    pipeline reading an empty pipe: its reads' times are mostly that), or in a call that never
+    returned and so was never counted (a pool's idle worker asleep in futex at exit looks like
+    a thread that computed all its life; one process-wide ratio then shrank mksquashfs's two
+    busy workers to a fifth). 1 for sequential profiles and without CPU times."""
     if not profile.multithreaded:
         return [1.0]
     cpu_by_pid = {p.get("pid"): (p.get("user_ns") or 0) + (p.get("sys_ns") or 0)
                   for p in profile.extra.get("processes") or [] if isinstance(p, dict)}
+    segments = profile.segments()
+    busy = [s.compute_ns + s.syscall_ns for s in segments]
     busy_by_pid: dict[int, float] = {}
-    for t, s in zip(profile.threads, profile.segments()):
-        busy_by_pid[t.pid] = busy_by_pid.get(t.pid, 0.0) + s.compute_ns + s.syscall_ns
+    per_thread_pids = {t.pid for t in profile.threads}
+    for t, b in zip(profile.threads, busy):
+        busy_by_pid[t.pid] = busy_by_pid.get(t.pid, 0.0) + b
+        if not isinstance(t.extra.get("cpu_ns"), (int, float)):
+            per_thread_pids.discard(t.pid)
     scale = []
-    for t in profile.threads:
-        cpu, busy = cpu_by_pid.get(t.pid), busy_by_pid.get(t.pid, 0.0)
-        scale.append(min(1.0, cpu / busy) if cpu and busy > 0 else 1.0)
+    for t, b in zip(profile.threads, busy):
+        if t.pid in per_thread_pids:
+            cpu, total = float(t.extra["cpu_ns"]), b
+        else:   # a process CPU time of 0 is one not recorded
+            cpu, total = cpu_by_pid.get(t.pid) or None, busy_by_pid.get(t.pid, 0.0)
+        scale.append(min(1.0, cpu / total) if cpu is not None and total > 0 else 1.0)
     return scale
 
 

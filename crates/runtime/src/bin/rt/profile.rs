@@ -191,10 +191,13 @@ pub fn count_of(prof: *mut u8, nr: usize) -> u64 {
     unsafe { *(prof.add(L::T_STATS + (nr * L::STAT_FIELDS + L::S_COUNT) * 8) as *const u64) }
 }
 
-/// Marks the calling thread's end.
+/// Marks the calling thread's end, with its CPU time.
 pub fn end_thread(prof: *mut u8) {
     if !prof.is_null() {
-        unsafe { *(prof.add(L::T_END_NS) as *mut u64) = sys::monotonic_ns() };
+        unsafe {
+            *(prof.add(L::T_CPU_NS) as *mut u64) = sys::thread_cpu_ns(*(prof.add(L::T_TID) as *const u64)) + 1;
+            *(prof.add(L::T_END_NS) as *mut u64) = sys::monotonic_ns();
+        }
     }
 }
 
@@ -208,8 +211,12 @@ pub fn end_process(code: u64) {
         let now = sys::monotonic_ns();
         let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
         for i in 0..n {
-            let end = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK + L::T_END_NS) as *mut u64;
+            let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
+            let end = block.add(L::T_END_NS) as *mut u64;
             if *end == 0 {
+                // Still running, or blocked in a call that will never return (a pool's idle
+                // worker in futex): its CPU time says which, where its lifetime cannot.
+                *(block.add(L::T_CPU_NS) as *mut u64) = sys::thread_cpu_ns(*(block.add(L::T_TID) as *const u64)) + 1;
                 *end = now;
             }
         }
