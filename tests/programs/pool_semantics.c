@@ -1,10 +1,11 @@
 /* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
- * pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race;
+ * pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget;
  * prints "<mode> ok ..."
  * or dies. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,26 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < 2 * MIB; i += 4096) held[i] = 1;
         if (write(1, "touched\n", 8) != 8) syscall(SYS_exit, 1);
         syscall(SYS_exit, 7);
+    } else if (!strcmp(mode, "brk")) {
+        /* The program break grows over zeroed memory, shrinks, and grows again over zeroed
+           memory; the memory above a lowered break is unmapped. */
+        char *b0 = sbrk(0);
+        for (int round = 0; round < 4; round++) {
+            char *p = sbrk(3 * MIB + 100);
+            if (p != b0) { printf("brk: sbrk returned %p, the break was %p\n", (void *)p, (void *)b0); return 1; }
+            expect(p, 3 * MIB + 100, 0, "new heap");
+            memset(p, 0x77, 3 * MIB + 100);
+            if (sbrk(-(intptr_t)(3 * MIB + 100)) != p + 3 * MIB + 100 || sbrk(0) != b0) { printf("brk: shrink\n"); return 1; }
+        }
+        printf("brk ok\n");
+        b0[MIB] = 1;  /* above the break: SIGSEGV */
+        printf("survived\n");
+    } else if (!strcmp(mode, "brk_budget")) {
+        /* The heap grows in 1 MiB steps until the budget (or 128 MiB) is reached: ENOMEM. */
+        int steps = 0;
+        errno = 0;
+        while (steps < 128 && sbrk(MIB) != (void *)-1) steps++;
+        printf("brk_budget ok %d %s\n", steps, steps < 128 ? strerror(errno) : "");
     } else if (!strcmp(mode, "fixed_race")) {
         /* One thread touches pool pages it holds while another maps over them (MAP_FIXED): the
            touch's fault may reach pool-demand's handler after its page changed mapping. */
@@ -255,7 +276,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < RACES; i++) munmap(race_blocks[i], RACE_LEN);
         printf("fixed_race ok\n");
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race\n");
+        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget\n");
         return 2;
     }
     return 0;

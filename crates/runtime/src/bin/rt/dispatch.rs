@@ -11,11 +11,12 @@ pub fn needs_trap(nr: usize) -> bool {
 }
 
 /// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
-/// because they may change what an address is, see `textmap`).
+/// because they may change what an address is, see `textmap`; brk when the memory pool serves it).
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
         | MUNMAP | MPROTECT | MREMAP | MMAP | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS)
+        || nr == crate::memsvc::BRK && crate::env::config().memory_pool > 0
 }
 
 /// Any call but those in `needs_trap`, from the trap or from the fast path.
@@ -45,7 +46,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a)),
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
         SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
-        MMAP | MUNMAP | MPROTECT | MREMAP if let Some(r) = crate::memsvc::serve(nr, a) => r,
+        MMAP | MUNMAP | MPROTECT | MREMAP | crate::memsvc::BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,
         MMAP if a[3] & MAP_FIXED == 0 => run(nr, a),
         MMAP | MUNMAP | MPROTECT | MREMAP => {
             // After the change, not before: a rewrite that read the maps in between would cache

@@ -3,7 +3,9 @@
 //! ones stay the kernel's); mmap of anonymous private read-write memory is answered from it by
 //! the buddy allocator (coreplane_runtime::buddy) with one mprotect, munmap hands the pages to
 //! the scrubber (`scrub`), a thread on a control core that makes them zero again, and mremap
-//! moves page tables, not bytes. Freed pages the program had touched come back zeroed and
+//! moves page tables, not bytes. brk is served from a heap at the start of the same reservation
+//! (see `brk`); the heap's pages and the mapped ones together are held to the budget. Freed
+//! pages the program had touched come back zeroed and
 //! populated, so memory that is reused does not fault; pages never handed out, or mostly left
 //! untouched, are filled at first touch: by the kernel (`pool`), or by the runtime's fault
 //! handler on the control core through userfaultfd (`pool-demand`, see `demand`).
@@ -19,26 +21,28 @@
 //!   program's without CLONE_VM is not held back so);
 //! - calls on pool pages the program does not hold fail as they would on unmapped memory
 //!   (munmap succeeds, mprotect ENOMEM, mremap EFAULT).
-//! What differs: /proc/self/maps shows the pool as anonymous mappings, its free parts `---p`;
-//! budget exhaustion is ENOMEM (the pool does not grow); MAP_FIXED into free pool pages, and
+//! What differs: /proc/self/maps shows the pool as anonymous mappings, its free parts `---p`,
+//! and no `[heap]` (the break is in the pool; /proc/PID/stat's start_brk is the kernel's);
+//! budget exhaustion is ENOMEM (mmap) or a break that does not move (brk); MAP_FIXED into free pool pages, and
 //! mremap with MREMAP_FIXED or MREMAP_DONTUNMAP on pool memory, fail with ENOMEM / EINVAL;
 //! madvise is left to the kernel (DONTNEED on pool memory is correct: the pages read as zero
-//! and fault in again; on free pool pages it returns 0 where Linux says ENOMEM); brk stays the
-//! kernel's. A mapping call from a program signal handler that interrupted the service in the
+//! and fault in again; on free pool pages it returns 0 where Linux says ENOMEM). A mapping call from a program signal handler that interrupted the service in the
 //! same thread goes to the kernel (mmap) or fails with ENOMEM (munmap, mremap of pool memory).
 
 mod demand;
 mod lock;
 mod scrub;
+mod stats;
 
 use crate::sys::{self, *};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
-use coreplane_runtime::buddy::{Buddy, DIRTY, FOREIGN, USED};
+use coreplane_runtime::buddy::{Buddy, DIRTY, FOREIGN, UNPOPULATED, USED};
 use lock::OwnerLock;
 
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 const HUGE_PAGES: usize = HUGE_PAGE / PAGE;
 pub(crate) const MADVISE: usize = 28;
+pub const BRK: usize = 12;
 const MADV_HUGEPAGE: usize = 14;
 const MADV_POPULATE_WRITE: usize = 23;
 const MAP_NORESERVE: usize = 0x4000;
@@ -65,6 +69,8 @@ const SCRUB_FROM: usize = 1024;
 const RING: usize = 4096;
 
 /// The pool and its allocator; only touched under `POOL_LOCK`.
+/// Its reservation starts with the heap (pages [0, heap_pages), the program break's), then the
+/// pages of the buddy allocator; both share one page numbering, state array and scrubber.
 struct Pool {
     base: usize,
     buddy: Buddy<'static>,
@@ -74,6 +80,13 @@ struct Pool {
     ring_head: usize,
     ring_len: usize,
     dirty_pages: usize,
+    /// The heap's pages (the first of the buddy's), its break, and the pages below the break.
+    heap_pages: usize,
+    brk: usize,
+    heap_top: usize,
+    /// Pages the program holds (heap and mapped), at most `budget_pages`.
+    held: usize,
+    budget_pages: usize,
 }
 
 /// What `Pool::take` found for a request.
@@ -95,6 +108,8 @@ static BASE: AtomicUsize = AtomicUsize::new(0);
 static END: AtomicUsize = AtomicUsize::new(0);
 /// Bumped whenever the scrubber returns pages; threads waiting for memory sleep on it.
 static RETURNED: AtomicU32 = AtomicU32::new(0);
+/// The program break, read without the lock (by a signal handler that interrupted the service).
+static BREAK: AtomicUsize = AtomicUsize::new(0);
 static WAITERS: AtomicU32 = AtomicU32::new(0);
 
 /// The calling program thread's id, its owner id for `POOL_LOCK`.
@@ -137,7 +152,7 @@ fn reaches_pool(addr: usize, len: usize) -> bool {
 /// The service's entry from dispatch: a mapping call the pool answers (its result, counted in
 /// the profile as served in user space), or None for the runtime's usual path.
 pub fn serve(nr: usize, a: &[usize; 6]) -> Option<isize> {
-    if !enabled() && (nr != MMAP || BUDGET.load(Relaxed) == 0) {
+    if !enabled() && (!matches!(nr, MMAP | BRK) || BUDGET.load(Relaxed) == 0) {
         return None;
     }
     let t = crate::thread::current();
@@ -158,6 +173,7 @@ fn answer(nr: usize, a: &[usize; 6]) -> Option<isize> {
         MUNMAP => munmap(a[0], a[1]),
         MREMAP => mremap(a),
         MPROTECT => check_held(a[0], a[1]),
+        BRK => brk(a[0]),
         _ => None,
     }
 }
@@ -210,10 +226,11 @@ fn ensure_reserved() -> bool {
     true
 }
 
-/// Reserves the pool of `bytes` (rounded up to huge pages), PROT_NONE and not populated, with
-/// its bookkeeping; called under the lock.
+/// Reserves the pool of `bytes` (rounded up to huge pages), PROT_NONE and not populated, after
+/// a heap of as much address space, with their bookkeeping; called under the lock.
 fn reserve(bytes: u64) {
-    let size = (bytes as usize).next_multiple_of(HUGE_PAGE);
+    let heap = (bytes as usize).next_multiple_of(HUGE_PAGE);
+    let size = 2 * heap;
     let pages = size / PAGE;
     let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     let raw = unsafe { syscall6(MMAP, 0, size + HUGE_PAGE, PROT_NONE, flags, usize::MAX, 0) };
@@ -250,16 +267,24 @@ fn reserve(bytes: u64) {
         *core::ptr::addr_of_mut!(POOL) = Some(Pool {
             base,
             buddy: Buddy::new(state, next, prev),
-            fresh: 0,
+            fresh: heap / PAGE,
             ring: [(0, 0); RING],
             ring_head: 0,
             ring_len: 0,
             dirty_pages: 0,
+            heap_pages: heap / PAGE,
+            brk: base,
+            heap_top: 0,
+            held: 0,
+            budget_pages: heap / PAGE,
         });
     }
+    BREAK.store(base, Relaxed);
+    stats::open();
     BASE.store(base, Relaxed);
     END.store(base + size, Relaxed);
     READY.store(true, Release);
+    unsafe { (*core::ptr::addr_of_mut!(POOL)).as_mut().unwrap_unchecked() }.publish();
 }
 
 /// Before fork: no other thread (nor the scrubber) may be half-way through the pool's
@@ -293,6 +318,32 @@ impl Pool {
         self.base + self.buddy.pages() * PAGE
     }
 
+    /// Publishes the pool's figures (`stats`); under the lock.
+    fn publish(&self) {
+        stats::publish(&stats::Figures {
+            budget: (self.budget_pages * PAGE) as u64,
+            in_use: (self.held * PAGE) as u64,
+            scrubbing: (self.dirty_pages * PAGE) as u64,
+            heap: (self.brk - self.base) as u64,
+            given_back: 0,
+            on_demand: demand::active(),
+        });
+    }
+
+    /// The scrubber made `pages` from `first` zero again: the heap's stay the heap's (free above
+    /// the break), the others go back to the allocator.
+    fn scrubbed(&mut self, first: u32, pages: usize) {
+        let split = (self.heap_pages as u32).clamp(first, first + pages as u32);
+        if split > first {
+            self.buddy.mark(first, (split - first) as usize, UNPOPULATED);
+        }
+        if first + (pages as u32) > split {
+            self.buddy.release(split, (first + pages as u32 - split) as usize);
+        }
+        self.dirty_pages -= pages;
+        self.publish();
+    }
+
     fn page(&self, addr: usize) -> u32 {
         ((addr - self.base) / PAGE) as u32
     }
@@ -310,6 +361,9 @@ impl Pool {
     /// (Waiting while the free and the scrubber's pages merely add up to the request made every
     /// realloc of a growing perl hash wait for the scrubber: 10x the context switches.)
     fn take(&mut self, n: usize, waited: bool) -> Taken {
+        if self.held + n > self.budget_pages {
+            return Taken::Exhausted; // the heap holds the rest of the budget
+        }
         if let Some(first) = self.buddy.alloc(n) {
             return Taken::Block(first);
         }
@@ -370,6 +424,7 @@ impl Pool {
                     unsafe { syscall3(MPROTECT, addr, len * PAGE, PROT_READ | PROT_WRITE) };
                     return false;
                 }
+                self.held -= len;
             }
         }
         true
@@ -408,6 +463,8 @@ fn allocate(n: usize) -> Result<usize, isize> {
                     pool.buddy.release(first, n);
                     return Err(r);
                 }
+                pool.held += n;
+                pool.publish();
                 return Ok(addr);
             }
             Taken::Wait => {
@@ -446,6 +503,56 @@ pub fn mmap(a: &[usize; 6]) -> Option<isize> {
     })
 }
 
+/// brk: the program break, served from the heap at the start of the pool's reservation (the
+/// kernel's break is never moved), so it is reserved at the first brk, the loader's brk(0).
+/// As Linux: the result is the new break, or the old one when the break cannot move there
+/// (below the heap, beyond its address space, or beyond the budget: ENOMEM for glibc's sbrk);
+/// pages above the break are unmapped (PROT_NONE, SIGSEGV on access) and handed to the
+/// scrubber, so that memory the break grows over again reads as zero (it waits for them, as an
+/// mmap waits).
+fn brk(addr: usize) -> Option<isize> {
+    if !ensure_reserved() {
+        return None;
+    }
+    loop {
+        let Some((guard, pool)) = Guard::take() else { return Some(BREAK.load(Relaxed) as isize) };
+        let (start, end, old) = (pool.base, pool.base + pool.heap_pages * PAGE, pool.brk);
+        if addr < start || addr > end {
+            return Some(old as isize);
+        }
+        let (top, new_top) = (pool.heap_top, pages_of(addr - start));
+        if new_top > top {
+            let n = new_top - top;
+            if pool.held + n > pool.budget_pages {
+                return Some(old as isize);
+            }
+            if (top..new_top).any(|i| pool.buddy.state(i) == DIRTY) {
+                wait_for_scrubber(guard);
+                continue;
+            }
+            let r = unsafe { syscall3(MPROTECT, start + top * PAGE, n * PAGE, PROT_READ | PROT_WRITE) };
+            if failed(r) {
+                return Some(old as isize);
+            }
+            pool.buddy.mark(top as u32, n, USED);
+            pool.held += n;
+        } else if new_top < top && !pool.release_held(new_top as u32, top - new_top) {
+            wait_for_scrubber(guard);
+            continue;
+        }
+        pool.heap_top = new_top;
+        pool.brk = addr;
+        BREAK.store(addr, Relaxed);
+        let start_scrubber = new_top < top && (scrub::running() || pool.dirty_pages >= SCRUB_FROM);
+        pool.publish();
+        drop(guard);
+        if start_scrubber {
+            scrub::wake();
+        }
+        return Some(addr as isize);
+    }
+}
+
 /// mmap MAP_FIXED reaching into the pool: allowed over pages the program holds (they become
 /// its own mapping, FOREIGN), refused with ENOMEM over free ones.
 fn fixed_over_pool(a: &[usize; 6]) -> Option<isize> {
@@ -480,6 +587,7 @@ pub fn munmap(addr: usize, len: usize) -> Option<isize> {
             continue;
         }
         let (base, end, start) = (pool.base, pool.end(), scrub::running() || pool.dirty_pages >= SCRUB_FROM);
+        pool.publish();
         drop(guard);
         if start {
             scrub::wake();

@@ -260,8 +260,7 @@ extern "C" fn scrubber_main(_: usize) {
             pool.ring_head = (pool.ring_head + 1) % super::RING;
             pool.ring_len -= 1;
         }
-        pool.dirty_pages -= pages;
-        pool.buddy.release(first, pages);
+        pool.scrubbed(first, pages);
         POOL_LOCK.release();
         pages_returned();
     }
