@@ -16,7 +16,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
                 age fzf hexyl ruby lua5.4 tcl stress-ng ltrace
 
-.PHONY: setup apt venv rust workloads demo test bench figures docs heldout heldout1 heldout2 conformance runtimes stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
+.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 conformance runtimes stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
 
 setup: apt venv rust workloads
 
@@ -152,6 +152,8 @@ bench: setup
 	$(PY) -m coreplane.bench.memsvc --from $(BENCH_OUT)/memsvc.json
 	$(PY) -m coreplane.bench.memsvc_scale --json > $(BENCH_OUT)/memsvc-scale.json   # XOS Fig. 5 style (issue 15)
 	$(PY) -m coreplane.bench.memsvc_scale --from $(BENCH_OUT)/memsvc-scale.json
+	flock /run/coreplane-tests.lock $(PY) -m coreplane.bench.memsvc_latency --json --figure docs/figures/memsvc-fig6.png > $(BENCH_OUT)/memsvc-latency.json   # XOS Fig. 6 (issue 15; makes a cell)
+	$(PY) -m coreplane.bench.memsvc_latency --from $(BENCH_OUT)/memsvc-latency.json
 	$(CLI) arbsim --check $(BENCH_OUT)/arbiter.json --json --figure docs/figures/arbsim-tables.png > $(BENCH_OUT)/arbsim.json   # simulated, 1-64 cores
 	$(CLI) arbsim --batch-cpusets --json > $(BENCH_OUT)/arbsim-batched.json   # simulated what-if: one cpuset write per request
 	for e in table1 fig6 pool; do rm -rf $(BENCH_OUT)/arbiter-$$e; \
@@ -171,6 +173,13 @@ bench: setup
 	flock /run/coreplane-tests.lock $(CLI) study --repetitions 7 --out $(BENCH_OUT)/study
 	for f in fig11-synth-bzip2 fig15-programs error-by-program predicted-vs-measured; do \
 	    cp $(BENCH_OUT)/study/figures/$$f.png docs/figures/validate-$$f.png; done
+
+# XOS's data-analysis programs over a generated 1 GiB text, and python3/node allocators, with and
+# without the pool (issue 15; ~15 min on dev-kvm-epyc2, too long for `make bench`).
+bench-memory-programs: setup
+	@mkdir -p $(BENCH_OUT)
+	$(PY) -m coreplane.bench.memsvc_programs --json > $(BENCH_OUT)/memsvc-programs.json
+	$(PY) -m coreplane.bench.memsvc_programs --from $(BENCH_OUT)/memsvc-programs.json
 
 figures: setup
 	@mkdir -p docs/figures

@@ -30,3 +30,30 @@ def test_memscale_bad_arguments(args, message):
     proc = subprocess.run([str(workload("memscale")), *args], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 2
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_memserve_answers_every_request(tmp_path):
+    sock = str(tmp_path / "s.sock")
+    server = subprocess.Popen([str(workload("memserve")), "server", sock, "256"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "ready"  # listening: the client may connect
+        client = subprocess.run([str(workload("memserve")), "client", sock, "100", "0.2", "256"],
+                                capture_output=True, text=True, timeout=30)
+        assert client.returncode == 0, client.stderr  # the client checks every reply's sum
+        doc = json.loads(client.stdout)
+        assert doc["requests"] == 20 and len(doc["latency_us"]) == 20
+        assert all(v > 0 for v in doc["latency_us"])
+    finally:
+        assert server.wait(timeout=30) == 0  # the client's close ends it
+
+
+def test_memserve_client_notices_a_wrong_size(tmp_path):
+    sock = str(tmp_path / "s.sock")
+    server = subprocess.Popen([str(workload("memserve")), "server", sock, "256"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "ready"
+        client = subprocess.run([str(workload("memserve")), "client", sock, "100", "0.05", "128"],
+                                capture_output=True, text=True, timeout=30)
+        assert client.returncode == 1 and "wrong answer" in client.stderr
+    finally:
+        server.wait(timeout=30)

@@ -117,17 +117,27 @@ def render(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_main(prog: str, description: str, measure_fn, render_fn, argv: list[str] | None) -> None:
+def bench_main(prog: str, description: str, measure_fn, render_fn, argv: list[str] | None, plot_fn=None,
+               options: dict[str, tuple[int, str]] | None = None) -> None:
     """The section's benchmark command line: `--json` measures and prints the document, `--from
-    FILE` prints the tables of a saved run, neither measures and prints the tables."""
+    FILE` prints the tables of a saved run, neither measures and prints the tables; `--figure
+    PNG` (where the benchmark has a figure) draws it too; `options` are integer options
+    (name: (default, help)) passed to measure_fn by name."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--json", action="store_true", help="measure; print JSON")
     parser.add_argument("--from", dest="source", type=Path, help="print the tables of a saved run")
+    if plot_fn:
+        parser.add_argument("--figure", type=Path, help="draw the figure here (PNG)")
+    for name, (default, text) in (options or {}).items():
+        parser.add_argument(f"--{name}", type=int, default=default, help=text)
     args = parser.parse_args(argv)
     try:
-        doc = json.loads(args.source.read_text()) if args.source else measure_fn()
+        doc = (json.loads(args.source.read_text()) if args.source else
+               measure_fn(**{name: getattr(args, name) for name in options or {}}))
     except CoreplaneError as e:
         sys.exit(f"coreplane: error: {e}")
+    if plot_fn and args.figure:
+        plot_fn(doc, args.figure)
     print(json.dumps(doc) if args.json and not args.source else render_fn(doc))
 
 
