@@ -257,9 +257,19 @@ pub fn store_overheads(trap_ticks: u64, fast_ticks: Option<u64>) {
 
 /// Counts a rewritten syscall site.
 pub fn count_rewrite() {
+    count(L::H_REWRITTEN);
+}
+
+/// Counts one of the runtime's reads of /proc/self/maps.
+pub fn count_maps_read() {
+    count(L::H_MAPS_READS);
+}
+
+/// Adds one to the process header's counter at `off`, when there is a profile.
+fn count(off: usize) {
     unsafe {
         if !BASE.is_null() {
-            field(L::H_REWRITTEN).fetch_add(1, Ordering::Relaxed);
+            field(off).fetch_add(1, Ordering::Relaxed);
         }
     }
 }

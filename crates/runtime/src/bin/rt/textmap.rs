@@ -1,31 +1,32 @@
 //! Which code is file-backed text, from /proc/self/maps, remembered until the mappings change.
 //! The fast path rewrites only syscall sites in read-execute file mappings (not JIT code, the
 //! vDSO or writable code). Reading /proc/self/maps costs ≈ 25 µs even for a small process, half
-//! of a site's first call, so the answer is kept: the whole r-x file mapping a site was found in,
-//! and pages found not to be file text. Both are forgotten when the program maps, unmaps or
-//! re-protects memory in a way that may make them wrong (`range_changed`, from dispatch), after
-//! which an address may be something else. Callers of `is_file_text` hold the fast path's
-//! rewrite lock; `range_changed` takes no lock (see READING).
+//! of a site's first call, so one read is kept: every r-x file mapping it lists, which answers
+//! for any address (one read per library cost a bash or env 3–4 reads, 135 of the runtime's 653
+//! open calls in a pyenv `python3 -c pass` tree of 79 processes). It is forgotten when the
+//! program maps, unmaps or re-protects memory in a way that may make it wrong (`range_changed`,
+//! from dispatch), after which an address may be something else. Callers of `is_file_text` hold
+//! the fast path's rewrite lock; `range_changed` takes no lock (see READING).
 
 use crate::sys::*;
-use core::sync::atomic::{fence, AtomicUsize, Ordering::*};
+use core::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 
-/// Bumped by every call that may change what an address is; the caches are of one generation.
+/// Bumped by every call that may change what an address is; the cache is of one generation.
 static GENERATION: AtomicUsize = AtomicUsize::new(0);
 static CACHED_GENERATION: AtomicUsize = AtomicUsize::new(0);
-/// r-x file mappings found so far, [lo, hi).
-const RANGES: usize = 64;
+/// The r-x file mappings of the last read, [lo, hi).
+const RANGES: usize = 256;
 static TEXT: [[AtomicUsize; 2]; RANGES] = [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; RANGES];
 static TEXT_USED: AtomicUsize = AtomicUsize::new(0);
+/// Whether TEXT holds all of them for the cached generation (none read yet, or more than
+/// RANGES: an address outside is read again).
+static COMPLETE: AtomicBool = AtomicBool::new(false);
 /// Odd while `is_file_text` runs (a sequence lock): from before its read of /proc/self/maps to
 /// after its cache update, so that a mapping call that ends meanwhile, whose change the read
 /// may have missed or the update not yet shows, forgets instead of checking the ranges. The
 /// rewrite lock was taken here before, and a rewrite holds it ≈ 25 µs: a JVM's mprotect calls
 /// waited up to 13 ms on it at load 5 (its holder preempted), 0.2–0.7 ms in most runs.
 static READING: AtomicUsize = AtomicUsize::new(0);
-/// Pages found not to be file-backed text. Open addressing.
-const NOT_TEXT_SLOTS: usize = 256;
-static mut NOT_TEXT: [usize; NOT_TEXT_SLOTS] = [0; NOT_TEXT_SLOTS];
 
 /// The program may have changed what some address is (mmap with MAP_FIXED, munmap, mprotect,
 /// mremap): what is remembered is read again.
@@ -36,8 +37,8 @@ pub fn mappings_changed() {
 /// Mapping call `nr` with arguments `a` succeeded: forgets what is remembered only if it may
 /// now be wrong, not at every call (glibc's malloc re-protects heap memory all the time, and
 /// each forgetting costs the next new site a read of /proc/self/maps, ≈ 25 µs): when the range
-/// overlaps remembered text, or its new protection lets it execute (a page found not to be
-/// text may be text now). A range that neither executes nor overlaps text leaves both answers
+/// overlaps remembered text, or its new protection lets it execute (an address outside the
+/// text may be text now). A range that neither executes nor overlaps text leaves the answers
 /// true. mremap may move text anywhere: always.
 pub fn range_changed(nr: usize, a: &[usize; 6]) {
     let exec = match nr {
@@ -70,70 +71,45 @@ pub fn is_file_text(addr: usize) -> bool {
     found
 }
 
-/// `is_file_text`'s answer, from the caches or /proc/self/maps (caching it).
+/// `is_file_text`'s answer, from the cache or from a new read of /proc/self/maps.
 fn look_up(addr: usize) -> bool {
     let generation = GENERATION.load(Acquire);
     if CACHED_GENERATION.load(Relaxed) != generation {
         TEXT_USED.store(0, Relaxed);
-        unsafe { *core::ptr::addr_of_mut!(NOT_TEXT) = [0; NOT_TEXT_SLOTS] };
+        COMPLETE.store(false, Relaxed);
         CACHED_GENERATION.store(generation, Relaxed);
     }
     let used = TEXT_USED.load(Relaxed);
     if TEXT[..used].iter().any(|[lo, hi]| lo.load(Relaxed) <= addr && addr < hi.load(Relaxed)) {
         return true;
     }
-    let page = addr & !(PAGE - 1);
-    if unsafe { not_text(page, false) } {
+    if COMPLETE.load(Relaxed) {
         return false;
     }
-    match mapping_of(addr) {
-        Some((lo, hi)) => {
-            if used < RANGES {
-                TEXT[used][0].store(lo, Relaxed);
-                TEXT[used][1].store(hi, Relaxed);
-                TEXT_USED.store(used + 1, Relaxed);
-            }
-            true
-        }
-        None => {
-            unsafe { not_text(page, true) };
-            false
-        }
-    }
+    let (found, complete) = read_text(addr);
+    COMPLETE.store(complete, Relaxed);
+    found
 }
 
-/// Looks `page` up in NOT_TEXT, inserting it when `insert`; true if it was there.
-unsafe fn not_text(page: usize, insert: bool) -> bool {
-    let table = &mut *core::ptr::addr_of_mut!(NOT_TEXT);
-    let mut i = (page >> 12).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
-    for _ in 0..NOT_TEXT_SLOTS {
-        match table[i] {
-            0 => {
-                if insert {
-                    table[i] = page;
-                }
-                return false;
-            }
-            p if p == page => return true,
-            _ => i = (i + 1) % NOT_TEXT_SLOTS,
-        }
-    }
-    false // full: look again next time
-}
-
-/// The read-execute file mapping holding `addr`, from /proc/self/maps; None for anything else
-/// (anonymous and special mappings such as [vdso], writable code).
-fn mapping_of(addr: usize) -> Option<(usize, usize)> {
+/// Reads /proc/self/maps into TEXT: its read-execute file mappings (not anonymous or special
+/// mappings such as [vdso], nor writable code), the first RANGES of them. Whether `addr` lies
+/// in one, and whether they all fit (a failed read leaves TEXT empty and incomplete).
+fn read_text(addr: usize) -> (bool, bool) {
+    TEXT_USED.store(0, Relaxed);
     let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
     if fd < 0 {
-        return None;
+        return (false, false);
     }
+    crate::profile::count_maps_read();
+    let mut found = false;
     let mut buf = [0u8; 4096];
     let mut carry = 0;
-    let mut found = None;
-    'read: loop {
+    let mut used = 0;
+    let mut complete = true;
+    loop {
         let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr().add(carry) as usize, buf.len() - carry) };
         if n <= 0 {
+            complete &= n == 0;
             break;
         }
         let end = carry + n as usize;
@@ -143,21 +119,27 @@ fn mapping_of(addr: usize) -> Option<(usize, usize)> {
             start += nl + 1;
             let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
             let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+            let path = fields.nth(3);
+            if !perms.starts_with(b"r-x") || !path.is_some_and(|p| p.first() == Some(&b'/')) {
+                continue;
+            }
             let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
             let (lo, hi) = (hex(&range[..dash]), hex(&range[dash + 1..]));
-            if lo <= addr && addr < hi {
-                let path = fields.nth(3);
-                if perms.starts_with(b"r-x") && path.is_some_and(|p| p.first() == Some(&b'/')) {
-                    found = Some((lo, hi));
-                }
-                break 'read;
+            found |= lo <= addr && addr < hi;
+            if used == RANGES {
+                complete = false;
+                continue;
             }
+            TEXT[used][0].store(lo, Relaxed);
+            TEXT[used][1].store(hi, Relaxed);
+            used += 1;
+            TEXT_USED.store(used, Relaxed);
         }
         buf.copy_within(start..end, 0);
         carry = end - start;
     }
     unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    found
+    (found, complete)
 }
 
 fn hex(s: &[u8]) -> usize {
