@@ -9,6 +9,7 @@ from conftest import cli_json, run_cli
 from coreplane.core.errors import CoreplaneError
 from coreplane.graph.topology import parse_spec
 from coreplane.map import mapfile, methods
+from coreplane.map.cli import traffic_by_key
 from coreplane.map.comm import CommGraph
 from coreplane.map.metrics import evaluate
 from coreplane.map.patterns import PATTERNS, pattern
@@ -75,6 +76,13 @@ def test_map_cli_writes_a_mapping_file_run_can_apply(tmp_path):
     assert mapfile.with_threads(out, ["xz", "-T2"]) == ["xz", "-T2"]
     with pytest.raises(CoreplaneError, match=r"m.json: field 'threads' is None"):
         mapfile.with_threads(out, ["xz", "-T{threads}"])
+
+
+def test_a_graphs_traffic_is_written_by_clone_tree_key_for_the_run_time_mapper():
+    # a -> b twice and b -> a once add up into one pair; c talks to nobody and is in no pair
+    comm = CommGraph(names=["0 sh", "0.0 seq", "0.1 gzip"], keys=["0", "0.0", "0.1"], src=[1, 1, 2],
+                     dst=[2, 2, 1], weight=[1000.0, 500.0, 24.0])
+    assert traffic_by_key(comm) == [{"a": "0.0", "b": "0.1", "bytes": 1524}]
 
 
 def test_malformed_mapping_file_rejected(tmp_path):

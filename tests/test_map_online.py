@@ -48,6 +48,10 @@ def test_online_map_refuses_bad_spec_and_delegation():
     exe = str(binary("coreplane-exec"))
     bad = subprocess.run([exe, "--online-map", "ring:3", "--", "true"], capture_output=True, text=True)
     assert bad.returncode == 2 and "ring:3" in bad.stderr and len(bad.stderr.splitlines()) == 1
+    # SPEC@FILE: the profile a mapping file carries; a missing one is named
+    gone = subprocess.run([exe, "--online-map", "tree:2@/nonexistent/map.json", "--", "true"],
+                          capture_output=True, text=True)
+    assert gone.returncode == 2 and "/nonexistent/map.json" in gone.stderr and len(gone.stderr.splitlines()) == 1
     deleg = subprocess.run([exe, "--online-map", "tree:2", "--delegate", "all", "--", "true"],
                            capture_output=True, text=True)
     assert deleg.returncode == 2 and "delegation policy" in deleg.stderr

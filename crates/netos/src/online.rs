@@ -3,13 +3,67 @@
 //! to its parent (an adjacent core), a task with no known partner is independent (far from the
 //! others), and a task that execs moves next to its heaviest partner seen so far. Every decision
 //! looks at no more than CANDIDATES cores and one partner: O(1) per decision at any core count.
+//! Where a profile of an earlier run gives the bytes two tasks exchanged (the `traffic` of a
+//! mapping file, by clone-tree position), those bytes weigh the partners instead of the count of
+//! channels seen: O(d) more per birth for d partners in the profile.
 
 use std::collections::HashMap;
 
 /// Cores examined per decision, nearest first; past them a decision takes any core with room.
 pub const CANDIDATES: usize = 8;
 
-/// Cores and their distances, from `mesh:XxY`, `torus:XxY` or `tree:A,B,...` (arity per level, root first).
+/// Bytes exchanged between tasks in an earlier run, by their places in the clone tree ("0" the
+/// program, "0.1" its second child, ...), as `coreplane map --out` writes them (`traffic`).
+#[derive(Debug, Default)]
+pub struct Profile {
+    partners: HashMap<String, Vec<(String, u64)>>,
+}
+
+impl Profile {
+    /// A profile from (task, task, bytes) triples; a pair named twice adds up.
+    pub fn from_pairs<I: IntoIterator<Item = (String, String, u64)>>(pairs: I) -> Profile {
+        let mut sum: HashMap<(String, String), u64> = HashMap::new();
+        for (a, b, bytes) in pairs {
+            if a != b {
+                let key = if a < b { (a, b) } else { (b, a) };
+                *sum.entry(key).or_insert(0) += bytes;
+            }
+        }
+        let mut partners: HashMap<String, Vec<(String, u64)>> = HashMap::new();
+        for ((a, b), bytes) in sum {
+            partners.entry(a.clone()).or_default().push((b.clone(), bytes));
+            partners.entry(b).or_default().push((a, bytes));
+        }
+        Profile { partners }
+    }
+
+    /// The `traffic` list of a mapping file (`coreplane-map/1`: entries {"a": KEY, "b": KEY,
+    /// "bytes": N}); an unreadable file or a malformed entry is a one-line error naming it.
+    pub fn load(path: &str) -> Result<Profile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+        let traffic = doc.get("traffic").and_then(|t| t.as_array()).ok_or_else(|| {
+            format!("{path}: field 'traffic' is missing (write the mapping with `coreplane map GRAPH --out`)")
+        })?;
+        let mut pairs = Vec::with_capacity(traffic.len());
+        for (i, entry) in traffic.iter().enumerate() {
+            let key = |k: &str| entry.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            match (key("a"), key("b"), entry.get("bytes").and_then(|v| v.as_u64())) {
+                (Some(a), Some(b), Some(bytes)) => pairs.push((a, b, bytes)),
+                _ => return Err(format!("{path}: traffic[{i}]: needs 'a' and 'b' (task keys) and 'bytes' (a count)")),
+            }
+        }
+        Ok(Profile::from_pairs(pairs))
+    }
+
+    fn partners(&self, key: &str) -> &[(String, u64)] {
+        self.partners.get(key).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Cores and their distances, from `mesh:XxY`, `torus:XxY` or `tree:A,B,...` (arity per level,
+/// root first), optionally followed by `@FILE`: a mapping file whose `traffic` (Profile) the
+/// mapper weighs partners by.
 pub struct Topology {
     pub cores: usize,
     hops: Vec<u16>,
@@ -17,12 +71,24 @@ pub struct Topology {
     nearest: Vec<Vec<u32>>,
     /// Cores in an order that spreads consecutive ones far apart (for independent tasks).
     spread: Vec<u32>,
+    /// What an earlier run's profile says of the program's traffic (`SPEC@FILE`).
+    profile: Option<Profile>,
 }
 
 impl Topology {
-    /// Parses a topology spec; a malformed one is a one-line error naming it.
+    /// Parses a topology spec (`SPEC` or `SPEC@FILE`); a malformed one is a one-line error naming it.
     pub fn parse(spec: &str) -> Result<Topology, String> {
-        let bad = || format!("topology '{spec}': expected mesh:XxY, torus:XxY or tree:A,B,...");
+        let (spec, profile) = match spec.split_once('@') {
+            Some((machine, file)) => (machine, Some(Profile::load(file)?)),
+            None => (spec, None),
+        };
+        let mut topo = Topology::machine(spec)?;
+        topo.profile = profile;
+        Ok(topo)
+    }
+
+    fn machine(spec: &str) -> Result<Topology, String> {
+        let bad = || format!("topology '{spec}': expected mesh:XxY, torus:XxY or tree:A,B,... (then @FILE for a profile)");
         let (kind, rest) = spec.split_once(':').ok_or_else(bad)?;
         let ints = |sep: char| -> Result<Vec<usize>, String> {
             rest.split(sep).map(|s| s.parse::<usize>().ok().filter(|&v| v > 0).ok_or_else(bad)).collect()
@@ -81,7 +147,7 @@ impl Topology {
             .filter(|&c| (c as usize) < cores)
             .collect();
         spread.dedup();
-        Ok(Topology { cores, hops, nearest, spread })
+        Ok(Topology { cores, hops, nearest, spread, profile: None })
     }
 
     pub fn hops(&self, a: u32, b: u32) -> u16 {
@@ -110,10 +176,17 @@ pub struct OnlineMapper {
     core_of: HashMap<u64, u32>,
     /// Each task's heaviest partner observed so far, and the bytes exchanged with it.
     heaviest: HashMap<u64, (u64, u64)>,
+    /// The program's profile (from the topology spec's @FILE), and what it needs: each live
+    /// task's clone-tree key, the live task at each key, the children each task made so far.
+    profile: Option<Profile>,
+    key_of: HashMap<u64, String>,
+    task_at: HashMap<String, u64>,
+    children: HashMap<u64, u32>,
+    rooted: bool,
 }
 
 impl OnlineMapper {
-    pub fn new(topo: Topology, capacity: u32) -> OnlineMapper {
+    pub fn new(mut topo: Topology, capacity: u32) -> OnlineMapper {
         let n = topo.cores;
         OnlineMapper {
             capacity: capacity.max(1),
@@ -123,6 +196,11 @@ impl OnlineMapper {
             spread_cursor: 0,
             core_of: HashMap::new(),
             heaviest: HashMap::new(),
+            profile: topo.profile.take(),
+            key_of: HashMap::new(),
+            task_at: HashMap::new(),
+            children: HashMap::new(),
+            rooted: false,
             topo,
         }
     }
@@ -135,15 +213,48 @@ impl OnlineMapper {
         self.core_of.get(&task).copied()
     }
 
-    /// Core for a new task (`parent` None: the program's first task, or one whose creator is unknown).
+    /// Core for a new task (`parent` None: the program's first task, or one whose creator is
+    /// unknown). With a profile, a forked task whose heaviest partner in it is alive goes next to
+    /// that partner rather than to its parent (a pipeline's reader next to its writer).
     pub fn spawn(&mut self, task: u64, parent: Option<u64>, birth: Birth) -> u32 {
-        let core = match parent.and_then(|p| self.core_of(p)) {
-            Some(pc) if birth == Birth::Thread && self.has_room(pc) => pc,
-            Some(pc) => self.near(pc, birth == Birth::Fork),
-            None => self.far(),
+        let partner = self.recall(task, parent).and_then(|q| self.core_of(q));
+        let core = match (parent.and_then(|p| self.core_of(p)), partner) {
+            (Some(pc), _) if birth == Birth::Thread && self.has_room(pc) => pc,
+            (_, Some(qc)) if birth == Birth::Fork => self.near(qc, true),
+            (Some(pc), _) => self.near(pc, birth == Birth::Fork),
+            (None, _) => self.far(),
         };
         self.assign(task, core);
         core
+    }
+
+    /// Gives a new task its clone-tree key (as `coreplane graph build` numbers tasks: "0", then
+    /// the parent's key and the parent's count of children so far) and, if the profile names it,
+    /// observes its traffic with the live tasks there; returns its heaviest partner so far.
+    fn recall(&mut self, task: u64, parent: Option<u64>) -> Option<u64> {
+        let profile = self.profile.as_ref()?;
+        let key = match parent {
+            Some(p) => {
+                let parent_key = self.key_of.get(&p)?;
+                let n = self.children.entry(p).or_insert(0);
+                *n += 1;
+                format!("{parent_key}.{}", *n - 1)
+            }
+            None if !self.rooted => "0".to_string(),
+            None => return None, // a later task of unknown origin: not in the profile's tree
+        };
+        self.rooted = true;
+        let seen: Vec<(u64, u64)> = profile
+            .partners(&key)
+            .iter()
+            .filter_map(|(other, bytes)| self.task_at.get(other).map(|&q| (q, *bytes)))
+            .collect();
+        self.key_of.insert(task, key.clone());
+        self.task_at.insert(key, task);
+        for (q, bytes) in seen {
+            self.observe(task, q, bytes);
+        }
+        self.heaviest.get(&task).map(|&(q, _)| q)
     }
 
     /// A task replaced its program image: it moves next to its heaviest partner seen so far
@@ -177,6 +288,10 @@ impl OnlineMapper {
     pub fn exit(&mut self, task: u64) {
         self.release(task);
         self.heaviest.remove(&task);
+        self.children.remove(&task);
+        if let Some(key) = self.key_of.remove(&task) {
+            self.task_at.remove(&key);
+        }
     }
 
     fn has_room(&self, core: u32) -> bool {
@@ -281,6 +396,63 @@ mod tests {
         m.observe(2, 1, 5000);
         let c = m.exec(2);
         assert_eq!(m.topology().hops(c, m.core_of(1).unwrap()), 1);
+    }
+
+    fn profile_file(name: &str, text: &str) -> String {
+        let path = std::env::temp_dir().join(format!("coreplane-online-{}-{name}.json", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn a_profile_puts_a_pipelines_reader_next_to_its_writer() {
+        // sh (key 0) forks the writer (0.0) and then the reader (0.1); by birth alone both go next
+        // to sh, two hops apart on a mesh with one task per core; the profile's bytes say the two
+        // talk, so the reader goes next to the writer
+        let traffic = r#"{"traffic": [{"a": "0.0", "b": "0.1", "bytes": 1048576}, {"a": "0", "b": "0.1", "bytes": 4}]}"#;
+        let file = profile_file("pipeline", traffic);
+        let mut hops = Vec::new();
+        for spec in ["mesh:8x8".to_string(), format!("mesh:8x8@{file}")] {
+            let mut m = OnlineMapper::new(Topology::parse(&spec).unwrap(), 1);
+            m.spawn(10, None, Birth::Fork);
+            let writer = m.spawn(11, Some(10), Birth::Fork);
+            let reader = m.spawn(12, Some(10), Birth::Fork);
+            hops.push(m.topology().hops(writer, reader));
+            m.exit(11); // a key leaves with its task
+            assert!(m.task_at.get("0.0").is_none());
+            if m.profile.is_some() {
+                assert_eq!(m.key_of.get(&12).map(String::as_str), Some("0.1"));
+            }
+        }
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(hops, [2, 1]);
+    }
+
+    #[test]
+    fn a_profile_weighs_partners_by_bytes_not_by_channels_seen() {
+        let file = profile_file("weights", r#"{"traffic": [{"a": "0.0", "b": "0.2", "bytes": 100000}]}"#);
+        let mut m = OnlineMapper::new(Topology::parse(&format!("mesh:8x8@{file}")).unwrap(), 1);
+        std::fs::remove_file(&file).unwrap();
+        m.spawn(1, None, Birth::Fork);
+        let writer = m.spawn(2, Some(1), Birth::Fork);
+        m.spawn(3, Some(1), Birth::Fork);
+        m.spawn(4, Some(1), Birth::Fork);
+        m.observe(4, 3, 1); // a channel both hold, seen at the exec: one count against the profile's bytes
+        let c = m.exec(4);
+        assert_eq!(m.topology().hops(c, writer), 1);
+    }
+
+    #[test]
+    fn a_malformed_profile_is_one_clear_error() {
+        let missing = Topology::parse("mesh:2x2@/nonexistent/map.json").err().unwrap();
+        assert!(missing.starts_with("/nonexistent/map.json:"), "{missing}");
+        let file = profile_file("bad", r#"{"traffic": [{"a": "0", "b": "0.0", "bytes": 5}, {"a": "0"}]}"#);
+        let bad = Topology::parse(&format!("tree:2,2@{file}")).err().unwrap();
+        assert!(bad.contains(&file) && bad.contains("traffic[1]"), "{bad}");
+        let none = profile_file("none", r#"{"placement": []}"#);
+        assert!(Topology::parse(&format!("tree:2,2@{none}")).err().unwrap().contains("'traffic'"));
+        std::fs::remove_file(&file).unwrap();
+        std::fs::remove_file(&none).unwrap();
     }
 
     #[test]

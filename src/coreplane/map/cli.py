@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import scipy.sparse as sp
 import typer
 from rich.table import Table
 
@@ -12,6 +13,14 @@ from coreplane.map import mapfile, methods
 from coreplane.map.comm import from_graph
 from coreplane.map.greedy import default_capacity
 from coreplane.map.patterns import PATTERNS, pattern
+
+
+def traffic_by_key(comm) -> list[dict]:
+    """Bytes between each pair of tasks that communicated, by clone-tree key: what the run-time
+    mapper (`--online-map SPEC@FILE`) weighs partners by."""
+    pairs = sp.triu(comm.traffic(), k=1).tocoo()
+    return [{"a": comm.keys[a], "b": comm.keys[b], "bytes": int(round(w))}
+            for a, b, w in zip(pairs.row.tolist(), pairs.col.tolist(), pairs.data.tolist())]
 
 
 def load_problem(source: str, topo, message_bytes: float):
@@ -75,6 +84,7 @@ def map_command(
             **({"threads": threads} if threads else {}),
             "placement": [{"task": comm.keys[p], "name": comm.names[p], "core": int(c), "cpus": [topo.cpu_ids[int(c)]]}
                           for p, c in enumerate(first["placement"].tolist())],
+            **({} if source.startswith("pattern:") else {"traffic": traffic_by_key(comm)}),
             "metrics": first["metrics"]})
     doc = {"source": source, "topology": topo.as_dict(), "processes": comm.n, "capacity": capacity, "threads": threads,
            "out": str(out) if out else None,
