@@ -109,7 +109,9 @@ fn run(nr: usize, a: &[usize; 6]) -> isize {
         return unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     }
     if crate::env::config().delegated.contains(nr) {
-        if let Some((r, start, ticks, queued)) = delegate::call(t, nr, a) {
+        if let Some((r, start, ticks, queued)) =
+            crate::on_behalf::args_for(nr, a, t.tid).and_then(|args| delegate::call(t, nr, &args))
+        {
             profile::record(t.prof, nr, r, start, ticks, Some(queued));
             if r == -EPIPE || r == -EFBIG {
                 signals::raise_for_delegated(nr, a, r);

@@ -17,6 +17,7 @@ mod init;
 mod loader;
 mod mem;
 mod memsvc;
+mod on_behalf;
 mod placement;
 mod process;
 mod profile;

@@ -201,13 +201,17 @@ pub fn monotonic_ns() -> u64 {
     ts[0] as u64 * 1_000_000_000 + ts[1] as u64
 }
 
+/// The kernel's clock id for the CPU clock of thread `tid` of this process (!tid << 3 |
+/// CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED): any thread of the process may read it.
+pub fn thread_clock(tid: i32) -> usize {
+    ((!tid) << 3 | 6) as isize as usize
+}
+
 /// The CPU time (user + system) of thread `tid` of this process, through its per-thread CPU
-/// clock (the kernel's clock id for a thread: !tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED);
-/// 0 when the kernel refuses (the thread already gone).
+/// clock; 0 when the kernel refuses (the thread already gone).
 pub fn thread_cpu_ns(tid: u64) -> u64 {
-    let clock = ((!(tid as i32)) << 3) | 6;
     let mut ts = [0i64; 2];
-    let r = unsafe { syscall3(CLOCK_GETTIME, clock as isize as usize, ts.as_mut_ptr() as usize, 0) };
+    let r = unsafe { syscall3(CLOCK_GETTIME, thread_clock(tid as i32), ts.as_mut_ptr() as usize, 0) };
     if (r as isize) < 0 {
         return 0;
     }
