@@ -2,9 +2,10 @@
 (Debian's kernel with busybox, made in seconds from the package registry): the kernel boots under
 QEMU/TCG, the osact plugin built against Debian's qemu-plugin.h loads, the matrix multiply's
 region of interest is counted kernel and user apart, its result is right, the cache model and
-analytic timing model answer as caches must (a smaller L2 misses more), and a run restored from
-the booted snapshot does the same work without booting, and the dataflow-threads multiply runs. A broken plugin, a kernel that no longer
-boots or a workload that no longer reaches its region fails here."""
+analytic timing model answer as caches must (a smaller L2 misses more), a run restored from the
+booted snapshot does the same work without booting, and the dataflow-threads multiply runs on a
+guest of two vCPUs. A broken plugin, a kernel that no longer boots or a workload that no longer
+reaches its region fails here."""
 
 import json
 import shutil
@@ -15,14 +16,14 @@ import pytest
 from conftest import run_cli
 from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys import guest, image
-from coreplane.fullsys.paths import MINIMAL, PLUGIN, PROGRAMS
+from coreplane.fullsys.paths import MINIMAL, PLUGIN, PROGRAMS, TURNS_PLUGIN
 
 SIZE = 48
 # A booting guest gets a fraction of a CPU on loaded 2-vCPU machines (20 s idle, 80 s at load 9).
 TIMEOUT_S = 900
 
-pytestmark = pytest.mark.skipif(shutil.which(guest.QEMU) is None or not PLUGIN.exists(),
-                                reason="QEMU or the osact plugin missing: `make test` installs and builds them "
+pytestmark = pytest.mark.skipif(shutil.which(guest.QEMU) is None or not PLUGIN.exists() or not TURNS_PLUGIN.exists(),
+                                reason="QEMU or coreplane's plugins missing: `make test` installs and builds them "
                                        "(make fullsys-setup)")
 
 
@@ -103,14 +104,23 @@ def test_run_from_the_booted_snapshot(with_cache):
     assert guest.BOOT_MARKER not in open(console).read()
 
 
-def test_dataflow_threads_multiply(minimal_image):
-    # One worker on one vCPU: a guest with two vCPUs under -icount printed nothing in 4 minutes here.
-    doc = run_matmul("--dataflow")
+def test_dataflow_threads_multiply_on_two_vcpus(minimal_image):
+    # Two workers on a guest of two vCPUs: without the turns plugin its boot hangs under -icount.
+    doc = run_matmul("--dataflow", "--threads", "2")
     assert f"{doc['checksum']:.1f}" == native_checksum()
-    roi = doc["per_node"][0]["roi"]
-    assert roi["insns"]["user"] >= 3 * SIZE**3  # the tiles' multiply, beside packing and scheduling
+    node = doc["per_node"][0]
+    assert node["roi"]["insns"]["user"] >= 3 * SIZE**3  # the tiles' multiply, beside packing and scheduling
+    assert [v["vcpu"] for v in node["vcpus"]] == [0, 1] and all(v["run_insns"] > 0 for v in node["vcpus"])
     # 48×48 in 32×32 tiles: 2 + 2 packs, 2 × 2 tiles, 1 reduce, each a DF-thread run once
-    assert "workers=1 tile=32 dfthreads=9 " in open(doc["out"] + "/node0/console.log").read()
+    assert "workers=2 tile=32 dfthreads=9 " in open(doc["out"] + "/node0/console.log").read()
+
+
+def test_turns_plugin_only_for_several_vcpus_under_icount(minimal_image):
+    def plugins(vcpus, icount):
+        cmd = guest.command(image.image_dir(MINIMAL), 1024, vcpus, "", None, icount)
+        return [cmd[i + 1] for i, word in enumerate(cmd) if word == "-plugin"]
+    assert plugins(2, True) == [f"{TURNS_PLUGIN},turn={guest.TURN_INSTRUCTIONS}"]
+    assert plugins(1, True) == [] and plugins(2, False) == []
 
 
 def test_bad_cache_geometry_is_one_line(minimal_image):

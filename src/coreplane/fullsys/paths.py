@@ -9,6 +9,8 @@ ROOT = REPO_ROOT / "target" / "fullsys"
 IMAGES = ROOT / "images"
 RUNS = ROOT / "runs"
 PLUGIN = ROOT / "plugins" / "libosact.so"
+# Loaded into every guest of several vCPUs under -icount (fullsys/guest.py).
+TURNS_PLUGIN = ROOT / "plugins" / "libturns.so"
 # The guests' static programs (workloads/fullsys/, built by `make fullsys-setup`).
 PROGRAMS = ROOT / "bin"
 GUEST_PROGRAMS = ("matmul", "dmm", "dfmm", "netup")
