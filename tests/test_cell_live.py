@@ -13,6 +13,7 @@ import pytest
 
 from conftest import CLI, cli_json, run_cli
 from machine_lock import machine_lock
+from test_memory_pool_elastic import MIB, PROGRAMS, Holding
 from coreplane.cell import Cell, CellSpec
 from coreplane.cell.cgroups import CpusetV2, detect
 from coreplane.cell.spec import online_cpus
@@ -223,4 +224,28 @@ def test_mlock_cell_locks_the_memory_of_a_program_under_the_runtime():
     locked = lambda proc: int(proc.stdout.split()[1])
     assert under.returncode == 0 and locked(under) > 1000, under.stdout + under.stderr
     assert plain.returncode == 0 and locked(plain) == 0, plain.stdout
+    assert leftovers() == []
+
+
+def test_cell_status_shows_the_pools_of_its_processes_within_the_cell_budget(tmp_path):
+    """A cell made with --memory-budget bounds the pool of a run in it (the run asks for 256 MiB,
+    the cell allows 64), and `cell status` shows that process's pool as its runtime publishes it."""
+    exe = tmp_path / "pool_semantics"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
+    cli_json("cell", "create", "--compute-cores", str(COMPUTE[0]), "--control-cores", str(CONTROL[0]),
+             "--name", "t-pool", "--no-move-tasks", "--no-steer-irqs", "--memory-budget", "64M")
+    try:
+        held = Holding([*CLI, "cell", "exec", "t-pool", "--", *CLI, "run", "--memory", "pool",
+                        "--memory-budget", "256M", "--", str(exe), "hold"])
+        try:
+            doc = cli_json("cell", "status", "t-pool", "--sample", "0.05")
+        finally:
+            held.finish()
+    finally:
+        cli_json("cell", "destroy", "t-pool")
+    pools = {f["pid"]: f for f in doc["memory_pools"]}
+    assert pools[held.pid]["reserved"] == 64 * MIB and pools[held.pid]["in_use"] == 27 * MIB
+    check = next(c for c in doc["checks"] if c["item"] == "memory pools")
+    assert "27.0 MiB in use of the cell's budget 64.0 MiB" in check["detail"]
+    assert any(line.startswith(f"pid {held.pid} (pool): reserved 64.0 MiB, in use 27.0 MiB") for line in check["evidence"])
     assert leftovers() == []

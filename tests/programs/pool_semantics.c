@@ -1,5 +1,5 @@
 /* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
- * pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget;
+ * pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold;
  * prints "<mode> ok ..."
  * or dies. */
 #define _GNU_SOURCE
@@ -248,6 +248,19 @@ int main(int argc, char **argv) {
         errno = 0;
         while (steps < 128 && sbrk(MIB) != (void *)-1) steps++;
         printf("brk_budget ok %d %s\n", steps, steps < 128 ? strerror(errno) : "");
+    } else if (!strcmp(mode, "hold")) {
+        /* Holds 24 MiB mapped (32 mapped, 8 unmapped) and 3 MiB of heap until stdin ends. */
+        char *p = map(32 * MIB);
+        memset(p, 1, 32 * MIB);
+        munmap(p + 24 * MIB, 8 * MIB);
+        char *h = sbrk(3 * MIB);
+        if (h == (void *)-1) { perror("sbrk"); return 1; }
+        memset(h, 2, 3 * MIB);
+        printf("hold %d\n", (int)getpid());
+        char c;
+        while (read(0, &c, 1) > 0)
+            ;
+        printf("hold ok\n");
     } else if (!strcmp(mode, "fixed_race")) {
         /* One thread touches pool pages it holds while another maps over them (MAP_FIXED): the
            touch's fault may reach pool-demand's handler after its page changed mapping. */
@@ -276,7 +289,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < RACES; i++) munmap(race_blocks[i], RACE_LEN);
         printf("fixed_race ok\n");
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget\n");
+        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold\n");
         return 2;
     }
     return 0;

@@ -181,7 +181,7 @@ fn main() {
     let delegated = policy::delegated_set(&args.delegate, &args.local).unwrap_or_else(|e| fail(e));
     let delegating = delegated != coreplane_runtime::sysset::SysSet::EMPTY;
     let pool = args.memory != memory::Memory::Linux;
-    let budget = if pool { memory::checked_budget(args.memory_budget).unwrap_or_else(|e| fail(e)) } else { 0 };
+    let budget = if pool { memory::checked_budget(memory::within_cell(args.memory_budget)).unwrap_or_else(|e| fail(e)) } else { 0 };
     if args.memory == memory::Memory::PoolDemand {
         memory::check_userfaultfd().unwrap_or_else(|e| fail(e));
     }

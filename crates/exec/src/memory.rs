@@ -81,6 +81,17 @@ pub fn checked_budget(budget: u64) -> Result<u64, String> {
     Ok(budget)
 }
 
+/// Set by `coreplane cell exec` in a cell made with `--memory-budget`: the bytes each pooled
+/// process of the cell may hold.
+const CELL_BUDGET_VARIABLE: &str = "COREPLANE_CELL_MEMORY_BUDGET";
+
+/// The pool's budget in a cell with a budget of its own: the smaller of the two (a run's
+/// --memory-budget cannot take a process past what the cell allows).
+pub fn within_cell(budget: u64) -> u64 {
+    let cell = std::env::var(CELL_BUDGET_VARIABLE).ok().and_then(|v| v.parse::<u64>().ok()).filter(|b| *b > 0);
+    cell.map_or(budget, |c| c.min(budget))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -182,6 +182,10 @@ class Cell:
                 record["cgroup"] = cpuset.create_cell(name, spec.compute, spec.control, online, all_compute)
                 state.save(name, record)
                 record["machine"] = _reconcile(cpuset, {**records, name: record})
+                huge = record["machine"].get("hugepages")
+                if spec.hugepages and huge and huge["pool"] < huge["wanted"]:
+                    raise CoreplaneError(f"--hugepages {spec.hugepages}: the kernel gave {huge['pool']} of the "
+                                         f"{huge['wanted']} huge pages wanted ({huge.get('refused', 'memory too fragmented?')})")
                 if watchdog and owner_pid is not None:
                     record["watchdog_pid"] = _spawn_watchdog(name)
                 record["phase"] = "ready"

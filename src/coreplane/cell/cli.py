@@ -7,6 +7,7 @@ import typer
 from rich.table import Table
 
 from coreplane.cell.cell import Cell
+from coreplane.cell.memory import CELL_BUDGET_VARIABLE, parse_size
 from coreplane.cell.spec import CellSpec, parse_cores
 from coreplane.core import options as o, vocabulary as v
 from coreplane.core.cpulist import format_cpu_list
@@ -79,12 +80,16 @@ def create(
     mlock: bool = typer.Option(False, "--mlock", help="Lift the memory-lock limit of the cell's processes; "
                                "programs run by `cell exec` under coreplane's runtime have their memory "
                                "locked (mlockall)."),
+    memory_budget: str = typer.Option(None, "--memory-budget", metavar="SIZE", help="Memory each pooled process "
+                                      "of the cell may hold (heap and mappings), e.g. 512M: `coreplane run --memory "
+                                      "pool` in the cell takes the smaller of its --memory-budget and this."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Creates a cell; without --owner it lives until `coreplane cell destroy`."""
+    budget = parse_size(memory_budget, "--memory-budget") if memory_budget is not None else 0
     spec = CellSpec(compute=parse_cores(compute, v.COMPUTE_CORES), control=parse_cores(control, v.CONTROL_CORES),
                     name=name, move_tasks=move_tasks, steer_irqs=steer_irqs, hugepages=hugepages, mlock=mlock,
-                    io_completions=io_completions, pin_init=pin_init)
+                    io_completions=io_completions, pin_init=pin_init, memory_budget=budget)
     cell = Cell.create(spec, watchdog=owner is not None, owner=owner)
     for pid in pids:
         cell.add_process(pid)
@@ -130,6 +135,8 @@ def exec_in(ctx: typer.Context, name: str = typer.Argument(..., help="Cell name.
     cell.add_process(os.getpid())
     if cell.record["spec"]["mlock"]:
         os.environ[CELL_MLOCK_VARIABLE] = "1"   # coreplane-exec's runtime then calls mlockall
+    if cell.record["spec"].get("memory_budget"):
+        os.environ[CELL_BUDGET_VARIABLE] = str(cell.record["spec"]["memory_budget"])
     try:
         os.execvp(ctx.args[0], ctx.args)
     except OSError as exc:

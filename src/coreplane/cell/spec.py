@@ -4,6 +4,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
+from coreplane.cell.memory import HUGE_PAGE, check_budget, machine_bytes
 from coreplane.core import vocabulary as v
 from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 from coreplane.core.errors import CoreplaneError
@@ -29,6 +30,8 @@ class CellSpec:
     # init's threads (pid 1 is never moved between groups) kept off the compute cores by their
     # CPU affinity: machine-wide, so opt-in, given back with the cell.
     pin_init: bool = False
+    # Bytes each pooled process of the cell may hold (its pool's budget at most this); 0: none.
+    memory_budget: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -80,6 +83,11 @@ def validate(spec: CellSpec, online: list[int], taken: dict[str, tuple[list[int]
         raise CoreplaneError(f"--name {spec.name!r}: use 1-40 letters, digits, '-' or '_', starting with a letter or digit")
     if spec.hugepages < 0:
         raise CoreplaneError(f"--hugepages {spec.hugepages}: must be >= 0")
+    if spec.hugepages * HUGE_PAGE > machine_bytes():
+        raise CoreplaneError(f"--hugepages {spec.hugepages}: {spec.hugepages * HUGE_PAGE / 2**30:.1f} GiB of huge pages, "
+                             f"more than this machine's memory ({machine_bytes() / 2**30:.1f} GiB)")
+    if spec.memory_budget:
+        check_budget(spec.memory_budget)
     for other, (o_compute, o_control) in taken.items():
         clash = sorted(set(compute + control) & set(o_compute))
         if clash:
@@ -90,7 +98,7 @@ def validate(spec: CellSpec, online: list[int], taken: dict[str, tuple[list[int]
                                  f"is a control core of live cell {other!r}")
     return CellSpec(compute=compute, control=control, name=spec.name, move_tasks=spec.move_tasks,
                     steer_irqs=spec.steer_irqs, hugepages=spec.hugepages, mlock=spec.mlock,
-                    io_completions=spec.io_completions, pin_init=spec.pin_init)
+                    io_completions=spec.io_completions, pin_init=spec.pin_init, memory_budget=spec.memory_budget)
 
 
 def default_name(existing: set[str]) -> str:

@@ -5,7 +5,7 @@ import gzip
 import time
 from pathlib import Path
 
-from coreplane.cell import state, steering
+from coreplane.cell import memory, state, steering
 from coreplane.cell.cgroups import EXEMPT_PIDS, PF_KTHREAD, PF_NO_SETAFFINITY, Cpuset, task_flags
 from coreplane.core.cpulist import format_cpu_list, parse_cpu_list
 
@@ -200,11 +200,28 @@ def report(record: dict, cpuset: Cpuset, sample_s: float = 0.2) -> dict:
                          else "RCU callbacks run on the compute cores (no rcu_nocbs= on the command line)"))
 
     spec = record["spec"]
+    processes = cpuset.processes(path)
     if spec["hugepages"]:
         free = int((steering.HUGEPAGES.parent / "free_hugepages").read_text())
         pool = int(steering.HUGEPAGES.read_text())
-        checks.append(_check("huge pages", ISOLATED if pool >= spec["hugepages"] else PARTIAL,
-                             f"{spec['hugepages']} x 2 MiB reserved for the cell; pool {pool}, free {free}"))
+        held = memory.huge_pages_held(processes)
+        checks.append(_check("huge pages", INFO if pool >= spec["hugepages"] else PARTIAL,
+                             f"the cell added {spec['hugepages']} x 2 MiB to the kernel's huge page pool, which is "
+                             f"system-wide (any process may take them): pool {pool}, free {free}",
+                             [f"held by the cell's processes: {memory.mib(held['hugetlb'])} hugetlb, "
+                              f"{memory.mib(held['transparent'])} transparent"]))
+    pools = [f for f in map(memory.pool_figures, processes) if f]
+    if pools or spec.get("memory_budget"):
+        budget = spec.get("memory_budget")
+        in_use = sum(f["in_use"] for f in pools)
+        checks.append(_check("memory pools", PARTIAL if budget and in_use > budget else INFO,
+                             f"{len(pools)} pooled processes, {memory.mib(in_use)} in use"
+                             + (f" of the cell's budget {memory.mib(budget)} (each process's pool at most that)"
+                                if budget else ""),
+                             [f"pid {f['pid']} ({f['mode']}): reserved {memory.mib(f['reserved'])}, in use "
+                              f"{memory.mib(f['in_use'])} (heap {memory.mib(f['heap'])}), free {memory.mib(f['free'])}, "
+                              f"scrubbing {memory.mib(f['scrubbing'])}, given back {memory.mib(f['given_back'])}"
+                              for f in pools]))
     if spec["mlock"]:
         locked = {}
         for pid in cpuset.processes(path):
@@ -221,7 +238,7 @@ def report(record: dict, cpuset: Cpuset, sample_s: float = 0.2) -> dict:
     watchdog_pid = record.get("watchdog_pid")
     return {
         "name": name, "compute": compute, "control": record["control"], "phase": record.get("phase"),
-        "cgroup": record.get("cgroup"), "processes": cpuset.processes(path),
+        "cgroup": record.get("cgroup"), "processes": processes, "memory_pools": pools,
         "owner": owner and {**owner, "alive": state.owner_alive(owner)},
         "watchdog": {"pid": watchdog_pid, "alive": bool(watchdog_pid) and state.start_time(watchdog_pid) is not None},
         "sample_s": sample_s, "checks": checks,

@@ -1,0 +1,65 @@
+"""A cell's memory (issue 15 item 4): each pooled process publishes its pool (reserved, in use,
+free, scrubbing, heap), `cell status` shows them for the cell's processes, a cell's budget bounds
+its runs' pools, and bad budgets or huge page requests are one-line errors."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, run_cli
+from coreplane.cell.memory import pool_figures
+
+PROGRAMS = Path(__file__).parent / "programs"
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def semantics(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("prog") / "pool_semantics"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
+    return exe
+
+
+class Holding:
+    """`pool_semantics hold` started by `argv`: it holds 24 MiB mapped and 3 MiB of heap until
+    its stdin closes; `pid` is the program's."""
+
+    def __init__(self, argv: list[str]):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        words = self.proc.stdout.readline().split()   # printed once it holds the memory
+        assert words[:1] == ["hold"], self.proc.stderr.read() if self.proc.poll() is not None else words
+        self.pid = int(words[1])
+
+    def finish(self) -> str:
+        out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, err
+        return out
+
+
+def test_a_pooled_process_publishes_its_pool(semantics):
+    held = Holding([*CLI, "run", "--memory", "pool", "--memory-budget", "256M", "--", str(semantics), "hold"])
+    try:
+        f = pool_figures(held.pid)
+    finally:
+        assert held.finish() == "hold ok\n"
+    assert f is not None and f["mode"] == "pool" and f["reserved"] == 256 * MIB
+    assert f["in_use"] == 27 * MIB and f["heap"] == 3 * MIB   # exactly what the program holds
+    assert f["in_use"] + f["free"] + f["scrubbing"] == f["reserved"]
+
+
+def test_a_process_without_a_pool_publishes_nothing():
+    assert pool_figures(os.getpid()) is None
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--memory-budget", "64T"], "--memory-budget 65536.0 GiB: larger than this machine's memory"),
+    (["--memory-budget", "2X"], "--memory-budget '2X': a size such as 512M or 2G"),
+    (["--hugepages", "100000000"], "--hugepages 100000000: 195312.5 GiB of huge pages, more than this machine's"),
+])
+def test_bad_budgets_and_huge_pages_are_one_line(args, message):
+    # Refused before the machine is touched (no cell, no huge page asked of the kernel).
+    proc = run_cli("cell", "create", "--compute-cores", "1", "--control-cores", "0", *args)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
