@@ -37,18 +37,60 @@ pub struct Run {
 /// the run intercepts the vDSO.
 const NOT_INTERCEPTED: [&str; 5] = ["clock_gettime", "gettimeofday", "time", "getcpu", "clock_getres"];
 
+/// Names of the profile directories (followed by the supervisor's pid and a time stamp).
+const DIR_PREFIX: &str = "coreplane-prof-";
+/// The directory of this run, open and locked (flock) for the life of this process: the kernel
+/// drops the lock however the process ends, so a directory no process locks is a leftover.
+static DIR_LOCK: std::sync::OnceLock<File> = std::sync::OnceLock::new();
+
 /// A private directory for the runtime's profile files, on tmpfs when there is one: creating,
 /// mapping and removing the (sparse) files there costs no disk work. Others may only pass
 /// through it (0711), into the subdirectory the runtime gives each user a process of the run
-/// became (uid-N, owned by that user, made while the process could still do so).
+/// became (uid-N, owned by that user, made while the process could still do so). Leftovers of
+/// supervisors that died without removing theirs (SIGKILL: a timeout's kill of a whole
+/// process group) are removed first.
 pub fn make_dir() -> Result<PathBuf, String> {
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let shm = PathBuf::from("/dev/shm");
     let base = if shm.is_dir() { shm } else { std::env::temp_dir() };
-    let dir = base.join(format!("coreplane-prof-{}-{stamp}", std::process::id()));
-    std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o711)).map_err(|e| e.to_string())?;
-    Ok(dir)
+    remove_leftovers(&base);
+    loop {
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let dir = base.join(format!("{DIR_PREFIX}{}-{stamp}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let handle = File::open(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // Another supervisor's sweep may take it between the two calls; then it is gone
+        // (no links left), and a new one is made.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&handle), libc::LOCK_EX | libc::LOCK_NB) } != 0
+            || std::os::unix::fs::MetadataExt::nlink(&handle.metadata().map_err(|e| e.to_string())?) == 0
+        {
+            continue;
+        }
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o711)).map_err(|e| e.to_string())?;
+        DIR_LOCK.set(handle).map_err(|_| "profile directory made twice".to_string())?;
+        return Ok(dir);
+    }
+}
+
+/// Removes this user's profile directories in `base` that no supervisor holds locked.
+fn remove_leftovers(base: &Path) {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = entry.file_name().to_str().is_some_and(|n| n.starts_with(DIR_PREFIX))
+            && entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if !ours {
+            continue;
+        }
+        let Ok(dir) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(&path)
+        else {
+            continue;
+        };
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&dir), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 fn u64s(bytes: &[u8]) -> Vec<u64> {
