@@ -149,10 +149,10 @@ class _Buckets:
         self.keys: list[int] = []  # their keys, negated (a min-heap)
 
     def key(self, gain: float) -> int:
-        return max(-GAIN_LEVELS, min(GAIN_LEVELS, round(gain * self.scale)))
+        return round(gain * self.scale)  # within +-GAIN_LEVELS: no gain exceeds the bound
 
     def push(self, p: int, gain: float) -> None:
-        k = self.key(gain)
+        k = round(gain * self.scale)
         bucket = self.lists.get(k)
         if bucket is None:
             self.lists[k] = [p]
@@ -168,7 +168,7 @@ class _Buckets:
             found = None
             while bucket and found is None:
                 p = bucket.pop()
-                if eligible(p) and self.key(gain(p)) == k:
+                if eligible(p) and round(gain(p) * self.scale) == k:
                     found = p
             if not bucket:
                 del self.lists[k]

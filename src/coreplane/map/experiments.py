@@ -357,12 +357,14 @@ def gain_ci(out: Path = typer.Option(..., "--out"), pairs: int = typer.Option(40
 
 @app.command()
 def figures(bench: Path = typer.Option(..., "--bench"), out_dir: Path = typer.Option(..., "--figures")) -> None:
-    """Draws netos-ipc.png, netos-quality.png, netos-scaling.png, netos-family.png, netos-heldout.png
-    and netos-proposal.png from the JSON results."""
-    from coreplane.map.plots import family_figure, ipc_figure, proposal_figure, quality_figure, scaling_figure
+    """Draws netos-ipc.png, netos-quality.png, netos-scaling.png, netos-rb-scaling.png,
+    netos-family.png, netos-heldout.png and netos-proposal.png from the JSON results."""
+    from coreplane.map.plots import (family_figure, ipc_figure, proposal_figure, quality_figure, rb_scaling_figure,
+                                     scaling_figure)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, fn in (("ipc", ipc_figure), ("quality", quality_figure), ("scaling", scaling_figure),
-                     ("family", family_figure), ("heldout", family_figure), ("proposal", proposal_figure)):
+                     ("rb-scaling", rb_scaling_figure), ("family", family_figure), ("heldout", family_figure),
+                     ("proposal", proposal_figure)):
         src = bench / f"netos-{name}.json"
         if src.is_file():
             fn(json.loads(src.read_text()), out_dir / f"netos-{name}.png")

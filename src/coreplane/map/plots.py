@@ -1,4 +1,4 @@
-"""Figures of the NetworkedOS experiments (IPC pairs, mapping quality, scaling, the family, proposed threads)."""
+"""Figures of the NetworkedOS experiments (IPC pairs, mapping quality, scaling, greedy-rb's scaling, the family, proposed threads)."""
 
 from collections import defaultdict
 from pathlib import Path
@@ -92,6 +92,30 @@ def scaling_figure(doc: dict, path: Path) -> None:
     _loglog(b, "processes (stencil on a square mesh)", "mapping time [ms]")
     b.legend(fontsize=7)
     fig.suptitle(_title(doc, "Partition and mapping time"), fontsize=9)
+    _save(fig, path)
+
+
+def rb_scaling_figure(doc: dict, path: Path) -> None:
+    """greedy-rb's CPU time per call against P (map.scaling), with c P log P fitted per kind, and
+    each point's time over its fit: flat if the time grows as P log P."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for (kind, f), style in zip(doc["fit_cpu"].items(), ("o", "s", "^")):
+        p = np.array(f["processes"], dtype=float)
+        t = [r["cpu_s"] for r in sorted((r for r in doc["rows"] if r["kind"] == kind), key=lambda r: r["processes"])]
+        line, = a.plot(p, t, style, label=f"{kind} (slope {f['slope']:.2f})")
+        a.plot(p, f["p_log_p"]["c"] * p * np.log2(p), "-", color=line.get_color(), lw=0.8)
+        for shape, ls in (("p_log_p", "-"), ("p_log2_p", ":")):
+            b.plot(p, f[shape]["t_over_fit"], style + ls, color=line.get_color(),
+                   label=f"{kind}, {'P log P' if shape == 'p_log_p' else 'P log² P'}")
+    _loglog(a, "processes P (2 per core)", "CPU seconds per call", base=2)
+    a.legend(fontsize=7)
+    b.set_xscale("log", base=2)
+    b.axhline(1.0, color="grey", lw=0.8)
+    b.set_xlabel("processes P")
+    b.set_ylabel("time ÷ fitted c·shape")
+    b.grid(True, alpha=0.3)
+    b.legend(fontsize=6)
+    fig.suptitle(_title(doc, "greedy-rb time against P log P"), fontsize=9)
     _save(fig, path)
 
 

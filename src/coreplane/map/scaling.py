@@ -1,0 +1,97 @@
+"""Time of greedy-rb and of its parts against process count (P = 256..8192), fitted to P log P: the measure of its O(P log P) claim.
+
+    python -m coreplane.map.scaling --out target/bench/netos-rb-scaling.json
+
+P processes on a mesh of P/2 cores, two per core (the largest mesh, 64 x 64, is the most cores a
+topology spec accepts), for bounded-degree kinds of the development family. Each call's CPU time
+(process time: less sensitive than the wall to other users of a shared machine) and wall time;
+the machine's tables (hops, rings, domain tree), built once per machine, are timed apart.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.console import Console
+
+from coreplane.core.machine import describe
+from coreplane.graph.topology import parse_spec
+from coreplane.map import families, methods
+from coreplane.map.bisection import _domains, bisection_map
+from coreplane.map.greedy import greedy_map, refine
+
+app = typer.Typer(help=__doc__.splitlines()[0], add_completion=False)
+err = Console(stderr=True)
+
+MESHES = {256: "mesh:16x8", 512: "mesh:16x16", 1024: "mesh:32x16", 2048: "mesh:32x32", 4096: "mesh:64x32",
+          8192: "mesh:64x64"}
+CAPACITY = 2
+KINDS = ("stencil2d", "geometric", "regular")  # bounded degree: 4, ~6 and 4 partners per process
+SEED = 424_242  # outside both families' seed ranges
+
+
+def _timed(fn) -> tuple[float, float, object]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.process_time() - cpu, time.perf_counter() - wall, out
+
+
+def _loadavg() -> list[str]:
+    return Path("/proc/loadavg").read_text().split()[:3]
+
+
+def fit(rows: list[dict], key: str = "cpu_s") -> dict:
+    """Per kind: c = median of t / (P log2 P), each point's t / (c P log2 P) (flat near 1 if the time
+    grows as P log P), the same for P log2^2 P and for P, and the least-squares slope of log t
+    against log P (1 for O(P); P log P between 256 and 8192 reads as about 1.1)."""
+    out = {}
+    for kind in sorted({r["kind"] for r in rows}):
+        mine = sorted((r for r in rows if r["kind"] == kind), key=lambda r: r["processes"])
+        p = np.array([r["processes"] for r in mine], dtype=float)
+        t = np.array([r[key] for r in mine])
+        shapes = {"p": p, "p_log_p": p * np.log2(p), "p_log2_p": p * np.log2(p) ** 2}
+        out[kind] = {"processes": p.astype(int).tolist(), "slope": float(np.polyfit(np.log(p), np.log(t), 1)[0])}
+        for name, shape in shapes.items():
+            c = float(np.median(t / shape))
+            out[kind][name] = {"c": c, "t_over_fit": (t / (c * shape)).round(3).tolist()}
+    return out
+
+
+@app.command()
+def main(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option(3, "--repetitions"),
+         sizes: str = typer.Option(",".join(map(str, MESHES)), "--sizes")) -> None:
+    """Times greedy-rb (median of `repetitions` calls) and, once, each of its parts."""
+    rows, tables = [], []
+    loads = [_loadavg()]
+    for processes in (int(s) for s in sizes.split(",")):
+        topo = parse_spec(MESHES[processes])
+        cpu, wall, _ = _timed(lambda: (topo.hops, topo.by_distance, topo.center, topo.nearest, topo.hop_rows,
+                                       topo.within(1), _domains(topo)))
+        tables.append({"topology": topo.spec, "cores": topo.n_cores, "cpu_s": cpu, "wall_s": wall})
+        for kind in KINDS:
+            comm = families.generate(kind, processes, SEED)
+            runs = [_timed(lambda: methods.greedy_rb(comm, topo, CAPACITY)) for _ in range(repetitions)]
+            walks = _timed(lambda: greedy_map(comm, topo, CAPACITY))
+            halves = _timed(lambda: bisection_map(comm, topo, CAPACITY))
+            start = min((walks[2], halves[2]), key=lambda pl: methods.hop_bytes(comm, topo, pl))
+            rounds = _timed(lambda: refine(comm, topo, start, CAPACITY, rounds=methods.GREEDY_RB_ROUNDS))
+            rows.append({"kind": kind, "processes": processes, "topology": topo.spec, "pairs": int(comm.traffic().nnz // 2),
+                         "cpu_s": float(np.median([r[0] for r in runs])),
+                         "wall_s": float(np.median([r[1] for r in runs])),
+                         "runs_cpu_s": [r[0] for r in runs],
+                         "walks_cpu_s": walks[0], "bisection_cpu_s": halves[0], "rounds_cpu_s": rounds[0]})
+            err.print(f"greedy-rb {kind}-{processes}@{topo.spec}: {rows[-1]['cpu_s']:.3f} s CPU "
+                      f"(walks {walks[0]:.3f}, bisection {halves[0]:.3f}, rounds {rounds[0]:.3f})")
+    loads.append(_loadavg())
+    doc = {"machine": describe(), "load_average_before_after": loads, "capacity": CAPACITY, "tables": tables,
+           "rows": rows, "fit_cpu": fit(rows), "fit_wall": fit(rows, "wall_s")}
+    for kind, f in doc["fit_cpu"].items():
+        err.print(f"{kind}: slope {f['slope']:.2f}; t / (c P log P): {f['p_log_p']['t_over_fit']}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1))
+
+
+if __name__ == "__main__":
+    app()
