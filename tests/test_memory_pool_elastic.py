@@ -4,6 +4,7 @@ its runs' pools, and bad budgets or huge page requests are one-line errors."""
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,40 @@ def test_a_pooled_process_publishes_its_pool(semantics):
     assert f["in_use"] + f["free"] + f["scrubbing"] == f["reserved"]
 
 
+def settled(pid: int, done) -> dict:
+    """The pool's figures once `done(figures)` holds (the scrubber works on its own thread),
+    failing after 30 s."""
+    deadline = time.monotonic() + 30
+    while not done(f := pool_figures(pid)):
+        assert time.monotonic() < deadline, f"pool of {pid} never settled: {f}"
+        time.sleep(0.01)
+    return f
+
+
+def rss(pid: int) -> int:
+    return next(int(l.split()[1]) * 1024 for l in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if l.startswith("VmRSS:"))
+
+
+@pytest.mark.parametrize("give_back", [0, 100])
+def test_freed_memory_goes_back_to_the_kernel_under_pressure(semantics, give_back):
+    # The pressure threshold is the cell's (cell create --memory-give-back, passed on by cell
+    # exec): 0 gives back always, 100 never (PSI's avg10 would have to be 100 %). The 8 MiB the
+    # program freed are dropped, not kept populated, and counted as given back.
+    held = Holding(["env", f"COREPLANE_CELL_MEMORY_GIVE_BACK={give_back}", *CLI, "run", "--memory", "pool",
+                    "--memory-budget", "256M", "--", str(semantics), "hold"])
+    try:
+        f = settled(held.pid, lambda f: f["scrubbing"] == 0 and (give_back or f["given_back"] >= 8 * MIB))
+        resident = rss(held.pid)
+    finally:
+        held.finish()
+    assert f["in_use"] == 27 * MIB
+    if give_back == 0:
+        assert f["given_back"] == 8 * MIB and resident < f["in_use"] + 6 * MIB
+    else:
+        assert f["given_back"] == 0 and resident >= f["in_use"] + 8 * MIB
+
+
 def test_a_process_without_a_pool_publishes_nothing():
     assert pool_figures(os.getpid()) is None
 
@@ -58,6 +93,7 @@ def test_a_process_without_a_pool_publishes_nothing():
     (["--memory-budget", "64T"], "--memory-budget 65536.0 GiB: larger than this machine's memory"),
     (["--memory-budget", "2X"], "--memory-budget '2X': a size such as 512M or 2G"),
     (["--hugepages", "100000000"], "--hugepages 100000000: 195312.5 GiB of huge pages, more than this machine's"),
+    (["--memory-give-back", "101"], "--memory-give-back 101: a memory pressure in %, 0 to 100"),
 ])
 def test_bad_budgets_and_huge_pages_are_one_line(args, message):
     # Refused before the machine is touched (no cell, no huge page asked of the kernel).

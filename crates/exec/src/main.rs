@@ -236,7 +236,7 @@ fn main() {
         cfg += ";vdso=1";
     }
     if pool {
-        cfg += &format!(";mem={budget}");
+        cfg += &format!(";mem={budget};give={}", memory::give_back_threshold());
     }
     if args.memory == memory::Memory::PoolDemand {
         cfg += ";memd=1";

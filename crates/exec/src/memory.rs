@@ -92,6 +92,20 @@ pub fn within_cell(budget: u64) -> u64 {
     cell.map_or(budget, |c| c.min(budget))
 }
 
+/// Set by `coreplane cell exec` in a cell made with `--memory-give-back`: the memory pressure (%)
+/// from which the pool gives freed memory back to the kernel.
+const CELL_GIVE_BACK_VARIABLE: &str = "COREPLANE_CELL_MEMORY_GIVE_BACK";
+
+/// The memory pressure (%, 0 to 100) from which the pool gives memory back: the cell's, or the
+/// runtime's default.
+pub fn give_back_threshold() -> u32 {
+    std::env::var(CELL_GIVE_BACK_VARIABLE)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|p| *p <= 100)
+        .unwrap_or(coreplane_runtime::config::DEFAULT_GIVE_BACK)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,9 @@ pub const MAX_CPUS: usize = 1024;
 /// Largest mean gap between timed local calls (`te`, coreplane-exec --time-every).
 pub const TIME_EVERY_MAX: u64 = 1 << 20;
 
+/// The memory pressure (%) from which the pool gives freed memory back, unless a cell says.
+pub const DEFAULT_GIVE_BACK: u32 = 10;
+
 /// A CPU set for sched_setaffinity (1024 bits, the kernel's cpu_set_t).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct CpuMask(pub [u64; MAX_CPUS / 64]);
@@ -73,6 +76,9 @@ pub struct Config<'a> {
     /// The pool's pages are filled at first touch by the runtime's userfaultfd handler
     /// (`--memory pool-demand`), not by the kernel.
     pub memory_on_demand: bool,
+    /// The memory pressure (PSI "some avg10" of /proc/pressure/memory, in %) from which the
+    /// pool gives freed memory back to the kernel instead of keeping it populated; 0: always.
+    pub memory_give_back: u32,
     /// Lock the program's memory, present and future (mlockall), as a cell made with `--mlock`
     /// asks: page faults and reclaim stay off the compute cores.
     pub lock_memory: bool,
@@ -111,6 +117,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         vdso_intercept: false,
         memory_pool: 0,
         memory_on_demand: false,
+        memory_give_back: DEFAULT_GIVE_BACK,
         lock_memory: false,
     };
     let mut rest = text;
@@ -136,6 +143,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"vdso" => cfg.vdso_intercept = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"mem" => cfg.memory_pool = parse_u64(value)?,
             b"memd" => cfg.memory_on_demand = parse_u64(value).filter(|n| *n <= 1)? == 1,
+            b"give" => cfg.memory_give_back = parse_u64(value).filter(|n| *n <= 100)? as u32,
             b"lock" => cfg.lock_memory = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,

@@ -7,7 +7,7 @@ import typer
 from rich.table import Table
 
 from coreplane.cell.cell import Cell
-from coreplane.cell.memory import CELL_BUDGET_VARIABLE, parse_size
+from coreplane.cell.memory import CELL_BUDGET_VARIABLE, CELL_GIVE_BACK_VARIABLE, parse_size
 from coreplane.cell.spec import CellSpec, parse_cores
 from coreplane.core import options as o, vocabulary as v
 from coreplane.core.cpulist import format_cpu_list
@@ -83,13 +83,17 @@ def create(
     memory_budget: str = typer.Option(None, "--memory-budget", metavar="SIZE", help="Memory each pooled process "
                                       "of the cell may hold (heap and mappings), e.g. 512M: `coreplane run --memory "
                                       "pool` in the cell takes the smaller of its --memory-budget and this."),
+    memory_give_back: int = typer.Option(None, "--memory-give-back", metavar="PCT", help="The memory pressure "
+                                         "(/proc/pressure/memory's some avg10, %) from which the pools of the cell's "
+                                         "processes give freed memory back to the kernel (default 10; 0: always)."),
     json_out: bool = JSON_OPT,
 ) -> None:
     """Creates a cell; without --owner it lives until `coreplane cell destroy`."""
     budget = parse_size(memory_budget, "--memory-budget") if memory_budget is not None else 0
     spec = CellSpec(compute=parse_cores(compute, v.COMPUTE_CORES), control=parse_cores(control, v.CONTROL_CORES),
                     name=name, move_tasks=move_tasks, steer_irqs=steer_irqs, hugepages=hugepages, mlock=mlock,
-                    io_completions=io_completions, pin_init=pin_init, memory_budget=budget)
+                    io_completions=io_completions, pin_init=pin_init, memory_budget=budget,
+                    memory_give_back=memory_give_back)
     cell = Cell.create(spec, watchdog=owner is not None, owner=owner)
     for pid in pids:
         cell.add_process(pid)
@@ -137,6 +141,8 @@ def exec_in(ctx: typer.Context, name: str = typer.Argument(..., help="Cell name.
         os.environ[CELL_MLOCK_VARIABLE] = "1"   # coreplane-exec's runtime then calls mlockall
     if cell.record["spec"].get("memory_budget"):
         os.environ[CELL_BUDGET_VARIABLE] = str(cell.record["spec"]["memory_budget"])
+    if cell.record["spec"].get("memory_give_back") is not None:
+        os.environ[CELL_GIVE_BACK_VARIABLE] = str(cell.record["spec"]["memory_give_back"])
     try:
         os.execvp(ctx.args[0], ctx.args)
     except OSError as exc:

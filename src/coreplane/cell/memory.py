@@ -14,6 +14,7 @@ FIGURES_WORDS = ("magic", "seq", "budget", "in_use", "scrubbing", "heap", "given
 MODES = {1: "pool", 2: "pool-demand"}
 # `cell exec` tells coreplane-exec the cell's budget through this variable (crates/exec/src/memory.rs).
 CELL_BUDGET_VARIABLE = "COREPLANE_CELL_MEMORY_BUDGET"
+CELL_GIVE_BACK_VARIABLE = "COREPLANE_CELL_MEMORY_GIVE_BACK"
 HUGE_PAGE = 2 << 20
 SIZE_RE = re.compile(r"(\d+)([KMGT]?)", re.IGNORECASE)
 

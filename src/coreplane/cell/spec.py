@@ -32,6 +32,9 @@ class CellSpec:
     pin_init: bool = False
     # Bytes each pooled process of the cell may hold (its pool's budget at most this); 0: none.
     memory_budget: int = 0
+    # The memory pressure (PSI some avg10, %) from which the pools give freed memory back to the
+    # kernel; None: the runtime's default (10).
+    memory_give_back: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -88,6 +91,8 @@ def validate(spec: CellSpec, online: list[int], taken: dict[str, tuple[list[int]
                              f"more than this machine's memory ({machine_bytes() / 2**30:.1f} GiB)")
     if spec.memory_budget:
         check_budget(spec.memory_budget)
+    if spec.memory_give_back is not None and not 0 <= spec.memory_give_back <= 100:
+        raise CoreplaneError(f"--memory-give-back {spec.memory_give_back}: a memory pressure in %, 0 to 100")
     for other, (o_compute, o_control) in taken.items():
         clash = sorted(set(compute + control) & set(o_compute))
         if clash:
@@ -98,7 +103,8 @@ def validate(spec: CellSpec, online: list[int], taken: dict[str, tuple[list[int]
                                  f"is a control core of live cell {other!r}")
     return CellSpec(compute=compute, control=control, name=spec.name, move_tasks=spec.move_tasks,
                     steer_irqs=spec.steer_irqs, hugepages=spec.hugepages, mlock=spec.mlock,
-                    io_completions=spec.io_completions, pin_init=spec.pin_init, memory_budget=spec.memory_budget)
+                    io_completions=spec.io_completions, pin_init=spec.pin_init, memory_budget=spec.memory_budget,
+                    memory_give_back=spec.memory_give_back)
 
 
 def default_name(existing: set[str]) -> str:

@@ -28,7 +28,7 @@ pub fn start() {
         unsafe { syscall3(MLOCKALL, MCL_CURRENT | MCL_FUTURE, 0, 0) };
     }
     if env::config().memory_pool > 0 {
-        crate::memsvc::start(env::config().memory_pool, env::config().memory_on_demand);
+        crate::memsvc::start(env::config().memory_pool, env::config().memory_on_demand, env::config().memory_give_back);
     }
     let t = thread::start_thread();
     app_threads::start(t);

@@ -203,10 +203,12 @@ pub fn enabled() -> bool {
 }
 
 /// At process start: the pool will be of `bytes`, reserved when a request first needs it;
-/// `on_demand`: its pages are filled by the runtime's fault handler (`--memory pool-demand`).
-pub fn start(bytes: u64, on_demand: bool) {
+/// `on_demand`: its pages are filled by the runtime's fault handler (`--memory pool-demand`);
+/// freed memory goes back to the kernel while the memory pressure is `give_back` % or more.
+pub fn start(bytes: u64, on_demand: bool, give_back: u32) {
     BUDGET.store(bytes, Relaxed);
     demand::choose(on_demand);
+    scrub::give_back_at(give_back);
 }
 
 /// Reserves the pool unless it is there; false when there is no budget, or this thread holds
@@ -325,7 +327,7 @@ impl Pool {
             in_use: (self.held * PAGE) as u64,
             scrubbing: (self.dirty_pages * PAGE) as u64,
             heap: (self.brk - self.base) as u64,
-            given_back: 0,
+            given_back: scrub::given_back(),
             on_demand: demand::active(),
         });
     }

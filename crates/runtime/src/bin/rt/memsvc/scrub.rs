@@ -17,10 +17,17 @@
 //! memset speed; mincore then says whether it was a huge page (else the 2 MiB are written).
 //! The kernel takes the memory map's lock for reading per page written (per huge page faulted),
 //! so the program's own mapping calls wait at most that long.
+//! Under memory pressure the pool gives memory back: while /proc/pressure/memory's "some avg10"
+//! (the share of the last 10 s in which some task stalled on memory) is at or above the
+//! threshold (10 %, or the cell's --memory-give-back), every freed part is dropped rather than
+//! kept populated, and once the queue is empty the free pages still populated (the allocator's
+//! free blocks, the heap above its break) are dropped too; the next user faults them in again,
+//! as natively. The file is read once per step and once per idle wake (every 100 ms at most).
 
 use super::{pages_returned, Pool, HUGE_PAGE, MADVISE, POOL, POOL_LOCK, ZEROS};
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use coreplane_runtime::buddy::FREE_HEAD;
+use core::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicU64, Ordering::*};
 
 /// Pages zeroed per step (8 MiB): a waiting caller gets memory after one step.
 const STEP_PAGES: usize = 2048;
@@ -38,6 +45,14 @@ static RUNNING: AtomicBool = AtomicBool::new(false);
 static THREAD: super::Helper = super::Helper::new();
 /// Set by `retire`: the scrubber ends before its next step.
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The memory pressure, in hundredths of a %, from which memory is given back (0: always).
+static GIVE_BACK_AT: AtomicU32 = AtomicU32::new(1000);
+/// /proc/pressure/memory, opened with the scrubber (-1: none; nothing is given back).
+static PSI: AtomicIsize = AtomicIsize::new(-1);
+/// Bytes given back to the kernel under pressure.
+static GIVEN_BACK: AtomicU64 = AtomicU64::new(0);
+/// The free pages were given back since the scrubber last returned pages.
+static FREE_GIVEN: AtomicBool = AtomicBool::new(false);
 static SLEEPING: AtomicU32 = AtomicU32::new(0);
 /// Bumped when work is queued; the sleeping scrubber waits on it.
 static WORK: AtomicU32 = AtomicU32::new(0);
@@ -64,6 +79,82 @@ pub fn child_after_fork() {
     }
 }
 
+/// At process start: memory is given back from `percent` % of memory pressure (0: always).
+pub fn give_back_at(percent: u32) {
+    GIVE_BACK_AT.store(percent * 100, Relaxed);
+}
+
+/// Bytes given back to the kernel under pressure so far.
+pub fn given_back() -> u64 {
+    GIVEN_BACK.load(Relaxed)
+}
+
+/// Whether memory is to be given back now: the pressure's "some avg10" is at or above the
+/// threshold ("some avg10=12.34 avg60=..." read from the start of the file).
+fn under_pressure() -> bool {
+    let at = GIVE_BACK_AT.load(Relaxed);
+    let fd = PSI.load(Relaxed);
+    if at == 0 || fd < 0 {
+        return at == 0;
+    }
+    let mut buf = [0u8; 64];
+    let n = unsafe { syscall6(PREAD64, fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0) };
+    let text = &buf[..n.max(0) as usize];
+    let Some(from) = text.windows(6).position(|w| w == b"avg10=") else { return false };
+    let hundredths = text[from + 6..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit() || **c == b'.')
+        .filter(|c| c.is_ascii_digit())
+        .fold(0u32, |v, c| v.saturating_mul(10).saturating_add((c - b'0') as u32));
+    hundredths >= at
+}
+
+/// Drops the pool's free pages that may still be populated (the heap above its break, then the
+/// allocator's free blocks), one block at a time under the lock (a program thread may take the
+/// block the moment the lock is released), counting the resident ones as given back. Stops
+/// where the kernel refuses (locked memory).
+fn give_back_free() {
+    let mut next = None; // None: the heap above its break
+    loop {
+        let pool = lock();
+        let (at, len) = match next {
+            None => (pool.heap_top, pool.heap_pages - pool.heap_top),
+            Some(mut i) => {
+                while i < pool.fresh && pool.buddy.state(i) & FREE_HEAD == 0 {
+                    i += 1;
+                }
+                (i, if i < pool.fresh { 1 << (pool.buddy.state(i) & !FREE_HEAD) } else { 0 })
+            }
+        };
+        let addr = pool.base + at * PAGE;
+        let resident = resident_pages(addr, len);
+        let dropped = len > 0 && unsafe { syscall3(MADVISE, addr, len * PAGE, MADV_DONTNEED) } == 0;
+        if dropped {
+            GIVEN_BACK.fetch_add((resident * PAGE) as u64, Relaxed);
+            pool.publish();
+        }
+        let heap_pages = pool.heap_pages;
+        POOL_LOCK.release();
+        if !dropped && (next.is_some() || len > 0) {
+            return;
+        }
+        next = Some(if next.is_none() { heap_pages } else { at + len });
+    }
+}
+
+/// Pages of [addr, addr + pages) that are resident (mincore), counted a step at a time.
+fn resident_pages(addr: usize, pages: usize) -> usize {
+    let mut resident = [0u8; STEP_PAGES];
+    let mut count = 0;
+    for first in (0..pages).step_by(STEP_PAGES) {
+        let n = (pages - first).min(STEP_PAGES);
+        if unsafe { syscall3(MINCORE, addr + first * PAGE, n * PAGE, resident.as_mut_ptr() as usize) } == 0 {
+            count += resident[..n].iter().filter(|r| *r & 1 != 0).count();
+        }
+    }
+    count
+}
+
 /// Tells the scrubber there is work, starting it if the process has none yet. The memory file
 /// is opened here, by the program thread, before the scrubber exists: moving a descriptor to 900
 /// grows the descriptor table, which the kernel does with an RCU grace period (7 ms seen here)
@@ -72,6 +163,12 @@ pub fn wake() {
     if !RUNNING.swap(true, AcqRel) {
         if !super::demand::active() && unsafe { MEM.0 } < 0 {
             open_mem();
+        }
+        if GIVE_BACK_AT.load(Relaxed) != 0 && PSI.load(Relaxed) < 0 {
+            let fd = unsafe { syscall3(OPEN, c"/proc/pressure/memory".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+            if fd >= 0 {
+                PSI.store(super::out_of_the_way(fd), Relaxed);
+            }
         }
         THREAD.spawn(scrubber_main, b"scrubber thread");
     }
@@ -130,11 +227,13 @@ fn identity(fd: isize) -> Option<(u64, u64)> {
 
 /// Drops [addr, addr + len): it reads as zero and faults in again. Where the kernel refuses
 /// (memory locked by mlockall, as in a cell made with --mlock: EINVAL), it is zeroed in place:
-/// a freed page is never handed out with the program's old bytes.
-fn drop_pages(addr: usize, len: usize) {
-    if unsafe { syscall3(MADVISE, addr, len, MADV_DONTNEED) } != 0 {
+/// a freed page is never handed out with the program's old bytes. Whether it was dropped.
+fn drop_pages(addr: usize, len: usize) -> bool {
+    let dropped = unsafe { syscall3(MADVISE, addr, len, MADV_DONTNEED) } == 0;
+    if !dropped {
         zero(addr, len);
     }
+    dropped
 }
 
 /// Opens the memory file unless the one held is still the process's (the program may have
@@ -151,7 +250,9 @@ fn ensure_mem() {
 /// touched zeroed and populated, the others dropped (see the module's comment).
 fn scrub(addr: usize, len: usize) {
     let mut resident = [0u8; STEP_PAGES];
-    let keep = !super::demand::active() && unsafe { syscall3(MINCORE, addr, len, resident.as_mut_ptr() as usize) } == 0;
+    let known = !super::demand::active() && unsafe { syscall3(MINCORE, addr, len, resident.as_mut_ptr() as usize) } == 0;
+    let pressed = known && under_pressure();
+    let keep = known && !pressed;
     if keep {
         ensure_mem();
     }
@@ -161,7 +262,9 @@ fn scrub(addr: usize, len: usize) {
         let part = &resident[(at - addr) / PAGE..(end - addr) / PAGE];
         let touched = part.iter().filter(|r| *r & 1 != 0).count();
         if !keep || touched * 2 < part.len() {
-            drop_pages(at, end - at);
+            if drop_pages(at, end - at) && pressed {
+                GIVEN_BACK.fetch_add((touched * PAGE) as u64, Relaxed);
+            }
         } else if end - at == HUGE_PAGE {
             refill_huge(at);
         } else {
@@ -233,6 +336,10 @@ fn idle_until_work() {
     let more = next_step(lock()).is_some() || STOP.load(SeqCst);
     POOL_LOCK.release();
     if !more {
+        if !FREE_GIVEN.load(Relaxed) && under_pressure() {
+            give_back_free();
+            FREE_GIVEN.store(true, Relaxed);
+        }
         sys::futex_wait(WORK.as_ptr(), seq, 100_000_000);
     }
     SLEEPING.store(0, SeqCst);
@@ -262,6 +369,7 @@ extern "C" fn scrubber_main(_: usize) {
         }
         pool.scrubbed(first, pages);
         POOL_LOCK.release();
+        FREE_GIVEN.store(false, Relaxed);
         pages_returned();
     }
 }
