@@ -14,7 +14,7 @@ from coreplane.dse.specfile import load as load_spec
 from coreplane.fullsys import kernelparts
 from coreplane.fullsys.activity import summarise
 from coreplane.fullsys.guest import console_tail
-from coreplane.fullsys.run import node_script, tcp_counters, totals
+from coreplane.fullsys.run import common_region, node_script, tcp_counters, totals
 
 
 def counts(tmp_path, closed=True, memory=True):
@@ -63,6 +63,7 @@ def test_unknown_suite_is_one_line():
     (["--nodes", "4", "--size", "3"], "the size must be at least the number of nodes"),
     (["--nodes", "2", "--threads", "2"], "threads are for a single node's multiply"),
     (["--nodes", "2", "--dataflow"], "the dataflow multiply runs on one node"),
+    (["--nodes", "2", "--common-clock", "--idle-sleep"], "--common-clock needs -icount, idle clocks that leap"),
 ])
 def test_bad_node_counts_are_one_line(args, message):
     proc = run_cli("fullsys", "run", "--image", "bookworm", *args)
@@ -182,3 +183,11 @@ def test_analytic_timing_model():
                  {"l2": {"size": 1 << 20, "assoc": 16, "line": 64}}, t)
     assert both["kernel_share_cycles"] == pytest.approx(0.5)
     assert both["total"]["cycles"] == 2 * m["cycles"]
+
+
+def test_common_region_on_the_first_start():
+    nodes = [{"region_clock_ns": [1_000, 9_000], "lockstep": {"barriers": 90, "wait_ns": 2_500_000_000}},
+             {"region_clock_ns": [1_500, 9_400], "lockstep": {"barriers": 89, "wait_ns": 0}}]
+    region = common_region(nodes, 100)
+    assert region["region_ns"] == 8_400 and region["nodes_ns"] == [[0, 8_000], [500, 8_400]]
+    assert region["barriers"] == [90, 89] and region["wait_s"] == [2.5, 0.0]

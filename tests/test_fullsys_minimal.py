@@ -3,8 +3,8 @@
 QEMU/TCG, the osact plugin built against Debian's qemu-plugin.h loads, the matrix multiply's
 region of interest is counted kernel and user apart, its result is right, the cache model and
 analytic timing model answer as caches must (a smaller L2 misses more), a run restored from the
-booted snapshot does the same work without booting, and the dataflow-threads multiply runs on a
-guest of two vCPUs. A broken plugin, a kernel that no longer boots or a workload that no longer
+booted snapshot does the same work without booting, the dataflow-threads multiply runs on a
+guest of two vCPUs, and two nodes keep a common clock. A broken plugin, a kernel that no longer boots or a workload that no longer
 reaches its region fails here."""
 
 import json
@@ -113,6 +113,19 @@ def test_dataflow_threads_multiply_on_two_vcpus(minimal_image):
     assert [v["vcpu"] for v in node["vcpus"]] == [0, 1] and all(v["run_insns"] > 0 for v in node["vcpus"])
     # 48×48 in 32×32 tiles: 2 + 2 packs, 2 × 2 tiles, 1 reduce, each a DF-thread run once
     assert "workers=2 tile=32 dfthreads=9 " in open(doc["out"] + "/node0/console.log").read()
+
+
+def test_two_nodes_on_a_common_clock(minimal_image):
+    doc = run_matmul("--nodes", "2", "--from-snapshot", "--common-clock")
+    assert f"{doc['checksum']:.1f}" == native_checksum()
+    clock = doc["common_clock"]
+    (begin0, end0), (begin1, end1) = clock["nodes_ns"]
+    # On one clock cause precedes effect, to within a quantum: node 1's region starts with the first
+    # byte node 0 sent in its region and ends with the block node 0 receives before its region ends.
+    assert begin0 == 0 and begin1 >= -clock["quantum_ns"] and end1 <= end0 + clock["quantum_ns"]
+    assert clock["region_ns"] == max(end0, end1) > 0
+    # The nodes met at every quantum from the restore to their power-off (about a second of virtual time).
+    assert min(clock["barriers"]) > 1000
 
 
 def test_turns_plugin_only_for_several_vcpus_under_icount(minimal_image):

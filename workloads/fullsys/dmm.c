@@ -3,7 +3,9 @@
  * A's rows and all of B, multiplies its own block, gathers the blocks of C. Each node marks its
  * part (from the first byte of work to its last block sent or gathered) as the region of interest
  * for the osact plugin. Statically linked. Usage: dmm N RANK NODES NODE0_ADDRESS. Prints one
- * result line; node 0's checksum is the whole product's. */
+ * result line with the region's start and end on the guest's monotonic clock (virtual time under
+ * -icount; one time axis for all nodes with fullsys run --common-clock); node 0's checksum is the
+ * whole product's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -110,6 +112,13 @@ static double sum(const double *x, size_t cells)
     return s;
 }
 
+static long long monotonic_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
 int main(int argc, char **argv)
 {
     int n = argc == 5 ? atoi(argv[1]) : 0, rank = argc == 5 ? atoi(argv[2]) : -1;
@@ -130,6 +139,7 @@ int main(int argc, char **argv)
         memset(peer, -1, sizeof peer);
         fill_inputs(a, b, cells);
         accept_workers(nodes, peer);
+        long long begin = monotonic_ns();
         ROI_BEGIN();
         for (int r = 1; r < nodes; r++) {
             int r_lo = first_row(n, r, nodes), r_hi = first_row(n, r + 1, nodes);
@@ -142,20 +152,24 @@ int main(int argc, char **argv)
             recv_all(peer[r], c + (size_t)r_lo * n, (size_t)(r_hi - r_lo) * row);
         }
         ROI_END();
-        printf("coreplane-dmm n=%d rank=0 nodes=%d rows=%d checksum=%.1f\n", n, nodes, hi - lo, sum(c, cells));
+        long long end = monotonic_ns();
+        printf("coreplane-dmm n=%d rank=0 nodes=%d rows=%d roi_ns=%lld-%lld checksum=%.1f\n", n, nodes, hi - lo,
+               begin, end, sum(c, cells));
     } else {
         int fd = connect_to_node0(argv[4], rank);
         double *block = a + (size_t)lo * n;
         /* The first row's first byte opens the region: the wait for node 0 to boot is not work. */
         recv_all(fd, block, sizeof *block);
+        long long begin = monotonic_ns();
         ROI_BEGIN();
         recv_all(fd, block + 1, (size_t)(hi - lo) * row - sizeof *block);
         recv_all(fd, b, cells * sizeof *b);
         multiply_rows(a, b, c, n, lo, hi);
         send_all(fd, c + (size_t)lo * n, (size_t)(hi - lo) * row);
         ROI_END();
-        printf("coreplane-dmm n=%d rank=%d nodes=%d rows=%d checksum=%.1f\n", n, rank, nodes, hi - lo,
-               sum(c + (size_t)lo * n, (size_t)(hi - lo) * n));
+        long long end = monotonic_ns();
+        printf("coreplane-dmm n=%d rank=%d nodes=%d rows=%d roi_ns=%lld-%lld checksum=%.1f\n", n, rank, nodes,
+               hi - lo, begin, end, sum(c + (size_t)lo * n, (size_t)(hi - lo) * n));
     }
     return 0;
 }

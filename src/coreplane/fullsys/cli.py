@@ -74,6 +74,13 @@ def _render_run(doc: dict) -> None:
                       f"region {_speed(roi)}")
         start = "from the booted snapshot" if doc["from_snapshot"] else "boot included"
         console.print(f"    whole run ({start}): {node['run']['insns']:,} instructions, {_speed(node['run'])}")
+    clock = doc["common_clock"]
+    if clock:
+        starts = ", ".join(f"{begin / 1e6:.3f}-{end / 1e6:.3f}" for begin, end in clock["nodes_ns"])
+        console.print(f"  common clock (lockstep every {clock['quantum_ns'] / 1e3:g} µs of virtual time; simulated): "
+                      f"region {clock['region_ns'] / 1e6:.3f} ms from the first node's start to the last one's end; "
+                      f"per node {starts} ms; {max(clock['barriers'])} barriers, "
+                      f"{max(clock['wait_s']):.1f} s waiting at most", highlight=False)
     console.print(f"  output {doc['out']}")
 
 
@@ -115,6 +122,11 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
         dataflow: bool = typer.Option(False, "--dataflow",
                                       help="One node runs the dataflow-threads multiply (DF-Threads style: "
                                            "frames with synchronisation counts, a scheduler with --threads workers)."),
+        common_clock: bool = typer.Option(False, "--common-clock",
+                                          help="The nodes' virtual clocks advance in lockstep (they meet every "
+                                               "--quantum ns): the region is reported on that one clock."),
+        quantum: int = typer.Option(runs.QUANTUM_NS, "--quantum",
+                                    help="Virtual ns between the nodes' meetings (with --common-clock)."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the
@@ -123,7 +135,7 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
     model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
     emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot,
-                  dataflow), as_json, _render_run)
+                  dataflow, common_clock, quantum), as_json, _render_run)
 
 
 @app.command()

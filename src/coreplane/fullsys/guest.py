@@ -25,13 +25,15 @@ NICENESS = 10
 class Extras:
     """What a guest gets beyond the image: its workload disk (written by the guest), its NIC on a
     QEMU network shared with other guests (a -netdev specification and the NIC's MAC), a QMP socket
-    to control it, and a saved state to start from instead of booting (fullsys/snapshot.py)."""
+    to control it, a saved state to start from instead of booting (fullsys/snapshot.py), and more
+    plugins ("PATH,ARGS": the lockstep plugin of a common clock)."""
 
     disk: Path | None = None
     netdev: str | None = None
     mac: str | None = None
     qmp: Path | None = None
     incoming: Path | None = None
+    plugins: tuple[str, ...] = ()
 
 
 @dataclass
@@ -108,6 +110,8 @@ def command(image: Path, memory_mb: int, vcpus: int, append: str, plugin: str | 
         cmd += ["-incoming", f"exec:cat {shlex.quote(str(extras.incoming))}"]
     if icount and vcpus > 1:
         cmd += ["-plugin", f"{built(TURNS_PLUGIN)},turn={TURN_INSTRUCTIONS}"]
+    for extra in extras.plugins:
+        cmd += ["-plugin", extra]
     return cmd + (["-plugin", plugin] if plugin else [])
 
 

@@ -11,6 +11,8 @@ RUNS = ROOT / "runs"
 PLUGIN = ROOT / "plugins" / "libosact.so"
 # Loaded into every guest of several vCPUs under -icount (fullsys/guest.py).
 TURNS_PLUGIN = ROOT / "plugins" / "libturns.so"
+# Loaded into every node of a run with a common clock (fullsys run --common-clock).
+LOCKSTEP_PLUGIN = ROOT / "plugins" / "liblockstep.so"
 # The guests' static programs (workloads/fullsys/, built by `make fullsys-setup`).
 PROGRAMS = ROOT / "bin"
 GUEST_PROGRAMS = ("matmul", "dmm", "dfmm", "netup")

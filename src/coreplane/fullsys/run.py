@@ -6,11 +6,17 @@ import time
 from pathlib import Path
 
 from coreplane.core import machine
+from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys import activity, guest, image, kernelparts, snapshot, timing, workdisk
-from coreplane.fullsys.paths import PLUGIN, RUNS, built
+from coreplane.fullsys.paths import LOCKSTEP_PLUGIN, PLUGIN, RUNS, built
 
 RESULT = re.compile(r"coreplane-(?:matmul|dmm|dfmm) n=(\d+) .*checksum=(\S+)")
+# dmm's region on the guest's monotonic clock (virtual ns), start and end.
+REGION_CLOCK = re.compile(r"coreplane-dmm .*roi_ns=(\d+)-(\d+) ")
+# A common clock (plugins/lockstep.c): the nodes meet at every multiple of this much virtual time,
+# so their clocks differ by less than it (0.1 ms: 100,000 instructions at -icount shift=0).
+QUANTUM_NS = 100_000
 MAX_NODES = 8
 MEMORY_MB = 1024
 SUBNET = "10.16.0."
@@ -89,9 +95,25 @@ def _node_result(rank: int, booted: guest.Boot, node_dir, disk, model: timing.Ti
         counts["cache"] = timing.model(counts["roi"]["insns"], events, caches, model)
     region = counts["roi"]["insns"]["kernel"] + counts["roi"]["insns"]["user"]
     snmp = out / "snmp"
+    clock = REGION_CLOCK.search(booted.console)
+    lockstep = node_dir / "lockstep.json"
     return {"node": rank, "checksum": float(result.group(2)), "wall_s": round(booted.wall_s, 2),
             "kernel_parts": kernelparts.attribute(blocks, kernelparts.load_symbols(out / "kallsyms"), region),
-            "tcp": tcp_counters(snmp.read_text()) if snmp.exists() else {}, **counts}
+            "tcp": tcp_counters(snmp.read_text()) if snmp.exists() else {},
+            "region_clock_ns": [int(clock.group(1)), int(clock.group(2))] if clock else None,
+            "lockstep": read_json(lockstep) if lockstep.exists() else None, **counts}
+
+
+def common_region(per_node: list[dict], quantum_ns: int) -> dict:
+    """The region of interest on the nodes' common clock (virtual ns, simulated): from the first
+    node's start to the last node's end, each node's start and end relative to the first start,
+    and what keeping the clock cost (barriers passed, host seconds spent waiting at them)."""
+    spans = [n["region_clock_ns"] for n in per_node]
+    origin = min(begin for begin, _ in spans)
+    return {"quantum_ns": quantum_ns, "region_ns": max(end for _, end in spans) - origin,
+            "nodes_ns": [[begin - origin, end - origin] for begin, end in spans],
+            "barriers": [n["lockstep"]["barriers"] for n in per_node],
+            "wait_s": [round(n["lockstep"]["wait_ns"] / 1e9, 2) for n in per_node]}
 
 
 def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict:
@@ -118,7 +140,8 @@ def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict
 
 def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
         idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing(),
-        from_snapshot: bool = False, dataflow: bool = False) -> dict:
+        from_snapshot: bool = False, dataflow: bool = False, common_clock: bool = False,
+        quantum_ns: int = QUANTUM_NS) -> dict:
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
@@ -127,9 +150,14 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     guest also runs the cache model, and the analytic timing `model` turns its events into cycles.
     `from_snapshot`: every guest starts from the image's booted state (saved first when missing).
     `dataflow`: one node runs the dataflow-threads multiply (workloads/fullsys/dfmm.c) with
-    `threads` workers on as many vCPUs."""
+    `threads` workers on as many vCPUs. `common_clock`: the nodes' virtual clocks advance in
+    lockstep, meeting every `quantum_ns` (plugins/lockstep.c; idle clocks leap, as far as the next
+    meeting), and the run reports its region on that one clock."""
     _check(nodes, size, threads, dataflow)
-    idle_sleep = nodes > 1 if idle_sleep is None else idle_sleep
+    if common_clock and (idle_sleep or not icount or quantum_ns < 1 or dataflow or threads > 1):
+        raise CoreplaneError("--common-clock needs -icount, idle clocks that leap (--idle-leap), a positive "
+                             "--quantum and the distributed multiply (no --dataflow, one thread)")
+    idle_sleep = nodes > 1 and not common_clock if idle_sleep is None else idle_sleep
     plugin = built(PLUGIN)
     img = image.ensure(suite)
     out = RUNS / f"{suite}-N{nodes}-n{size}-t{threads}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
@@ -138,13 +166,19 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     if from_snapshot and netdev is None:  # a restored guest has the NIC it was saved with: on a hub alone
         netdev = snapshot.SAVE_NETDEV
     restore, saving_s = snapshot.ensure(image.image_dir(suite), MEMORY_MB, threads) if from_snapshot else (None, 0.0)
+    barrier = out / "clock.barrier"
+    if common_clock:
+        out.mkdir(parents=True)
+        barrier.write_bytes(bytes(4096))  # the lockstep plugin's shared barrier, zero: no node arrived
     guests, disks = [], []
     try:
         for rank in range(nodes):
             node_dir = out / f"node{rank}"
             node_dir.mkdir(parents=True)
             disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads, dataflow)))
-            extras = guest.Extras(disks[-1], netdev, mac(rank), incoming=restore)
+            lockstep = (f"{built(LOCKSTEP_PLUGIN)},barrier={barrier},nodes={nodes},quantum={quantum_ns},"
+                        f"out={node_dir / 'lockstep.json'}",) if common_clock else ()
+            extras = guest.Extras(disks[-1], netdev, mac(rank), incoming=restore, plugins=lockstep)
             guests.append(guest.start(image.image_dir(suite), node_dir / "console.log",
                                       plugin=f"{plugin},{plugin_arguments(node_dir / 'osact.json', memory_counted, caches)}",
                                       memory_mb=MEMORY_MB, vcpus=threads, icount=icount,
@@ -162,4 +196,5 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
             "snapshot_saving_s": round(saving_s, 1),
             "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],
             "wall_s": round(wall, 2), "out": str(out), "machine": machine.describe(),
-            "load_average": os.getloadavg(), "total": totals(per_node, model), "per_node": per_node}
+            "load_average": os.getloadavg(), "total": totals(per_node, model),
+            "common_clock": common_region(per_node, quantum_ns) if common_clock else None, "per_node": per_node}
