@@ -234,10 +234,6 @@ impl Arbiter {
         let Some(slot) = mcp.vcores.iter().position(|v| v.is_none()) else { return Ok(None) };
         let warm = mcp.retained.remove(&cpu);
         mcp.vcores[slot] = Some(Vcore { cpu, revoke: None });
-        let info = &mcp.pages.info().vcores[slot];
-        info.cpu.store(cpu, Ordering::Relaxed);
-        info.deadline_ns.store(0, Ordering::Relaxed);
-        info.state.store(VCORE_HELD, Ordering::Release);
         self.owner.insert(cpu, (pid, slot));
         // A CPU another process retained leaves its cpuset first, so only one holds it.
         let retainers: Vec<u32> = self.mcps.iter_mut().filter_map(|(&p, m)| m.retained.remove(&cpu).then_some(p)).collect();
@@ -250,6 +246,14 @@ impl Arbiter {
             self.counters.grants_cold += 1;
             self.write_cpuset(pid)?;
         }
+        // Published only now: a program that sees its vcore's CPU in procinfo can pin a thread
+        // there at once. Published before the cpuset write, a grant of a lent core (the write
+        // sleeps while the borrower is moved off) let the Fig. 6 encoder's worker pin itself to
+        // a CPU its cpuset did not hold yet: EINVAL, and the encoder died.
+        let info = &self.mcps[&pid].pages.info().vcores[slot];
+        info.cpu.store(cpu, Ordering::Relaxed);
+        info.deadline_ns.store(0, Ordering::Relaxed);
+        info.state.store(VCORE_HELD, Ordering::Release);
         self.post(pid, slot, layout::EV_GRANTED, cpu as u64);
         Ok(Some(slot))
     }
