@@ -427,13 +427,14 @@ fn map_code(hint: usize, exact: bool) -> Option<usize> {
 }
 
 /// After the first trap at a site: rewrite it when it is a `syscall` in file-backed text that
-/// this process's rewrite can take (JIT code, the vDSO and writable code are left alone).
+/// this process's rewrite can take (JIT code, the vDSO and writable code are left alone). While
+/// another thread rewrites, the site is left to a later trap.
 pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     let site = after_syscall.wrapping_sub(2);
     if !enabled() || crate::dispatch::needs_trap(nr) || !can_take(site, nr) {
         return;
     }
-    if !rewrite_lock::lock() {
+    if !rewrite_lock::try_lock() {
         return;
     }
     // Checked under the lock: another thread may have rewritten it meanwhile.

@@ -20,6 +20,13 @@ pub fn lock() -> bool {
     }
 }
 
+/// Takes the lock only if no thread holds it: a site's rewrite can wait for its next trap,
+/// where waiting here spun for as long as the holder (reading /proc/self/maps, ≈ 25 µs) was
+/// preempted (up to 1.4 ms in a JVM's start at load 9).
+pub fn try_lock() -> bool {
+    OWNER.compare_exchange(0, crate::thread::current().tid as u32, Acquire, Relaxed).is_ok()
+}
+
 pub fn unlock() {
     OWNER.store(0, Release);
 }
