@@ -43,3 +43,12 @@ def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path):
     assert live.wait(timeout=60) == 0
     assert not live_dir.exists()
     assert json.loads((tmp_path / "live.json").read_text())["exit"] == {"status": 0}
+
+
+def test_bad_input_leaves_no_directory(tmp_path):
+    # Before: the directory was made before the last checks, and a refused --online-map left it.
+    proc = subprocess.Popen([str(EXEC), "--delegate", "all", "--online-map", "mesh:2x1", "--profile",
+                             str(tmp_path / "p.json"), "--", "true"], stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "--online-map" in err
+    assert not list(BASE.glob(f"coreplane-prof-{proc.pid}-*"))

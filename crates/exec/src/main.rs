@@ -208,6 +208,16 @@ fn main() {
         println!("{doc}");
         return;
     }
+    let argv: Vec<CString> = std::iter::once(CString::new("coreplane-rt").unwrap())
+        .chain(std::iter::once(CString::new(program.as_os_str().as_bytes()).unwrap()))
+        .chain(args.command.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| fail("argument contains NUL"))))
+        .collect();
+    if args.online_map.is_some() && (delegating || pool) {
+        fail("--online-map: not with a delegation policy or --memory pool (the runtime pins its delegates and \
+              the pool's scrubber on the control cores)");
+    }
+    let online = args.online_map.as_deref().map(|s| mapping::subscribe(s).unwrap_or_else(|e| fail(e)));
+    // Made after every check that may fail, so that bad input leaves nothing behind.
     let profile_dir = args.profile.as_ref().map(|_| merge::make_dir().unwrap_or_else(|e| fail(e)));
 
     let mut hex = [0u8; 128];
@@ -249,15 +259,6 @@ fn main() {
         cfg += &format!(";prof={}", d.display());
     }
 
-    let argv: Vec<CString> = std::iter::once(CString::new("coreplane-rt").unwrap())
-        .chain(std::iter::once(CString::new(program.as_os_str().as_bytes()).unwrap()))
-        .chain(args.command.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| fail("argument contains NUL"))))
-        .collect();
-    if args.online_map.is_some() && (delegating || pool) {
-        fail("--online-map: not with a delegation policy or --memory pool (the runtime pins its delegates and \
-              the pool's scrubber on the control cores)");
-    }
-    let online = args.online_map.as_deref().map(|s| mapping::subscribe(s).unwrap_or_else(|e| fail(e)));
     let rt_c = CString::new(rt.as_os_str().as_bytes()).unwrap();
     std::env::set_var("COREPLANE_RT", &cfg);
     // Opened before the fork, so that the program and every process it starts inherit it.
