@@ -232,12 +232,14 @@ int main(int argc, char **argv) {
         /* The program break grows over zeroed memory, shrinks, and grows again over zeroed
            memory; the memory above a lowered break is unmapped. */
         char *b0 = sbrk(0);
-        for (int round = 0; round < 4; round++) {
-            char *p = sbrk(3 * MIB + 100);
+        for (int round = 0; round < 6; round++) {
+            /* Small lowerings are zeroed at regrowth, large ones by the scrubber. */
+            size_t n = (round % 3 == 2 ? 9 * MIB : round % 3 == 1 ? 4096 : 3 * MIB) + 100;
+            char *p = sbrk(n);
             if (p != b0) { printf("brk: sbrk returned %p, the break was %p\n", (void *)p, (void *)b0); return 1; }
-            expect(p, 3 * MIB + 100, 0, "new heap");
-            memset(p, 0x77, 3 * MIB + 100);
-            if (sbrk(-(intptr_t)(3 * MIB + 100)) != p + 3 * MIB + 100 || sbrk(0) != b0) { printf("brk: shrink\n"); return 1; }
+            expect(p, n, 0, "new heap");
+            memset(p, 0x77, n);
+            if (sbrk(-(intptr_t)n) != p + n || sbrk(0) != b0) { printf("brk: shrink\n"); return 1; }
         }
         printf("brk ok\n");
         b0[MIB] = 1;  /* above the break: SIGSEGV */

@@ -84,6 +84,8 @@ struct Pool {
     heap_pages: usize,
     brk: usize,
     heap_top: usize,
+    /// Pages [heap_top, heap_lazy_end) are above the break, closed but not zeroed (see `brk`).
+    heap_lazy_end: usize,
     /// Pages the program holds (heap and mapped), at most `budget_pages`.
     held: usize,
     budget_pages: usize,
@@ -277,6 +279,7 @@ fn reserve(bytes: u64) {
             heap_pages: heap / PAGE,
             brk: base,
             heap_top: 0,
+            heap_lazy_end: 0,
             held: 0,
             budget_pages: heap / PAGE,
         });
@@ -508,10 +511,13 @@ pub fn mmap(a: &[usize; 6]) -> Option<isize> {
 /// brk: the program break, served from the heap at the start of the pool's reservation (the
 /// kernel's break is never moved), so it is reserved at the first brk, the loader's brk(0).
 /// As Linux: the result is the new break, or the old one when the break cannot move there
-/// (below the heap, beyond its address space, or beyond the budget: ENOMEM for glibc's sbrk);
-/// pages above the break are unmapped (PROT_NONE, SIGSEGV on access) and handed to the
-/// scrubber, so that memory the break grows over again reads as zero (it waits for them, as an
-/// mmap waits).
+/// (below the heap, beyond its address space, or beyond the budget: ENOMEM for glibc's sbrk).
+/// Pages above the break are closed (PROT_NONE: SIGSEGV on access, ENOMEM for mprotect). A
+/// lowering by less than SCRUB_FROM pages leaves them populated and unzeroed, "lazy" (DIRTY, not
+/// queued), in [heap_top, heap_lazy_end); the break growing over them again opens them and zeroes
+/// them in place (a memset of pages the process has, where Linux unmaps them and faults and zeroes
+/// them again; glibc trims and regrows its heap by small steps). A larger lowering, or lazy pages
+/// reaching SCRUB_FROM, goes to the scrubber, whose pages the break waits for, as an mmap does.
 fn brk(addr: usize) -> Option<isize> {
     if !ensure_reserved() {
         return None;
@@ -525,10 +531,11 @@ fn brk(addr: usize) -> Option<isize> {
         let (top, new_top) = (pool.heap_top, pages_of(addr - start));
         if new_top > top {
             let n = new_top - top;
+            let lazy = pool.heap_lazy_end.min(new_top) - top;
             if pool.held + n > pool.budget_pages {
                 return Some(old as isize);
             }
-            if (top..new_top).any(|i| pool.buddy.state(i) == DIRTY) {
+            if (top + lazy..new_top).any(|i| pool.buddy.state(i) == DIRTY) {
                 wait_for_scrubber(guard);
                 continue;
             }
@@ -536,13 +543,15 @@ fn brk(addr: usize) -> Option<isize> {
             if failed(r) {
                 return Some(old as isize);
             }
+            unsafe { core::ptr::write_bytes((start + top * PAGE) as *mut u8, 0, lazy * PAGE) };
             pool.buddy.mark(top as u32, n, USED);
             pool.held += n;
-        } else if new_top < top && !pool.release_held(new_top as u32, top - new_top) {
+        } else if new_top < top && !pool.lower_break(new_top, top) {
             wait_for_scrubber(guard);
             continue;
         }
         pool.heap_top = new_top;
+        pool.heap_lazy_end = pool.heap_lazy_end.max(new_top);
         pool.brk = addr;
         BREAK.store(addr, Relaxed);
         let start_scrubber = new_top < top && (scrub::running() || pool.dirty_pages >= SCRUB_FROM);
@@ -552,6 +561,30 @@ fn brk(addr: usize) -> Option<isize> {
             scrub::wake();
         }
         return Some(addr as isize);
+    }
+}
+
+impl Pool {
+    /// Closes the heap's pages [new_top, top) as the break is lowered (see `brk`): lazily when
+    /// they and the lazy pages above them are fewer than SCRUB_FROM and all the program's own,
+    /// else through the scrubber with the lazy ones. False if the scrubber's queue was full.
+    fn lower_break(&mut self, new_top: usize, top: usize) -> bool {
+        let lazy_end = self.heap_lazy_end.max(top);
+        let own = self.buddy.all(new_top as u32, top - new_top, USED);
+        if own && lazy_end - new_top < SCRUB_FROM {
+            if failed(unsafe { syscall3(MPROTECT, self.base + new_top * PAGE, (top - new_top) * PAGE, PROT_NONE) }) {
+                return true; // out of mappings (vm.max_map_count): the pages stay the program's
+            }
+            self.buddy.mark(new_top as u32, top - new_top, DIRTY);
+            self.held -= top - new_top;
+            self.heap_lazy_end = lazy_end;
+            return true;
+        }
+        if lazy_end > top && !self.push_dirty(top as u32, lazy_end - top) {
+            return false;
+        }
+        self.heap_lazy_end = top;
+        self.release_held(new_top as u32, top - new_top)
     }
 }
 

@@ -26,7 +26,7 @@
 
 use super::{pages_returned, Pool, HUGE_PAGE, MADVISE, POOL, POOL_LOCK, ZEROS};
 use crate::sys::{self, *};
-use coreplane_runtime::buddy::FREE_HEAD;
+use coreplane_runtime::buddy::{FREE_HEAD, UNPOPULATED};
 use core::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicU64, Ordering::*};
 
 /// Pages zeroed per step (8 MiB): a waiting caller gets memory after one step.
@@ -129,6 +129,11 @@ fn give_back_free() {
         let addr = pool.base + at * PAGE;
         let resident = resident_pages(addr, len);
         let dropped = len > 0 && unsafe { syscall3(MADVISE, addr, len * PAGE, MADV_DONTNEED) } == 0;
+        if dropped && next.is_none() {
+            // The heap's lazy pages read as zero now: free, as the scrubber would leave them.
+            pool.buddy.mark(pool.heap_top as u32, pool.heap_lazy_end - pool.heap_top, UNPOPULATED);
+            pool.heap_lazy_end = pool.heap_top;
+        }
         if dropped {
             GIVEN_BACK.fetch_add((resident * PAGE) as u64, Relaxed);
             pool.publish();
