@@ -191,3 +191,11 @@ def test_common_region_on_the_first_start():
     region = common_region(nodes, 100)
     assert region["region_ns"] == 8_400 and region["nodes_ns"] == [[0, 8_000], [500, 8_400]]
     assert region["barriers"] == [90, 89] and region["wait_s"] == [2.5, 0.0]
+    # the common-clock sweep's metrics are numbers of such a document
+    spec = load_spec(REPO / "examples" / "sweeps" / "fullsys-clock.info")
+    fields = {name: path for m in spec.metrics if m.source == "json" for name, path in m.fields.items()}
+    doc = {"common_clock": region, "wall_s": 30.0,
+           "total": {"kernel_share_insns": 0.1, "kernel_parts_share_of_region": {"network stack": 0.05}}}
+    assert {name: json_field(doc, path) for name, path in fields.items()} == {
+        "region_ns": 8_400, "kernel_share": 0.1, "network_share": 0.05, "node0_barrier_wait_s": 2.5,
+        "guest_wall_s": 30.0}
