@@ -245,7 +245,18 @@ int main(int argc, char **argv) {
         b0[MIB] = 1;  /* above the break: SIGSEGV */
         printf("survived\n");
     } else if (!strcmp(mode, "brk_budget")) {
-        /* The heap grows in 1 MiB steps until the budget (or 128 MiB) is reached: ENOMEM. */
+        /* After lowerings the scrubber takes (9 MiB) and regrowths over them (3 MiB), whose
+           bytes must stay the program's, the heap grows in 1 MiB steps until the budget (or
+           128 MiB) is reached: ENOMEM. */
+        for (int round = 0; round < 20; round++) {
+            size_t n = round % 2 ? 3 * MIB : 9 * MIB;
+            char *p = sbrk(n);
+            if (p == (void *)-1) { perror("brk_budget: sbrk"); return 1; }
+            expect(p, n, 0, "new heap");
+            memset(p, 0x33, n);
+            for (int pass = 0; pass < 3; pass++) expect(p, n, 0x33, "heap in use");
+            sbrk(-(intptr_t)n);
+        }
         int steps = 0;
         errno = 0;
         while (steps < 128 && sbrk(MIB) != (void *)-1) steps++;

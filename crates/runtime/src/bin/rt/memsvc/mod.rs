@@ -531,7 +531,7 @@ fn brk(addr: usize) -> Option<isize> {
         let (top, new_top) = (pool.heap_top, pages_of(addr - start));
         if new_top > top {
             let n = new_top - top;
-            let lazy = pool.heap_lazy_end.min(new_top) - top;
+            let lazy = pool.heap_lazy_end.min(new_top).saturating_sub(top);
             if pool.held + n > pool.budget_pages {
                 return Some(old as isize);
             }
@@ -583,7 +583,8 @@ impl Pool {
         if lazy_end > top && !self.push_dirty(top as u32, lazy_end - top) {
             return false;
         }
-        self.heap_lazy_end = top;
+        // Nothing above the new break is lazy now: it is queued, or still to be (a full queue).
+        self.heap_lazy_end = new_top;
         self.release_held(new_top as u32, top - new_top)
     }
 }
