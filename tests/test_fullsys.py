@@ -168,6 +168,18 @@ def test_figures_table_gives_medians_with_their_spread():
     assert table[3] == "| bookworm | 4 | 12.00 % (11.00–13.00, n=2) | 5.00 % (4.00–6.00, n=2) |"
 
 
+def test_speedups_on_the_common_clock():
+    import pandas as pd
+    from coreplane.fullsys.figures import speedups
+    rows = [{"distro": "bookworm", "size": 256, "nodes": n, "metric": m, "median": v}
+            for n, m, v in [(1, "region_ns", 120e6), (4, "region_ns", 40e6), (1, "kernel_share", 0.005),
+                            (4, "kernel_share", 0.11), (2, "region_ns", 70e6), (2, "kernel_share", 0.05)]]
+    table = speedups(pd.DataFrame(rows))
+    assert [(r["nodes"], round(r["speedup"], 3), r["region_ms"]) for r in table] == [(1, 1.0, 120.0), (2, 1.714, 70.0),
+                                                                                        (4, 3.0, 40.0)]
+    assert table[2]["kernel_share"] == 0.11
+
+
 def test_analytic_timing_model():
     from coreplane.fullsys.timing import Timing, estimate, model
     events = {"l1i_accesses": 100, "l1i_misses": 10, "l2i_misses": 2,

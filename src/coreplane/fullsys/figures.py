@@ -1,11 +1,11 @@
-"""Paper 001's figures from a fullsys sweep, all simulated: the kernel's share of the region of interest against nodes per Debian suite and matrix size, the kernel's parts (network stack, copies, memory management, the rest), and for a sweep of the L2's size (Figs. 6-8) cycles, data-access latency and L2 miss rate against it."""
+"""Paper 001's figures from a fullsys sweep, all simulated: the kernel's share of the region of interest against nodes per Debian suite and matrix size, the kernel's parts (network stack, copies, memory management, the rest), for a sweep of the L2's size (Figs. 6-8) cycles, data-access latency and L2 miss rate against it, and for a sweep on the nodes' common clock the speedup across nodes and the kernel's share against the matrix size (Fig. 9)."""
 
 from pathlib import Path
 
 import numpy as np
 
 from coreplane import dse
-from coreplane.dse.results import parameter_names
+from coreplane.dse.results import load_metrics, parameter_names
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.figures import plt, save, style
 from coreplane.fullsys.paths import SUITES
@@ -14,6 +14,8 @@ from coreplane.fullsys.paths import SUITES
 PART_METRICS = (("network_share", "network stack"), ("copies_share", "data copies"),
                 ("memory_mgmt_share", "memory management"))
 SHARE = "kernel_share"
+# The region on the nodes' common clock (examples/sweeps/fullsys-clock.info), virtual ns.
+REGION = "region_ns"
 
 
 def _release_order(distro: str) -> int:
@@ -121,11 +123,59 @@ def l2_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
     return str(save(fig, path)), "\n".join(lines)
 
 
+def speedups(table) -> list[dict]:
+    """Per suite, size and node count of a common-clock sweep: the region's median (ms), the
+    speedup over one node of the same suite and size, and the kernel's median share."""
+    region = table[table["metric"] == REGION].set_index(["distro", "size", "nodes"])["median"]
+    share = table[table["metric"] == SHARE].set_index(["distro", "size", "nodes"])["median"]
+    rows = []
+    for (distro, size, nodes), ns in sorted(region.items()):
+        alone = region.get((distro, size, 1))
+        rows.append({"distro": distro, "size": size, "nodes": nodes, "region_ms": ns / 1e6,
+                     "speedup": alone / ns if alone is not None else None, "kernel_share": share.get((distro, size, nodes))})
+    return rows
+
+
+def clock_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
+    """On the nodes' common clock: the region's speedup over one node against nodes, a line per
+    suite and size, and the kernel's share against the matrix size, a line per node count (the
+    paper's Fig. 9); the Markdown table of the medians."""
+    rows = speedups(dse.summary(sweep, metrics=[REGION, SHARE]))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    for (distro, size) in sorted({(r["distro"], r["size"]) for r in rows}):
+        line = [r for r in rows if (r["distro"], r["size"]) == (distro, size) and r["speedup"] is not None]
+        left.plot([r["nodes"] for r in line], [r["speedup"] for r in line], "-o", label=f"{distro} {size}×{size}")
+    nodes = sorted({r["nodes"] for r in rows})
+    left.plot(nodes, nodes, ":", color="grey", label="linear")
+    left.set_xticks(nodes)
+    style(left, "nodes", "speedup of the region over one node", f"common clock — simulated, {note}")
+    left.legend(fontsize=7)
+    for (distro, count) in sorted({(r["distro"], r["nodes"]) for r in rows}):
+        line = sorted((r for r in rows if (r["distro"], r["nodes"]) == (distro, count)), key=lambda r: r["size"])
+        right.plot([r["size"] for r in line], [100 * r["kernel_share"] for r in line], "-o",
+                   label=f"{distro}, {count} node{'s' if count > 1 else ''}")
+    right.set_xscale("log", base=2)
+    right.set_xticks(sorted({r["size"] for r in rows}), [str(n) for n in sorted({r["size"] for r in rows})])
+    style(right, "matrix size N (N×N)", "kernel share of instructions [%]", f"Fig. 9 — simulated, {note}")
+    right.legend(fontsize=7)
+    lines = ["| suite | size | nodes | region (ms, common clock) | speedup over 1 node | kernel share |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        speedup = "—" if r["speedup"] is None else f"{r['speedup']:.2f}×"
+        lines.append(f"| {r['distro']} | {r['size']} | {r['nodes']} | {r['region_ms']:.3f} | {speedup} | "
+                     f"{100 * r['kernel_share']:.2f} % |")
+    return str(save(fig, path)), "\n".join(lines)
+
+
 def draw(sweep: Path, out: Path, note: str) -> dict:
     """The sweep's figures as PNGs in `out` and the Markdown table: Figs. 6-8 for a sweep of the L2's
-    size, otherwise the kernel share against nodes and the kernel's parts."""
+    size, the speedup and Fig. 9 for a sweep on the common clock, otherwise the kernel share
+    against nodes and the kernel's parts."""
     if "l2" in parameter_names(sweep):
         figure, table = l2_sweep(sweep, out / "fullsys-l2.png", note)
+        return {"figures": [figure], "table": table}
+    if REGION in set(load_metrics(sweep)["metric"]):
+        figure, table = clock_sweep(sweep, out / "fullsys-clock.png", note)
         return {"figures": [figure], "table": table}
     table = medians(sweep)
     return {"figures": [share_against_nodes(table, out / "fullsys-nodes.png", note),
