@@ -120,7 +120,7 @@ def _split(procs, want, nbrs, wts, hops, rep_of, part_of, r0, r1, passes) -> set
     pulls = np.zeros(len(procs))
     if who:
         reps = np.asarray(reps)
-        np.add.at(pulls, who, np.asarray(out_w) * (hops[r1, reps] - hops[r0, reps]))
+        pulls = np.bincount(who, weights=np.asarray(out_w) * (hops[r1, reps] - hops[r0, reps]), minlength=len(procs))
     pull = dict(zip(procs, pulls.tolist()))
     best = None
     for grow in (_grow_by_gain, _grow_breadth_first):
@@ -219,7 +219,8 @@ def _grow_by_gain(halves: _Halves, want: int) -> None:
     side, gain = halves.side, halves.gain
     queue = halves.queue()
     taken = 0
-    if not any(g > 0 for g in halves.pull.values()):  # none pulled to half 0: start from a rim, far from those pulled to half 1
+    # none pulled to half 0: start from a rim, as far as can be from those pulled to half 1
+    if not any(g > 0 for g in halves.pull.values()):
         pushed = [p for p in halves.procs if halves.pull[p] < 0]
         seed = _far_layer(pushed, halves.inner)[0] if pushed else \
             _far_end(_far_end(halves.procs[0], halves.inner), halves.inner)

@@ -77,7 +77,8 @@ def main(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option
             halves = _timed(lambda: bisection_map(comm, topo, CAPACITY))
             start = min((walks[2], halves[2]), key=lambda pl: methods.hop_bytes(comm, topo, pl))
             rounds = _timed(lambda: refine(comm, topo, start, CAPACITY, rounds=methods.GREEDY_RB_ROUNDS))
-            rows.append({"kind": kind, "processes": processes, "topology": topo.spec, "pairs": int(comm.traffic().nnz // 2),
+            rows.append({"kind": kind, "processes": processes, "topology": topo.spec,
+                         "pairs": int(comm.traffic().nnz // 2),
                          "cpu_s": float(np.median([r[0] for r in runs])),
                          "wall_s": float(np.median([r[1] for r in runs])),
                          "runs_cpu_s": [r[0] for r in runs],
