@@ -10,6 +10,7 @@ from coreplane.map.comm import CommGraph
 
 SWAP_PASSES = 2  # Kernighan-Lin passes per bisection; each is O(E_S) on the part S it splits (bucket queues)
 GAIN_LEVELS = 1024  # a part's gains are ordered at 1/GAIN_LEVELS of its largest possible |gain|
+NONE_LOCKED: frozenset[int] = frozenset()  # a growth locks no process
 STALL = 50  # a swap pass stops after this many swaps without a new best prefix (the rest is undone anyway)
 
 
@@ -160,15 +161,16 @@ class _Buckets:
         else:
             bucket.append(p)
 
-    def pop(self, eligible, gain):
-        """The eligible process of highest gain (None if none is left)."""
+    def pop(self, halves: "_Halves", side: int, locked: set[int]):
+        """The process of highest gain on `side` of `halves` and not in `locked` (None if none is left)."""
+        sides, scale = halves.side, self.scale
         while self.keys:
             k = -self.keys[0]
             bucket = self.lists[k]
             found = None
             while bucket and found is None:
                 p = bucket.pop()
-                if eligible(p) and round(gain(p) * self.scale) == k:
+                if sides[p] == side and p not in locked and round(halves.gain(p) * scale) == k:
                     found = p
             if not bucket:
                 del self.lists[k]
@@ -230,7 +232,7 @@ def _grow_by_gain(halves: _Halves, want: int) -> None:
         if side[p] == 1:
             queue.push(p, gain(p))
     while taken < want:
-        p = queue.pop(lambda q: side[q] == 1, gain)
+        p = queue.pop(halves, 1, NONE_LOCKED)
         halves.move(p)
         taken += 1
         for q, _ in halves.inner[p]:
@@ -314,11 +316,14 @@ def _swap_pass(halves: _Halves) -> bool:
     locked: set[int] = set()
     done, total, best, best_at = [], 0.0, 1e-9, 0
     while True:
-        a = queues[0].pop(lambda q: q not in locked and side[q] == 0, gain)
-        b = queues[1].pop(lambda q: q not in locked and side[q] == 1, gain) if a is not None else None
+        a = queues[0].pop(halves, 0, locked)
+        b = queues[1].pop(halves, 1, locked) if a is not None else None
         if b is None:
             break
-        w_ab = sum(w for q, w in inner[a] if q == b)
+        w_ab = 0.0
+        for q, w in inner[a]:
+            if q == b:
+                w_ab += w
         step = gain(a) + gain(b) - 2 * h01 * w_ab
         for p in (a, b):
             move(p)
