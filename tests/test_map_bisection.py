@@ -35,14 +35,15 @@ def test_the_bisection_alone_comes_close_on_a_matching_stencil(dims):
 
 
 def test_bucket_queue_pops_the_highest_current_gain_and_drops_stale_entries():
-    gains = {0: 5.0, 1: -3.0, 2: 9.0, 3: 0.0}
+    # four processes with no traffic inside the part: each one's gain is its pull
+    halves = _Halves([0, 1, 2, 3], {0: 5.0, 1: -3.0, 2: 9.0, 3: 0.0}, {p: [] for p in range(4)}, 1)
     queue = _Buckets(10.0)
-    for p, g in gains.items():
-        queue.push(p, g)
-    gains[2] = -9.0  # 2's gain fell: pushed again under its new gain, its old entry is stale
-    queue.push(2, gains[2])
-    order = [queue.pop(lambda p: True, gains.__getitem__) for _ in range(5)]
-    assert order == [0, 3, 1, 2, None]
+    for p in range(4):
+        queue.push(p, halves.gain(p))
+    halves.pull[2] = -9.0  # 2's gain fell: pushed again under its new gain, its old entry is stale
+    queue.push(2, halves.gain(2))
+    order = [queue.pop(halves, 1, {3}) for _ in range(4)]  # 3 is locked
+    assert order == [0, 1, 2, None]
 
 
 @pytest.mark.parametrize("seed", range(4))
