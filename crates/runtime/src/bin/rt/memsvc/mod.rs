@@ -1,14 +1,15 @@
 //! The memory service (`--memory pool|pool-demand`): anonymous private memory served in user space.
-//! As in XOS, the process owns a pool, reserved at the first request of 128 KiB or more (smaller
-//! ones stay the kernel's); mmap of anonymous private read-write memory is answered from it by
-//! the buddy allocator (coreplane_runtime::buddy) with one mprotect, munmap hands the pages to
-//! the scrubber (`scrub`), a thread on a control core that makes them zero again, and mremap
-//! moves page tables, not bytes. brk is served from a heap at the start of the same reservation
-//! (see `brk`); the heap's pages and the mapped ones together are held to the budget. Freed
-//! pages the program had touched come back zeroed and
-//! populated, so memory that is reused does not fault; pages never handed out, or mostly left
-//! untouched, are filled at first touch: by the kernel (`pool`), or by the runtime's fault
-//! handler on the control core through userfaultfd (`pool-demand`, see `demand`).
+//! As in XOS, the process owns a pool, reserved at the first mmap of 128 KiB or more (smaller
+//! ones stay the kernel's) or the first brk; mmap of anonymous private read-write memory is
+//! answered from it by the buddy allocator (coreplane_runtime::buddy) with one mprotect, munmap
+//! hands the pages to the scrubber (`scrub`), a thread on a control core that makes them zero
+//! again, and mremap moves page tables, not bytes. brk is served from a heap at the start of the
+//! same reservation (see `brk`); the heap's pages and the mapped ones together are held to the
+//! budget. Freed pages the program had touched come back zeroed and populated, so memory that is
+//! reused does not fault; pages never handed out, or mostly left untouched, are filled at first
+//! touch: by the kernel (`pool`), or by the runtime's fault handler on the control core through
+//! userfaultfd (`pool-demand`, see `demand`). The pool's figures are published for
+//! `coreplane cell status` (`stats`).
 //!
 //! Semantics kept (both modes):
 //! - new memory reads as zero: a freed page is zeroed or dropped before it is handed out again;
