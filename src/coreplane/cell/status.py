@@ -215,7 +215,7 @@ def report(record: dict, cpuset: Cpuset, sample_s: float = 0.2) -> dict:
         budget = spec.get("memory_budget")
         in_use = sum(f["in_use"] for f in pools)
         checks.append(_check("memory pools", PARTIAL if budget and in_use > budget else INFO,
-                             f"{len(pools)} pooled processes, {memory.mib(in_use)} in use"
+                             f"pooled processes: {len(pools)}, {memory.mib(in_use)} in use"
                              + (f" of the cell's budget {memory.mib(budget)} (each process's pool at most that)"
                                 if budget else ""),
                              [f"pid {f['pid']} ({f['mode']}): reserved {memory.mib(f['reserved'])}, in use "
