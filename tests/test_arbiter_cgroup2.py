@@ -2,7 +2,8 @@
 hierarchy, so the check boots a guest (QEMU, TCG, 2 CPUs) of Debian's kernel with an initramfs
 holding busybox, coreplane-arbiter, libcoreplane-vcore and tests/programs/arbiter_cgroup2_check.c,
 cgroup2 mounted alone: a C client of the vcore library is granted a vcore, preempted at its
-deadline and reclaimed; the arbiter stopped leaves no group and the controller off again; an
+deadline and reclaimed; the arbiter stopped leaves no group and the controller off again; with
+--gang-stop, a child holding no core is frozen through cgroup.freeze and thawed when granted one; an
 arbiter killed mid-grant is cleaned up after by its watchdog. Needs qemu-system-x86_64 and a
 kernel (`make arbiter-cgroup2` fetches both; else skipped)."""
 
@@ -36,7 +37,7 @@ INIT = r"""#!/bin/busybox sh
 export PATH=/bin LD_LIBRARY_PATH=/lib COREPLANE_ARBITER_SOCKET=/run/arbiter.sock
 mount -t devtmpfs dev /dev; mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t cgroup2 none /sys/fs/cgroup
 echo "CHECK controllers $(cat /sys/fs/cgroup/cgroup.controllers)"
-start() { /bin/coreplane-arbiter --state-dir /run --warn-us 20000 2>/arbiter.log & ARB=$!
+start() { /bin/coreplane-arbiter --state-dir /run --warn-us 20000 "$@" 2>/arbiter.log & ARB=$!
           for i in $(seq 100); do [ -S /run/arbiter.sock ] && break; sleep 0.05; done; }
 start
 /bin/check
@@ -44,6 +45,10 @@ echo "CHECK check exit $?"
 kill -TERM $ARB; wait $ARB
 echo "CHECK after stop: group $( [ -e /sys/fs/cgroup/coreplane-arbiter ] && echo left || echo gone)," \
      "subtree_control '$(cat /sys/fs/cgroup/cgroup.subtree_control)'"
+start --gang-stop
+/bin/check gang
+echo "CHECK gang exit $?"
+kill -TERM $ARB; wait $ARB
 start
 /bin/check hold > /hold.log & CHECKER=$!
 for i in $(seq 100); do grep -q HOLDING /hold.log && break; sleep 0.05; done
@@ -98,6 +103,7 @@ def test_arbiter_on_cgroup2_in_a_guest(tmp_path):
     assert "CHECK OK" in lines and "CHECK check exit 0" in lines, text
     assert any(line.startswith("CHECK preempted at the deadline") for line in lines), text
     assert "CHECK after stop: group gone, subtree_control ''" in lines, text
+    assert "CHECK gang exit 0" in lines and any(line.startswith("CHECK gang: the child, preempted") for line in lines), text
     holding = next(line for line in lines if line.startswith("CHECK holding child"))
     assert holding.endswith("/coreplane-arbiter/mcp-" + holding.split()[3]), text
     after_kill = next(line for line in lines if line.startswith("CHECK after SIGKILL"))

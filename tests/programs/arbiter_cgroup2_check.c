@@ -4,6 +4,10 @@
  * it without ever yielding; the check reads its group, revokes the vcore with a 20 ms warning and
  * sees the child moved off its core, its CPU gone from the group, and everything reclaimed when
  * the child dies. Mode "hold" stops after the grant (the arbiter is then killed by the caller).
+ * Mode "gang" (beside an arbiter run with --gang-stop): the child is a best-effort MCP holding the
+ * core; this process, provisioned it and exempt from the gang stop, takes it back, and the child,
+ * preempted at the deadline with no core left, is frozen (cgroup.freeze) until this process
+ * yields the core, when it is granted it and thawed.
  * Prints one "CHECK ..." line per step; exit 0 when every step held. */
 #define _GNU_SOURCE
 #include <coreplane/vcore.h>
@@ -60,7 +64,8 @@ static int cpu_listed(const char *list, int cpu) {
 /* The child MCP: attach (waiting for the provision), take a vcore, spin on it, report the move. */
 static void spinner(int report) {
     if (cp_vcore_open() != 0) { printf("CHECK FAILED attach: %s\n", cp_vcore_error()); _exit(2); }
-    if (cp_vcore_request(1) != 1) { printf("CHECK FAILED request: %s\n", cp_vcore_error()); _exit(2); }
+    /* (under the gang stop the arbiter grants an idle core with the provision itself) */
+    if (cp_vcore_cpu(0) < 0 && cp_vcore_request(1) != 1) { printf("CHECK FAILED request: %s\n", cp_vcore_error()); _exit(2); }
     int cpu = cp_vcore_cpu(0);
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -75,8 +80,46 @@ static void spinner(int report) {
     _exit(0);
 }
 
+/* Waits up to 2 s for the child's group to report `frozen` (1 or 0) in cgroup.events. */
+static int wait_frozen(pid_t child, int frozen) {
+    char path[256], text[512], want[16];
+    snprintf(path, sizeof path, "%s/mcp-%d/cgroup.events", BASE, child);
+    snprintf(want, sizeof want, "frozen %d", frozen);
+    for (int i = 0; i < 2000; i++) {
+        FILE *f = fopen(path, "r");
+        if (!f) fail(path);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+        if (strstr(text, want)) return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* Mode "gang": the child holds the core as a best-effort MCP; this process takes it back. */
+static int gang(int fd, pid_t child, int cpu) {
+    char request[256], reply[65536];
+    snprintf(request, sizeof request, "{\"op\":\"provision\",\"pid\":%d,\"cores\":1,\"gang_stop\":false}\n", getpid());
+    call(fd, request, reply, sizeof reply);
+    if (!strstr(reply, "\"ok\":true")) { printf("CHECK FAILED gang provision: %s", reply); return 1; }
+    call(fd, "{\"op\":\"request\",\"n\":1}\n", reply, sizeof reply);
+    if (!strstr(reply, "\"pending\":1")) { printf("CHECK FAILED gang request: %s", reply); return 1; }
+    if (!wait_frozen(child, 1)) { printf("CHECK FAILED the child holding no core was not frozen\n"); return 1; }
+    printf("CHECK gang: the child, preempted from CPU %d, is frozen\n", cpu);
+    call(fd, "{\"op\":\"yield\",\"vcore\":0}\n", reply, sizeof reply);
+    if (!strstr(reply, "\"ok\":true")) { printf("CHECK FAILED gang yield: %s", reply); return 1; }
+    if (!wait_frozen(child, 0)) { printf("CHECK FAILED the child granted the core again was not thawed\n"); return 1; }
+    printf("CHECK gang: the child, granted the core again, is thawed\n");
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    printf("CHECK OK\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int hold = argc > 1 && strcmp(argv[1], "hold") == 0;
+    int gang_mode = argc > 1 && strcmp(argv[1], "gang") == 0;
     int pipefd[2];
     if (pipe(pipefd) != 0) fail("pipe");
     pid_t child = fork();
@@ -88,7 +131,7 @@ int main(int argc, char **argv) {
     strncpy(addr.sun_path, getenv("COREPLANE_ARBITER_SOCKET"), sizeof addr.sun_path - 1);
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail("connect");
     char request[256], reply[65536], path[256], text[256];
-    snprintf(request, sizeof request, "{\"op\":\"provision\",\"pid\":%d,\"cores\":1}\n", child);
+    snprintf(request, sizeof request, "{\"op\":\"provision\",\"pid\":%d,\"cores\":%d}\n", child, gang_mode ? 0 : 1);
     call(fd, request, reply, sizeof reply);
     if (!strstr(reply, "\"ok\":true")) { printf("CHECK FAILED provision: %s", reply); return 1; }
 
@@ -104,6 +147,7 @@ int main(int argc, char **argv) {
     read_file(path, text, sizeof text);
     printf("CHECK group cpuset.cpus %s\n", text);
     if (!cpu_listed(text, cpu)) { printf("CHECK FAILED the vcore's CPU is not in the group\n"); return 1; }
+    if (gang_mode) return gang(fd, child, cpu);
     if (hold) {
         printf("CHECK HOLDING %d\n", child);
         fflush(stdout);
