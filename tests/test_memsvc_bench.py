@@ -4,6 +4,7 @@ asserted (goals live in docs/benchmarks.md)."""
 
 import json
 import subprocess
+from collections import Counter
 
 import pytest
 
@@ -57,3 +58,34 @@ def test_memserve_client_notices_a_wrong_size(tmp_path):
         assert client.returncode == 1 and "wrong answer" in client.stderr
     finally:
         server.wait(timeout=30)
+
+
+def test_textgen_is_deterministic_and_zipf_like():
+    make = lambda seed: subprocess.run([str(workload("textgen")), "2", seed], capture_output=True, timeout=30).stdout
+    text = make("3")
+    assert len(text) >= 2 << 20 and text.endswith(b"\n")
+    assert text == make("3") and text != make("4")  # the same bytes for a seed, others for another
+    counts = sorted(Counter(text.split()).values(), reverse=True)
+    # Zipf, s = 1: the commonest word is about twice as frequent as the second.
+    assert 1.5 < counts[0] / counts[1] < 2.7
+
+
+def test_textgen_bad_arguments():
+    proc = subprocess.run([str(workload("textgen")), "0", "1"], capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: textgen")
+
+
+def test_latency_tables_and_cdf_from_a_saved_run(tmp_path):
+    from coreplane.bench import memsvc_latency
+    configs = ["default+neighbour", *memsvc_latency.CELL_CONFIGS]
+    latency = {c: [100.0 * (i + 1) + k for k in range(200)] for i, c in enumerate(configs)}
+    doc = {"load_before": [1.0, 1, 1], "load_after": [2.0, 1, 1], "rate": 200, "seconds": 1.0, "kib": 1024,
+           "repetitions": 1, "cell": {"compute": [1], "control": [0]}, "latency_us": latency,
+           "configs": {c: {**memsvc_latency.summary(v), "p99_each_us": [1.0]} for c, v in latency.items()}}
+    doc["p99_gain_vs_linux"] = doc["configs"]["linux+neighbour"]["p99_us"] / doc["configs"]["pool+neighbour"]["p99_us"]
+    doc["p99_gain_vs_default"] = doc["configs"]["default+neighbour"]["p99_us"] / doc["configs"]["pool+neighbour"]["p99_us"]
+    table = memsvc_latency.render(doc)
+    assert "| pool+neighbour | 200 | 600 |" in table  # p50 of 500..699
+    assert "goal ≥ 3×" in table
+    memsvc_latency.plot(doc, tmp_path / "cdf.png")
+    assert (tmp_path / "cdf.png").stat().st_size > 10_000

@@ -3,12 +3,13 @@ mmap + touch every page + munmap (and every sixteenth page: where demand paging'
 wasted), natively and under the pool, filled by the kernel (`pool`) or by the runtime's
 userfaultfd handler (`pool-demand`, where userfaultfd is allowed); malloc + touch + free with
 glibc, jemalloc and mimalloc preloaded, and glibc under the pool; the read and write cost of
-pool memory against kernel memory. Medians of the bundled workload `memtouch`, all in one run:
+pool memory against kernel memory (five alternations). Medians of the bundled workload `memtouch`, all in one run:
 `python -m coreplane.bench.memsvc --json`."""
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,8 @@ from coreplane.doctor.probes import userfaultfd
 MMAP_MIB = [64, 256, 1024]
 MALLOC_MIB = [1, 16, 64, 256, 1024]
 RW_MIB = 256
+# Table III alternates the two sides: one run of each moved by -35 % to +53 % under load (session 7).
+RW_REPS = 5
 # Debian's libjemalloc2 and libmimalloc2.0 (APT_PACKAGES), preloaded into the native runs.
 PRELOADS = {"jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
             "mimalloc": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"}
@@ -88,10 +91,17 @@ def measure() -> dict:
         row["speedup_vs_glibc"] = row["glibc_ms"] / row["glibc_pool_ms"]
         row["speedup_vs_best_other"] = min(row["jemalloc_ms"], row["mimalloc_ms"]) / row["glibc_pool_ms"]
         malloc_rows.append(row)
-    linux_rw, pool_rw = memtouch("rw", RW_MIB), memtouch("rw", RW_MIB, "pool")
-    rw = {"mib": RW_MIB, **{f"{side}_{op}_ns_per_page": doc[f"{op}_ns_per_page"]
-                            for side, doc in (("linux", linux_rw), ("pool", pool_rw)) for op in ("read", "write")}}
-    return {**doc, "load_after": os.getloadavg(), "mmap_touch_munmap": mmap_rows, "malloc_touch_free": malloc_rows, "read_write": rw}
+    runs = {"linux": [], "pool": []}
+    for rep in range(RW_REPS):
+        for side in (("linux", "pool") if rep % 2 == 0 else ("pool", "linux")):
+            runs[side].append(memtouch("rw", RW_MIB, side))
+    rw = {"mib": RW_MIB, "reps": RW_REPS}
+    for op in ("read", "write"):
+        each = {side: [r[f"{op}_ns_per_page"] for r in runs[side]] for side in runs}
+        rw.update({f"{side}_{op}_ns_per_page": statistics.median(v) for side, v in each.items()})
+        rw[f"{op}_ratio_each"] = [p / n for n, p in zip(each["linux"], each["pool"])]
+    return {**doc, "load_after": os.getloadavg(), "mmap_touch_munmap": mmap_rows, "malloc_touch_free": malloc_rows,
+            "read_write": rw}
 
 
 def render(doc: dict) -> str:
@@ -114,6 +124,9 @@ def render(doc: dict) -> str:
     lines += ["", f"| {rw['mib']} MiB, ns per 4 KiB page | read | write |", "|---|---|---|",
               f"| kernel memory | {rw['linux_read_ns_per_page']:.1f} | {rw['linux_write_ns_per_page']:.1f} |",
               f"| pool memory | {rw['pool_read_ns_per_page']:.1f} | {rw['pool_write_ns_per_page']:.1f} |"]
+    if "read_ratio_each" in rw:  # runs since session 8 alternate the sides
+        lines += [f"| pool / kernel, each of {rw['reps']} alternations | "
+                  + " | ".join(", ".join(f"{x:.2f}" for x in rw[f"{op}_ratio_each"]) for op in ("read", "write")) + " |"]
     return "\n".join(lines)
 
 
