@@ -14,16 +14,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
+#include "workload.h"
 
 static void touch(volatile char *p, size_t n, size_t stride) {
     for (size_t i = 0; i < n; i += stride) p[i] = 1;
@@ -77,8 +68,8 @@ int main(int argc, char **argv) {
         }
         t[i] = now_ns() - t0;
     }
-    qsort(t, (size_t)iters, sizeof *t, cmp);
-    qsort(w, (size_t)iters, sizeof *w, cmp);
+    qsort(t, (size_t)iters, sizeof *t, cmp_u64);
+    qsort(w, (size_t)iters, sizeof *w, cmp_u64);
     double pages = (double)(n / 4096);
     printf("{\"mode\": \"%s\", \"mib\": %zu, \"iterations\": %d, \"median_ns\": %llu, \"min_ns\": %llu",
            mode, n >> 20, iters, (unsigned long long)t[iters / 2], (unsigned long long)t[0]);

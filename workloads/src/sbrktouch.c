@@ -10,16 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
+#include "workload.h"
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -48,7 +39,7 @@ int main(int argc, char **argv) {
         }
         t[i] = now_ns() - t0;
     }
-    qsort(t, (size_t)iters, sizeof *t, cmp);
+    qsort(t, (size_t)iters, sizeof *t, cmp_u64);
     printf("{\"kib\": %zu, \"iterations\": %d, \"median_ns\": %llu, \"min_ns\": %llu}\n", size / 1024, iters,
            (unsigned long long)t[iters / 2], (unsigned long long)t[0]);
     return 0;
