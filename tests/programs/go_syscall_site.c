@@ -2,9 +2,11 @@
 // rax, then `mov rdx, rdi; mov rsi, rcx; mov rdi, rbx; syscall`), called on a stack of
 // STACK bytes above a guard page, as a goroutine's is small, by a thread with a signal stack
 // of its own, as Go gives every thread. Under coreplane the site is rewritten; a call the fast
-// path does not make in assembly must not run on that small stack.
+// path does not make in assembly must not run on that small stack. `plain` calls through
+// ordinary sites instead (`mov eax, NR; syscall`, as glibc's and Go's own runtime functions
+// such as runtime.write1 are), which the fast path enters at its ordinary entry.
 //
-//   go_syscall_site CALLS [STACK]   prints "calls=N ppid_ok=1" on success
+//   go_syscall_site CALLS [STACK] [go|plain]   prints "calls=N ppid_ok=1" on success
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +26,33 @@ __asm__(".text\n"
         "  syscall\n"
         "  ret\n");
 
+// The ordinary form: the number an immediate right before the instruction, a site each.
+__asm__(".text\n"
+        ".p2align 4\n"
+        "plain_getppid:\n"
+        "  mov $110, %eax\n"
+        "  syscall\n"
+        "  ret\n"
+        ".p2align 4\n"
+        "plain_write:\n"
+        "  mov $1, %eax\n"
+        "  syscall\n"
+        "  ret\n");
+
+extern char plain_getppid[], plain_write[];
+static int plain;
+
 static long site(long nr, long a1, long a2, long a3)
 {
+    if (plain) {
+        long ret;
+        __asm__ volatile("sub $128, %%rsp\n\tcall *%1\n\tadd $128, %%rsp"
+                         : "=a"(ret)
+                         : "r"(nr == SYS_getppid ? plain_getppid : plain_write),
+                           "D"(a1), "S"(a2), "d"(a3)
+                         : "rcx", "r11", "memory", "cc");
+        return ret;
+    }
     long ret;
     // The call skips the caller's red zone, as Go's code has none to keep.
     __asm__ volatile("sub $128, %%rsp\n\tcall go_site\n\tadd $128, %%rsp"
@@ -55,6 +82,7 @@ int main(int argc, char **argv)
     calls = argc > 1 ? atol(argv[1]) : 100;
     parent = getppid();
     long stack = argc > 2 ? atol(argv[2]) : 1024;
+    plain = argc > 3 && argv[3][0] == 'p';
     long page = sysconf(_SC_PAGESIZE);
     char *base = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED || mprotect(base, page, PROT_NONE) != 0)

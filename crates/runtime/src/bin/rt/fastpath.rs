@@ -77,8 +77,10 @@ global_asm!(
     // stays in asm and takes at most ≈ 300 bytes below the caller's rsp (the stub's and the
     // entry's 128-byte skips, the return address, up to four pushes; Go keeps ≈ 800 bytes below
     // a nosplit chain, and its runtime's own `mov eax, nr` sites already take this branch);
-    // any other call is bounced to the trap, whose handler runs on the signal stack, instead of
-    // into Rust on the caller's stack.
+    // any other call is bounced to the trap, whose handler runs on the signal stack. (It kept
+    // Rust off the caller's stack before the ordinary entry's Rust path moved to the thread's
+    // runtime stack, label 5; taking that path here would spare Go's delegated calls a trap,
+    // not yet done.)
     ".globl coreplane_fast_entry_local",
     "coreplane_fast_entry_local:",
     "cmp rax, 512",
@@ -215,6 +217,18 @@ global_asm!(
     "push rdi",
     "mov rsi, rsp",
     "mov rcx, rsp",
+    // Onto the thread's runtime stack, the rest of its Thread mapping, unless already there (a
+    // program handler that interrupted a delegated call and makes a call of its own): the
+    // program's stack may be a goroutine's, a few KiB with no guard page.
+    "mov r11, gs:[0]",
+    "cmp rsp, r11",
+    "jbe 21f",
+    "lea rdx, [r11 + {thread_size}]",
+    "cmp rsp, rdx",
+    "jbe 22f",
+    "21:",
+    "lea rsp, [r11 + {thread_size}]",
+    "22:",
     "and rsp, -16",
     "sub rsp, 256",
     "movdqu [rsp + 0], xmm0",
@@ -287,6 +301,7 @@ global_asm!(
     left = const L::T_SAMPLE_LEFT,
     rng = const L::T_SAMPLE_RNG,
     no_tsc = const core::mem::offset_of!(crate::thread::Thread, no_tsc),
+    thread_size = const crate::thread::THREAD_SIZE,
 );
 
 extern "C" {

@@ -153,15 +153,15 @@ pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
 /// The memory of a child that runs in its parent's memory until it execs or exits
 /// (CLONE_VM|CLONE_VFORK with a stack: glibc's posix_spawn, so every Rust `Command`), mapped by
 /// the parent before the clone and unmapped by it once the clone returns, when the child no
-/// longer uses it: its Thread page, then a signal stack. The kernel keeps the parent's signal
+/// longer uses it: its Thread mapping (the state and the runtime stack), then a signal stack. The kernel keeps the parent's signal
 /// stack for such a child (it clears it only for CLONE_VM without CLONE_VFORK), and the parent's
 /// trap for this very clone lies on it, suspended: the child's own traps there overwrote that
 /// frame and the parent returned through it (SIGSEGV in hyperfine, `fd -x`; Rust gives every
-/// thread a signal stack). Its Thread page was also never freed: one mapping per spawn.
+/// thread a signal stack). Its Thread mapping was also never freed: one mapping per spawn.
 struct VforkBlock(usize);
 
 impl VforkBlock {
-    const SIZE: usize = PAGE + LENT_STACK_SIZE;
+    const SIZE: usize = thread::THREAD_SIZE + LENT_STACK_SIZE;
 
     fn map() -> Option<VforkBlock> {
         sys::map_anon(Self::SIZE).map(|p| VforkBlock(p as usize))
@@ -177,7 +177,7 @@ impl VforkBlock {
 
     /// Makes the block's stack the calling child's signal stack (SS_AUTODISARM, as `lend_signal_stack`).
     fn lend_signal_stack(&self) -> bool {
-        let lent = SignalStack { sp: self.0 + PAGE, flags: SS_AUTODISARM, size: LENT_STACK_SIZE };
+        let lent = SignalStack { sp: self.0 + thread::THREAD_SIZE, flags: SS_AUTODISARM, size: LENT_STACK_SIZE };
         unsafe { syscall3(SIGALTSTACK, &lent as *const SignalStack as usize, 0, 0) == 0 }
     }
 

@@ -8,6 +8,13 @@ use core::arch::asm;
 /// Nesting depth of delegated calls; deeper calls run locally.
 pub const MAX_DEPTH: usize = 4;
 
+/// A thread's state and its runtime stack share one mapping: the Thread at its start, the
+/// stack above it, growing down from its end. The fast path runs its Rust calls (delegated
+/// calls, calls the runtime answers) there instead of on the program's stack, which may be a
+/// goroutine's few KiB with no guard page below (`fastpath`, label 5). Untouched pages cost no
+/// memory; the deepest Rust path (execve, with its path buffers) takes well under 64 KiB.
+pub const THREAD_SIZE: usize = 256 * 1024;
+
 #[repr(C)]
 pub struct Thread {
     /// Points to itself: `mov reg, gs:[0]` yields the Thread.
@@ -57,9 +64,10 @@ pub fn start_thread() -> &'static mut Thread {
     start_thread_in(None)
 }
 
-/// `start_thread` with the state in `page` (zeroed, a page) when given, else in a new page.
-pub fn start_thread_in(page: Option<*mut u8>) -> &'static mut Thread {
-    let page = page.or_else(|| sys::map_anon(PAGE));
+/// `start_thread` with the state in `area` (zeroed, THREAD_SIZE bytes) when given, else in a
+/// new mapping.
+pub fn start_thread_in(area: Option<*mut u8>) -> &'static mut Thread {
+    let page = area.or_else(|| sys::map_anon(THREAD_SIZE));
     let t = page.unwrap_or_else(|| sys::die(&[b"out of memory for a thread"])) as *mut Thread;
     unsafe {
         (*t).self_ptr = t;
