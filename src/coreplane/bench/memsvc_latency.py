@@ -13,6 +13,7 @@ pooled. `python -m coreplane.bench.memsvc_latency --json [--figure PNG]`."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,7 @@ def neighbour(cores: list[int] | None) -> subprocess.Popen:
 def stop(proc: subprocess.Popen) -> None:
     """Ends a neighbour and its workers (its own process group)."""
     try:
-        os.killpg(proc.pid, 15)
+        os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
         pass
     proc.wait(timeout=30)
