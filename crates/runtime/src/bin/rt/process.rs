@@ -580,6 +580,10 @@ pub fn exit_thread(code: usize) -> ! {
         exit_group(code);
     }
     profile::end_thread(t.prof);
+    if t.owned {
+        // Its state and runtime stack (which it may be running on) go with it.
+        sys::exit_unmapping(t as *mut thread::Thread as usize, thread::THREAD_SIZE, code);
+    }
     unsafe { syscall3(EXIT, code, 0, 0) };
     loop {}
 }

@@ -137,6 +137,19 @@ pub fn exit_group(code: usize) -> ! {
     loop {}
 }
 
+/// exit(2) of the calling thread once [addr, addr + len) is unmapped, though it may hold the
+/// stack the thread runs on: every signal is blocked first (none could be delivered on an
+/// unmapped stack), and nothing touches memory between the two calls.
+pub fn exit_unmapping(addr: usize, len: usize, code: usize) -> ! {
+    static ALL: u64 = !0;
+    unsafe {
+        syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, &ALL as *const u64 as usize, 0, 8, 0, 0);
+        asm!("syscall", "mov rdi, rdx", "mov eax, {exit}", "syscall", "ud2",
+             exit = const EXIT, in("rax") MUNMAP, in("rdi") addr, in("rsi") len, in("rdx") code,
+             options(noreturn, nostack));
+    }
+}
+
 /// Writes all of `buf` to `fd`, giving up at the first error.
 pub fn write_all(fd: usize, mut buf: &[u8]) {
     while !buf.is_empty() {

@@ -47,6 +47,9 @@ pub struct Thread {
     pub lent_stack: bool,
     /// Place in the clone tree (see `placement`).
     pub place: crate::placement::Place,
+    /// The Thread mapping is the thread's own (not a vfork child's block, which its parent
+    /// unmaps): it is unmapped when the thread exits.
+    pub owned: bool,
 }
 
 /// The calling thread's state.
@@ -71,6 +74,7 @@ pub fn start_thread_in(area: Option<*mut u8>) -> &'static mut Thread {
     let t = page.unwrap_or_else(|| sys::die(&[b"out of memory for a thread"])) as *mut Thread;
     unsafe {
         (*t).self_ptr = t;
+        (*t).owned = area.is_none();
         (*t).tid = sys::gettid();
         (*t).pid = sys::getpid();
         (*t).slots = [u32::MAX; MAX_DEPTH];
