@@ -7,6 +7,8 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from coreplane.core import documents
+
 STATE_DIR = Path(os.environ.get("COREPLANE_CELL_DIR", "/run/coreplane/cells"))
 HOST_FILE = STATE_DIR.parent / "host.json"   # apart from the cells: a cell may be called "host"
 
@@ -24,15 +26,8 @@ def locked():
         yield
 
 
-def _write_atomically(path: Path, record: dict) -> None:
-    """A crash leaves the old or the new file, never half of one."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, path)
-
-
 def save(name: str, record: dict) -> None:
-    _write_atomically(_dir() / f"{name}.json", record)
+    documents.write(_dir() / f"{name}.json", record, indent=2)
 
 
 def load(name: str) -> dict | None:
@@ -60,7 +55,7 @@ def save_host(record: dict | None) -> None:
         HOST_FILE.unlink(missing_ok=True)
         return
     _dir()
-    _write_atomically(HOST_FILE, record)
+    documents.write(HOST_FILE, record, indent=2)
 
 
 def cell_records() -> dict[str, dict]:
