@@ -17,6 +17,14 @@ CLI = [str(Path(sys.executable).with_name("coreplane"))]
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="coreplane-test-cache-")
 
 
+def build_program(tmp_path_factory, name: str) -> Path:
+    """tests/programs/NAME.c compiled (-O2 -pthread) into a fresh temporary directory."""
+    exe = tmp_path_factory.mktemp("prog") / name
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(REPO / "tests" / "programs" / f"{name}.c")],
+                   check=True)
+    return exe
+
+
 def run_cli(*args: str, check: bool = False, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     """Runs `coreplane ARGS` as a user would; returns the completed process (text mode)."""
     proc = subprocess.run(CLI + list(args), capture_output=True, text=True, timeout=timeout,

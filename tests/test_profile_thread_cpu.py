@@ -3,24 +3,20 @@ from it: a worker asleep in a call that never returns is not mistaken for one th
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, build_program
 from coreplane.model.queueing import cpu_scale
 from coreplane.profile import io as profiles
 
-PROGRAMS = Path(__file__).parent / "programs"
 EXEC = REPO / "target" / "release" / "coreplane-exec"
 
 
 @pytest.fixture(scope="module")
 def idle_worker_profile(tmp_path_factory) -> dict:
-    d = tmp_path_factory.mktemp("idle")
-    exe = d / "idle_worker"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "idle_worker.c")], check=True)
-    out = d / "profile.json"
+    exe = build_program(tmp_path_factory, "idle_worker")
+    out = exe.parent / "profile.json"
     run = subprocess.run([str(EXEC), "--profile", str(out), "--", str(exe)], capture_output=True, text=True,
                          timeout=60)
     assert run.returncode == 0 and run.stdout == "done\n", run.stderr
@@ -28,9 +24,8 @@ def idle_worker_profile(tmp_path_factory) -> dict:
 
 
 @pytest.mark.parametrize("policy", ["none", "all"])
-def test_each_thread_records_its_cpu_time(tmp_path, policy):
-    exe = tmp_path / "idle_worker"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "idle_worker.c")], check=True)
+def test_each_thread_records_its_cpu_time(tmp_path_factory, tmp_path, policy):
+    exe = build_program(tmp_path_factory, "idle_worker")
     out = tmp_path / "profile.json"
     run = subprocess.run([str(EXEC), "--delegate", policy, "--profile", str(out), "--", str(exe)],
                          capture_output=True, text=True, timeout=60)

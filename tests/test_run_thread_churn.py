@@ -6,17 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, build_program
 
 EXEC = REPO / "target" / "release" / "coreplane-exec"
 
 
 @pytest.fixture(scope="module")
 def thread_churn(tmp_path_factory) -> Path:
-    exe = tmp_path_factory.mktemp("prog") / "thread_churn"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(Path(__file__).parent / "programs" / "thread_churn.c")],
-                   check=True)
-    return exe
+    return build_program(tmp_path_factory, "thread_churn")
 
 
 @pytest.mark.parametrize("policy", ["none", "all"])

@@ -7,17 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, build_program
 
 EXEC = REPO / "target" / "release" / "coreplane-exec"
 
 
 @pytest.fixture(scope="module")
 def thread_self(tmp_path_factory) -> Path:
-    exe = tmp_path_factory.mktemp("prog") / "thread_self"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(Path(__file__).parent / "programs" / "thread_self.c")],
-                   check=True)
-    return exe
+    return build_program(tmp_path_factory, "thread_self")
 
 
 @pytest.mark.parametrize("policy", ["none", "all", "mckernel", "clock_gettime,setpriority,sched_setscheduler,getrusage"])
