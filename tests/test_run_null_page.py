@@ -95,10 +95,9 @@ def test_one_read_of_the_maps_answers_for_every_library(go_syscall_site, tmp_pat
 @pytest.mark.parametrize("policy", ["none", "getppid", "all"])
 def test_a_small_stack_site_takes_only_local_calls_on_its_stack(go_syscall_site, policy, sled):
     # Called on 512 bytes of stack above a guard page (a goroutine's is a few KiB, the site
-    # deep in it): a delegated call from the rewritten site must go to the trap, on the
-    # thread's signal stack, not into the runtime's Rust on the caller's stack (which hit the
-    # guard page: SIGSEGV). The page-0 sled enters every site it takes at the ordinary entry,
-    # so it must leave this one to the relocating rewrite (it died from 768 bytes down).
+    # deep in it): a delegated call from the rewritten site must not run the runtime's Rust on
+    # the caller's stack (which hit the guard page: SIGSEGV), in either fast path (the sled
+    # died from 768 bytes down). It runs on the thread's runtime stack.
     if sled and os.geteuid() != 0:
         pytest.skip("mapping the sled at address 0 needs CAP_SYS_RAWIO (not root)")
     proc = subprocess.run([str(EXEC), *(["--null-page-sled"] if sled else []), "--delegate", policy, "--",

@@ -49,10 +49,6 @@ pub struct Setup {
     /// Whether it fixes the syscall number; otherwise the number may be any, rt_sigreturn
     /// included, and the stub sends that one back to the `syscall` to trap.
     pub fixed: bool,
-    /// Whether the site may run on a small stack (a goroutine's, a few KiB): only plain local
-    /// calls may then take the fast path, whose local branch stays in asm and ≈ 300 bytes;
-    /// every other call goes to the trap, whose handler runs on the signal stack.
-    pub small_stack: bool,
 }
 
 /// The relocatable instruction ending at the `syscall` in `code` (the MAX_SETUP bytes before
@@ -64,15 +60,15 @@ pub fn setup(code: &[u8; MAX_SETUP + 2], nr: usize) -> Option<Setup> {
     }
     let imm = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
     if before[2] == MOV_EAX && imm(&before[3..]) == nr {
-        Some(Setup { len: 5, fixed: true, small_stack: false })
+        Some(Setup { len: 5, fixed: true })
     } else if before[..3] == MOV_RAX && imm(&before[3..]) == nr {
-        Some(Setup { len: 7, fixed: true, small_stack: false })
+        Some(Setup { len: 7, fixed: true })
     } else if before[2..] == LOAD_ARG6 {
-        Some(Setup { len: 5, fixed: false, small_stack: false })
+        Some(Setup { len: 5, fixed: false })
     } else if before[1..] == RELOAD_FD_READ && nr == 0 {
-        Some(Setup { len: 6, fixed: true, small_stack: false })
+        Some(Setup { len: 6, fixed: true })
     } else if before[1..] == GO_SYSCALL6_ARGS {
-        Some(Setup { len: 6, fixed: false, small_stack: true })
+        Some(Setup { len: 6, fixed: false })
     } else {
         None
     }
@@ -212,15 +208,15 @@ mod tests {
 
     #[test]
     fn only_known_setups_of_the_trapping_number_qualify() {
-        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true, small_stack: false }));
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true }));
         assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x28), None); // eax came from elsewhere
         assert_eq!(setup(&site(&[0xb9, 0x27, 0, 0, 0]), 0x27), None); // mov ecx
-        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true, small_stack: false }));
-        assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false, small_stack: false }));
+        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true }));
+        assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false }));
         // Go's Syscall6: any number (it is in rax already), on a goroutine's stack.
-        assert_eq!(setup(&site(&GO_SYSCALL6_ARGS), 1), Some(Setup { len: 6, fixed: false, small_stack: true }));
+        assert_eq!(setup(&site(&GO_SYSCALL6_ARGS), 1), Some(Setup { len: 6, fixed: false }));
         assert_eq!(setup(&site(&[0x48, 0x89, 0xce, 0x48, 0x89, 0xd7]), 1), None); // mov rdi, rdx
-        assert_eq!(setup(&site(&RELOAD_FD_READ), 0), Some(Setup { len: 6, fixed: true, small_stack: false }));
+        assert_eq!(setup(&site(&RELOAD_FD_READ), 0), Some(Setup { len: 6, fixed: true }));
         assert_eq!(setup(&site(&RELOAD_FD_READ), 1), None);
         let mut not_a_syscall = site(&[0xb8, 0x27, 0, 0, 0]);
         not_a_syscall[MAX_SETUP..].copy_from_slice(&[0xff, 0xd0]);

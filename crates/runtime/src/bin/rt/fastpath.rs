@@ -72,25 +72,11 @@ static mut COREPLANE_FAST_BOUNCE: [u64; 8] = [0; 8];
 static mut COREPLANE_TRAP_GADGETS: [usize; 2] = [0; 2];
 
 global_asm!(
-    // The entry of a site that may run on a small stack (reloc::Setup::small_stack, Go's
-    // Syscall6 on a goroutine's): a plain local call joins the fast entry's local branch, which
-    // stays in asm and takes at most ≈ 300 bytes below the caller's rsp (the stub's and the
-    // entry's 128-byte skips, the return address, up to four pushes; Go keeps ≈ 800 bytes below
-    // a nosplit chain, and its runtime's own `mov eax, nr` sites already take this branch);
-    // any other call is bounced to the trap, whose handler runs on the signal stack. (It kept
-    // Rust off the caller's stack before the ordinary entry's Rust path moved to the thread's
-    // runtime stack, label 5; taking that path here would spare Go's delegated calls a trap,
-    // not yet done.)
-    ".globl coreplane_fast_entry_local",
-    "coreplane_fast_entry_local:",
-    "cmp rax, 512",
-    "jae 8f",
-    "bt qword ptr [rip + COREPLANE_FAST_BOUNCE], rax",
-    "jc 9f",
-    "bt qword ptr [rip + COREPLANE_FAST_LOCAL], rax",
-    "jnc 9f",
-    "lea rsp, [rsp - 128]",
-    "jmp 20f",
+    // Every rewritten site enters here, Go's Syscall6 on a goroutine's few KiB among them: the
+    // local branch stays in asm and takes at most ≈ 300 bytes below the caller's rsp (the
+    // stub's and the entry's 128-byte skips, the return address, up to four pushes; Go keeps
+    // ≈ 800 bytes below a nosplit chain), and every other call runs its Rust on the thread's
+    // runtime stack (label 5).
     ".globl coreplane_fast_entry",
     "coreplane_fast_entry:",
     // rsp: return address (site + 2); rax: syscall number; rcx and r11 are free, as after
@@ -219,7 +205,7 @@ global_asm!(
     "mov rcx, rsp",
     // Onto the thread's runtime stack, the rest of its Thread mapping, unless already there (a
     // program handler that interrupted a delegated call and makes a call of its own): the
-    // program's stack may be a goroutine's, a few KiB with no guard page.
+    // program's stack may be a goroutine's, a few KiB with no guard page below.
     "mov r11, gs:[0]",
     "cmp rsp, r11",
     "jbe 21f",
@@ -306,7 +292,6 @@ global_asm!(
 
 extern "C" {
     fn coreplane_fast_entry();
-    fn coreplane_fast_entry_local();
 }
 
 /// Rust side of the fast path for calls that are not plain local ones.
@@ -479,19 +464,10 @@ fn can_take(site: usize, nr: usize) -> bool {
         return false;
     }
     match mode() {
-        Mode::Sled if small_stack_site(site, nr) => relocation(site, nr).is_some(),
         Mode::Sled => site % 16 != 15 && unsafe { core::ptr::read_volatile(site as *const [u8; 2]) } == [0x0f, 0x05],
         Mode::Relocate => relocation(site, nr).is_some(),
         Mode::Trap => false,
     }
-}
-
-/// Whether a site may run on a small stack (reloc::Setup::small_stack), so that only the
-/// relocating rewrite, whose stub enters at `coreplane_fast_entry_local`, may take it.
-fn small_stack_site(site: usize, nr: usize) -> bool {
-    let page = site & !(PAGE - 1);
-    site - MAX_SETUP >= page
-        && reloc::setup(unsafe { &*((site - MAX_SETUP) as *const [u8; MAX_SETUP + 2]) }, nr).is_some_and(|s| s.small_stack)
 }
 
 /// How a site is relocated: the setup instruction before its `syscall` replaced in place by a
@@ -533,7 +509,6 @@ fn rewrite(site: usize, nr: usize) -> bool {
         }
     }
     let done = match mode() {
-        Mode::Sled if small_stack_site(site, nr) => relocate(site, nr),
         Mode::Sled => {
             store_bytes(site, &[0xff, 0xd0]);
             true
@@ -558,12 +533,12 @@ fn sync_cores() {
 /// becomes a jump there, or (`xor eax, eax`) a short jump to padding that jumps there.
 fn relocate(site: usize, nr: usize) -> bool {
     let Some(how) = relocation(site, nr) else { return false };
-    let (at, fixed, small_stack) = match how {
-        Relocation::Long(setup) => (site - setup.len, setup.fixed, setup.small_stack),
-        Relocation::Short(_) => (site - SHORT_PATCH_LEN, true, false),
+    let (at, fixed) = match how {
+        Relocation::Long(setup) => (site - setup.len, setup.fixed),
+        Relocation::Short(_) => (site - SHORT_PATCH_LEN, true),
     };
     let copy = unsafe { core::slice::from_raw_parts(at as *const u8, site - at) };
-    let Some(stub) = new_stub(site, copy, fixed, small_stack) else { return false };
+    let Some(stub) = new_stub(site, copy, fixed) else { return false };
     match how {
         Relocation::Long(_) => {
             let Some(jump) = reloc::jump(at, stub) else { return false };
@@ -638,11 +613,10 @@ unsafe fn cmpxchg16b(block: usize, old: [u8; 16], new: [u8; 16]) -> bool {
     ok != 0
 }
 
-/// Trampoline pages: each starts with the fast entry's address and the small-stack entry's
-/// (ENTRY_SLOT, LOCAL_ENTRY_SLOT), then stubs of STUB_SIZE.
+/// Trampoline pages: each starts with the fast entry's address (ENTRY_SLOT), then stubs of
+/// STUB_SIZE from STUBS_FROM.
 const MAX_TRAMPOLINES: usize = 64;
 const ENTRY_SLOT: usize = 0;
-const LOCAL_ENTRY_SLOT: usize = 8;
 const STUBS_FROM: usize = 16;
 static TRAMPOLINES: [AtomicUsize; MAX_TRAMPOLINES] = [const { AtomicUsize::new(0) }; MAX_TRAMPOLINES];
 /// Bytes used in each trampoline page (guarded by the rewrite lock).
@@ -651,12 +625,12 @@ static mut TRAMPOLINE_USED: [usize; MAX_TRAMPOLINES] = [0; MAX_TRAMPOLINES];
 const REACH: usize = (1 << 31) - 2 * PAGE;
 
 /// Writes a stub for `site` that runs `copy` first into a trampoline page within rel32 reach;
-/// its address. A `small_stack` site's stub enters at `coreplane_fast_entry_local`.
-fn new_stub(site: usize, copy: &[u8], fixed: bool, small_stack: bool) -> Option<usize> {
+/// its address.
+fn new_stub(site: usize, copy: &[u8], fixed: bool) -> Option<usize> {
     let i = trampoline_near(site)?;
     let page = TRAMPOLINES[i].load(Relaxed);
     let stub = page + unsafe { TRAMPOLINE_USED[i] };
-    let slot = page + if small_stack { LOCAL_ENTRY_SLOT } else { ENTRY_SLOT };
+    let slot = page + ENTRY_SLOT;
     let code = reloc::stub(stub, site, slot, copy, fixed)?;
     unsafe {
         // Other stubs of the page stay executable while this one is written.
@@ -685,7 +659,6 @@ fn trampoline_near(site: usize) -> Option<usize> {
     let page = map_near(site)?;
     unsafe {
         *((page + ENTRY_SLOT) as *mut usize) = coreplane_fast_entry as *const () as usize;
-        *((page + LOCAL_ENTRY_SLOT) as *mut usize) = coreplane_fast_entry_local as *const () as usize;
         syscall3(MPROTECT, page, PAGE, PROT_READ | PROT_EXEC);
         TRAMPOLINE_USED[i] = STUBS_FROM;
     }
