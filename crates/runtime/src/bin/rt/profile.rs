@@ -191,11 +191,20 @@ pub fn count_of(prof: *mut u8, nr: usize) -> u64 {
     unsafe { *(prof.add(L::T_STATS + (nr * L::STAT_FIELDS + L::S_COUNT) * 8) as *const u64) }
 }
 
+/// Stores the CPU time of the thread whose block is `block`, +1 (0 stays "not recorded"): a
+/// clock that could not be read (the thread gone meanwhile) leaves it unrecorded, not 0 ns.
+unsafe fn record_cpu(block: *mut u8) {
+    let cpu = sys::thread_cpu_ns(*(block.add(L::T_TID) as *const u64));
+    if cpu > 0 {
+        *(block.add(L::T_CPU_NS) as *mut u64) = cpu + 1;
+    }
+}
+
 /// Marks the calling thread's end, with its CPU time.
 pub fn end_thread(prof: *mut u8) {
     if !prof.is_null() {
         unsafe {
-            *(prof.add(L::T_CPU_NS) as *mut u64) = sys::thread_cpu_ns(*(prof.add(L::T_TID) as *const u64)) + 1;
+            record_cpu(prof);
             *(prof.add(L::T_END_NS) as *mut u64) = sys::monotonic_ns();
         }
     }
@@ -216,7 +225,7 @@ pub fn end_process(code: u64) {
             if *end == 0 {
                 // Still running, or blocked in a call that will never return (a pool's idle
                 // worker in futex): its CPU time says which, where its lifetime cannot.
-                *(block.add(L::T_CPU_NS) as *mut u64) = sys::thread_cpu_ns(*(block.add(L::T_TID) as *const u64)) + 1;
+                record_cpu(block);
                 *end = now;
             }
         }
