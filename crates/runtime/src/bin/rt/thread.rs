@@ -12,7 +12,8 @@ pub const MAX_DEPTH: usize = 4;
 /// stack above it, growing down from its end. The fast path runs its Rust calls (delegated
 /// calls, calls the runtime answers) there instead of on the program's stack, which may be a
 /// goroutine's few KiB with no guard page below (`fastpath`, label 5). Untouched pages cost no
-/// memory; the deepest Rust path (execve, with its path buffers) takes well under 64 KiB.
+/// memory (a delegated call touched one page, measured); the deepest Rust path, execve, holds a
+/// few 4 KiB path buffers (read from the code, not measured).
 pub const THREAD_SIZE: usize = 256 * 1024;
 
 #[repr(C)]
