@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from coreplane.core import documents
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
 from coreplane.core.native import REPO_ROOT, binary
@@ -26,18 +27,21 @@ from coreplane.core.native import REPO_ROOT, binary
 BUDGET = "1G"  # coreplane-exec's default
 
 
-def cases() -> list[tuple[str, list[str], object]]:
-    """(name, argv, prepare) per program; prepare(dir) -> (cwd, env, timeout) lays out its inputs."""
+def cases(root: Path) -> list[tuple[str, list[str], object]]:
+    """(name, argv, prepare) per program; prepare(dir) -> (cwd, env, timeout) lays out its inputs,
+    under `root` (the caller removes it)."""
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     try:
         import test_run_corpus  # the run corpus: one prepared directory, shared by its programs
         from conformance import compare, real_programs
     except ImportError as e:
         raise CoreplaneError(f"the corpora are read from a checkout's tests/ ({e})") from e
-    shared = test_run_corpus.make_inputs(Path(tempfile.mkdtemp(prefix="coreplane-corpus-")))
+    (root / "shared").mkdir()
+    shared = test_run_corpus.make_inputs(root / "shared")
     out = [(f"run:{name}", argv, lambda _d, w=shared: (w, dict(os.environ), 300.0))
            for name, argv in sorted(test_run_corpus.CASES.items())]
-    work = Path(tempfile.mkdtemp(prefix="coreplane-memcorpus-"))
+    work = root / "work"
+    work.mkdir()
 
     def prepare(case):
         def fresh(_d):
@@ -77,32 +81,33 @@ def measure(reps: int, memory: str, only: set[str] | None) -> dict:
     same_cores = {"linux": ["--compute-cores", ",".join(map(str, layout["compute_cores"]))]
                   if layout["compute_cores"] else [], memory: []}
     rows, load = [], os.getloadavg()
-    for name, argv, prepare in cases():
-        if only and name.split(":", 1)[1] not in only and name not in only:
-            continue
-        wall = {m: [] for m in modes}
-        cpu = {m: [] for m in modes}
-        outputs = {m: set() for m in modes}
-        for rep in range(reps):
-            for mode in (modes if rep % 2 == 0 else modes[::-1]):
-                cwd, env, timeout = prepare(None)
-                argv_mode = [exe, "--memory", mode, "--memory-budget", BUDGET, *same_cores[mode], "--", *argv]
-                try:
-                    w, c, out = timed(argv_mode, cwd, env, timeout)
-                except subprocess.TimeoutExpired as e:
-                    raise CoreplaneError(f"{name} under --memory {mode}: timed out after {timeout:.0f} s") from e
-                wall[mode].append(w)
-                cpu[mode].append(c)
-                outputs[mode].add(out)
-        med = {m: statistics.median(wall[m]) for m in modes}
-        rows.append({"program": name, "linux_s": med["linux"], "pool_s": med[memory],
-                     "ratio": med[memory] / med["linux"],
-                     "cpu_ratio": statistics.median(cpu[memory]) / max(statistics.median(cpu["linux"]), 1e-9),
-                     # Same bytes and status in every run of both modes (a program printing
-                     # times or pids is only self-consistent in neither).
-                     "identical": len(outputs["linux"] | outputs[memory]) == 1,
-                     "linux_consistent": len(outputs["linux"]) == 1})
-        print(f"{name}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="coreplane-memcorpus-") as root:
+        for name, argv, prepare in cases(Path(root)):
+            if only and name.split(":", 1)[1] not in only and name not in only:
+                continue
+            wall = {m: [] for m in modes}
+            cpu = {m: [] for m in modes}
+            outputs = {m: set() for m in modes}
+            for rep in range(reps):
+                for mode in (modes if rep % 2 == 0 else modes[::-1]):
+                    cwd, env, timeout = prepare(None)
+                    argv_mode = [exe, "--memory", mode, "--memory-budget", BUDGET, *same_cores[mode], "--", *argv]
+                    try:
+                        w, c, out = timed(argv_mode, cwd, env, timeout)
+                    except subprocess.TimeoutExpired as e:
+                        raise CoreplaneError(f"{name} under --memory {mode}: timed out after {timeout:.0f} s") from e
+                    wall[mode].append(w)
+                    cpu[mode].append(c)
+                    outputs[mode].add(out)
+            med = {m: statistics.median(wall[m]) for m in modes}
+            rows.append({"program": name, "linux_s": med["linux"], "pool_s": med[memory],
+                         "ratio": med[memory] / med["linux"],
+                         "cpu_ratio": statistics.median(cpu[memory]) / max(statistics.median(cpu["linux"]), 1e-9),
+                         # Same bytes and status in every run of both modes (a program printing
+                         # times or pids is only self-consistent in neither).
+                         "identical": len(outputs["linux"] | outputs[memory]) == 1,
+                         "linux_consistent": len(outputs["linux"]) == 1})
+            print(f"{name}: {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
     return {"machine": describe(), "memory": memory, "reps": reps, "layout": layout, "load_before": load,
             "load_after": os.getloadavg(), "programs": rows}
 
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--from", dest="source", type=Path)
     args = parser.parse_args(argv)
     try:
-        doc = (json.loads(args.source.read_text()) if args.source else
+        doc = (documents.read_json(args.source) if args.source else
                measure(args.reps, args.memory, set(args.only.split(",")) if args.only else None))
     except CoreplaneError as e:
         sys.exit(f"coreplane: error: {e}")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from coreplane.core import documents
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
 from coreplane.core.native import binary, workload
@@ -145,7 +146,7 @@ def bench_main(prog: str, description: str, measure_fn, render_fn, argv: list[st
         parser.add_argument(f"--{name}", type=int, default=default, help=text)
     args = parser.parse_args(argv)
     try:
-        doc = (json.loads(args.source.read_text()) if args.source else
+        doc = (documents.read_json(args.source) if args.source else
                measure_fn(**{name: getattr(args, name) for name in options or {}}))
     except CoreplaneError as e:
         sys.exit(f"coreplane: error: {e}")

@@ -81,7 +81,11 @@ def one_run(config: str, cell: Cell | None, layout: dict, sock: str) -> list[flo
             if client.returncode != 0:
                 raise CoreplaneError(f"memserve client ({config}): {client.stderr.strip()}")
         finally:
-            server.wait(timeout=60)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:   # a client that failed left it waiting: its error stands
+                server.kill()
+                server.wait()
     finally:
         if noisy:
             stop(noisy)
