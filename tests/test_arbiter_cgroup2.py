@@ -8,7 +8,6 @@ arbiter killed mid-grant is cleaned up after by its watchdog. Needs qemu-system-
 kernel (`make arbiter-cgroup2` fetches both; else skipped)."""
 
 import glob
-import os
 import shutil
 import subprocess
 from pathlib import Path

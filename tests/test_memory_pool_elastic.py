@@ -9,18 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, run_cli
+from conftest import CLI, build_program, run_cli
 from coreplane.cell.memory import pool_figures
 
-PROGRAMS = Path(__file__).parent / "programs"
 MIB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def semantics(tmp_path_factory) -> Path:
-    exe = tmp_path_factory.mktemp("prog") / "pool_semantics"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
-    return exe
+    return build_program(tmp_path_factory, "pool_semantics")
 
 
 class Holding:

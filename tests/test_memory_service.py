@@ -12,19 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, run_cli
+from conftest import CLI, build_program, run_cli
 from coreplane.doctor.probes import userfaultfd
 from test_stress import watched
 
-PROGRAMS = Path(__file__).parent / "programs"
 POOL = ["--memory", "pool", "--memory-budget", "256M"]
 
 
 @pytest.fixture(scope="module")
 def semantics(tmp_path_factory) -> Path:
-    exe = tmp_path_factory.mktemp("prog") / "pool_semantics"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
-    return exe
+    return build_program(tmp_path_factory, "pool_semantics")
 
 
 UFFD_OK, UFFD_WHY = userfaultfd()

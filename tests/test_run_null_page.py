@@ -8,31 +8,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, build_program, run_cli
 
-PROGRAMS = Path(__file__).parent / "programs"
 EXEC = REPO / "target" / "release" / "coreplane-exec"
-
-
-def build(tmp_path_factory, name: str) -> Path:
-    exe = tmp_path_factory.mktemp("prog") / name
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / f"{name}.c")], check=True)
-    return exe
 
 
 @pytest.fixture(scope="module")
 def null_access(tmp_path_factory) -> Path:
-    return build(tmp_path_factory, "null_access")
+    return build_program(tmp_path_factory, "null_access")
 
 
 @pytest.fixture(scope="module")
 def rewrite_race(tmp_path_factory) -> Path:
-    return build(tmp_path_factory, "rewrite_race")
+    return build_program(tmp_path_factory, "rewrite_race")
 
 
 @pytest.fixture(scope="module")
 def go_syscall_site(tmp_path_factory) -> Path:
-    return build(tmp_path_factory, "go_syscall_site")
+    return build_program(tmp_path_factory, "go_syscall_site")
 
 
 @pytest.mark.parametrize("policy", ["none", "all"])

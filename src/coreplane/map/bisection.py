@@ -153,7 +153,7 @@ class _Buckets:
         return round(gain * self.scale)  # within +-GAIN_LEVELS: no gain exceeds the bound
 
     def push(self, p: int, gain: float) -> None:
-        k = round(gain * self.scale)
+        k = self.key(gain)
         bucket = self.lists.get(k)
         if bucket is None:
             self.lists[k] = [p]
