@@ -109,3 +109,20 @@ def test_a_delegated_call_from_an_ordinary_site_leaves_a_small_stack(go_syscall_
     proc = subprocess.run([str(EXEC), *(["--null-page-sled"] if sled else []), "--delegate", policy, "--",
                            str(go_syscall_site), "200", "512", "plain"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == "calls=200 ppid_ok=1\n", proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def onstack_nested(tmp_path_factory) -> Path:
+    return build_program(tmp_path_factory, "onstack_nested")
+
+
+@pytest.mark.parametrize("policy", ["none", "read,getppid", "all"])
+def test_a_handler_on_its_own_signal_stack_calls_while_a_delegated_call_waits(onstack_nested, policy):
+    # A thread blocked in a delegated read takes 200 signals whose SA_ONSTACK handler makes
+    # delegated calls: the read's frames on the runtime stack must survive them. The first
+    # runtime stack (0a8fbe0) began every call from elsewhere at its top, over them: SIGSEGV.
+    native = subprocess.run([str(onstack_nested)], capture_output=True, text=True, timeout=60)
+    assert native.stdout == "handled 200, read 'x'\n"
+    proc = subprocess.run([str(EXEC), "--delegate", policy, "--", str(onstack_nested)], capture_output=True,
+                          text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr

@@ -88,7 +88,6 @@ global_asm!(
     "lea rsp, [rsp - 128]",
     "bt qword ptr [rip + COREPLANE_FAST_LOCAL], rax",
     "jnc 5f",
-    "20:",
     // Local call, counted when the thread has a profile block (Thread.prof at gs:[16]). Its
     // row: rcx = prof + T_STATS + nr * ROW. Counts are exact; the time is taken for the first
     // calls of a syscall and then for one call in a random gap (profile_layout::S_TIMED).
@@ -203,17 +202,24 @@ global_asm!(
     "push rdi",
     "mov rsi, rsp",
     "mov rcx, rsp",
-    // Onto the thread's runtime stack, the rest of its Thread mapping, unless already there (a
-    // program handler that interrupted a delegated call and makes a call of its own): the
-    // program's stack may be a goroutine's, a few KiB with no guard page below.
+    // Onto the thread's runtime stack, the rest of its Thread mapping (the program's stack may
+    // be a goroutine's, a few KiB with no guard page below), from its top. Not when already on
+    // it (a handler without a signal stack of its own interrupted a call there: it goes on
+    // below), nor when a call is in progress there (Thread.rt_sp below the top) and this one
+    // comes from elsewhere: a handler on its own signal stack, whose call stays on that stack,
+    // as all calls did before session 8, since the interrupted call's frames below rt_sp are
+    // still live. A call that a handler's longjmp abandoned leaves rt_sp set, and the thread's
+    // calls then stay on the caller's stack too.
     "mov r11, gs:[0]",
+    "lea rdx, [r11 + {thread_size}]",
     "cmp rsp, r11",
     "jbe 21f",
-    "lea rdx, [r11 + {thread_size}]",
     "cmp rsp, rdx",
     "jbe 22f",
     "21:",
-    "lea rsp, [r11 + {thread_size}]",
+    "cmp rdx, gs:[{rt_sp}]",
+    "jne 22f",
+    "mov rsp, rdx",
     "22:",
     "and rsp, -16",
     "sub rsp, 256",
@@ -234,10 +240,11 @@ global_asm!(
     "movdqu [rsp + 224], xmm14",
     "movdqu [rsp + 240], xmm15",
     "push rcx",
-    "push rcx",
+    "push qword ptr gs:[{rt_sp}]",
+    "mov gs:[{rt_sp}], rsp",
     "mov rdi, rax",
     "call coreplane_fast_dispatch",
-    "pop rcx",
+    "pop qword ptr gs:[{rt_sp}]",
     "pop rcx",
     "movdqu xmm0, [rsp + 0]",
     "movdqu xmm1, [rsp + 16]",
@@ -288,6 +295,7 @@ global_asm!(
     rng = const L::T_SAMPLE_RNG,
     no_tsc = const core::mem::offset_of!(crate::thread::Thread, no_tsc),
     thread_size = const crate::thread::THREAD_SIZE,
+    rt_sp = const core::mem::offset_of!(crate::thread::Thread, rt_sp),
 );
 
 extern "C" {

@@ -8,8 +8,8 @@ use core::arch::asm;
 /// Nesting depth of delegated calls; deeper calls run locally.
 pub const MAX_DEPTH: usize = 4;
 
-/// A thread's state and its runtime stack share one mapping: the Thread at its start, the
-/// stack above it, growing down from its end. The fast path runs its Rust calls (delegated
+/// A thread's state and its runtime stack share one mapping: the Thread in its first page, a
+/// guard page, the stack above, growing down from its end. The fast path runs its Rust calls (delegated
 /// calls, calls the runtime answers) there instead of on the program's stack, which may be a
 /// goroutine's few KiB with no guard page below (`fastpath`, label 5). Untouched pages cost no
 /// memory (a delegated call touched one page, measured); the deepest Rust path, execve, holds a
@@ -51,6 +51,10 @@ pub struct Thread {
     /// The Thread mapping is the thread's own (not a vfork child's block, which its parent
     /// unmaps): it is unmapped when the thread exits.
     pub owned: bool,
+    /// The runtime stack's top while no fast-path Rust call is in progress there; below it
+    /// (the call's frame) while one is (`fastpath`, label 5): a handler on its own signal stack
+    /// that interrupted that call then makes its calls where it is, not over the call's frames.
+    pub rt_sp: usize,
 }
 
 /// The calling thread's state.
@@ -76,6 +80,10 @@ pub fn start_thread_in(area: Option<*mut u8>) -> &'static mut Thread {
     unsafe {
         (*t).self_ptr = t;
         (*t).owned = area.is_none();
+        (*t).rt_sp = t as usize + THREAD_SIZE;
+        // A guard page between the state and the stack: an overflow faults instead of
+        // overwriting the state.
+        syscall3(MPROTECT, t as usize + PAGE, PAGE, PROT_NONE);
         (*t).tid = sys::gettid();
         (*t).pid = sys::getpid();
         (*t).slots = [u32::MAX; MAX_DEPTH];
