@@ -2,6 +2,7 @@
 // sched_*, who 0 in setpriority/getpriority, RUSAGE_THREAD), made from a second thread, must act
 // on that thread even when a delegate makes them. Prints one line per check; exit 1 on a mismatch.
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -52,6 +53,11 @@ static void *worker(void *arg)
     syscall(SYS_clock_gettime, mine, &explicit_);
     long d = ns(explicit_) - ns(implicit);
     check("clock_gettime(CLOCK_THREAD_CPUTIME_ID)", d >= 0 && d < 2000000 && ns(implicit) > 10000000);
+    // Sleeping on one's own CPU clock is refused natively (EOPNOTSUPP for the id, EINVAL for
+    // the thread's own clock id); named by that id from a delegate it would sleep instead.
+    struct timespec ms = {0, 1000000};
+    long slept = syscall(SYS_clock_nanosleep, CLOCK_THREAD_CPUTIME_ID, 0, &ms, NULL);
+    check("clock_nanosleep(CLOCK_THREAD_CPUTIME_ID)", slept == -1 && (errno == EOPNOTSUPP || errno == EINVAL));
     struct rusage ru;
     syscall(SYS_getrusage, RUSAGE_THREAD, &ru);
     long ru_ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000L

@@ -6,8 +6,9 @@
 //! there (436 of glibc 2.36's 526 sites; 36 of a Go binary's 39), or the load of the sixth
 //! argument that ends glibc's generic `syscall()`, or the two instructions (descriptor reload,
 //! `xor eax, eax`) that end read's cancellable path, or the two argument moves that end Go's
-//! `Syscall6` (fzf's 9,884 writes each trapped without it). Go's runs on a goroutine's small
-//! stack, so its stub enters the fast path at an entry that takes plain local calls only. That instruction becomes `jmp rel32` to the
+//! `Syscall6` (fzf's 9,884 writes each trapped without it; it runs on a goroutine's small
+//! stack, which the fast path's local branch fits and its Rust calls leave). That instruction
+//! becomes `jmp rel32` to the
 //! stub; the `syscall` itself stays, so a branch that lands on it directly still traps as
 //! before. The stub runs a copy of the instruction, calls the fast entry with the red zone
 //! skipped, and jumps back behind the `syscall`.

@@ -24,7 +24,6 @@ const SCHED_GETSCHEDULER: usize = 145;
 const SCHED_RR_GET_INTERVAL: usize = 148;
 const TIMER_CREATE: usize = 222;
 const CLOCK_GETRES: usize = 229;
-const CLOCK_NANOSLEEP: usize = 230;
 const IOPRIO_SET: usize = 251;
 const IOPRIO_GET: usize = 252;
 const SCHED_SETATTR: usize = 314;
@@ -40,7 +39,9 @@ const RUSAGE_THREAD: i32 = 1;
 pub fn args_for(nr: usize, a: &[usize; 6], tid: i32) -> Option<[usize; 6]> {
     let mut out = *a;
     match nr {
-        CLOCK_GETTIME | CLOCK_GETRES | CLOCK_NANOSLEEP | TIMER_CREATE if a[0] as i32 == CLOCK_THREAD_CPUTIME_ID => {
+        // Not clock_nanosleep: the kernel refuses a sleep on one's own thread clock (EOPNOTSUPP
+        // for this id); named by the caller's clock id from a delegate, it would sleep instead.
+        CLOCK_GETTIME | CLOCK_GETRES | TIMER_CREATE if a[0] as i32 == CLOCK_THREAD_CPUTIME_ID => {
             out[0] = thread_clock(tid)
         }
         SCHED_SETPARAM | SCHED_GETPARAM | SCHED_SETSCHEDULER | SCHED_GETSCHEDULER | SCHED_RR_GET_INTERVAL

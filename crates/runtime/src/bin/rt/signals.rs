@@ -120,10 +120,10 @@ pub fn masked_call(nr: usize, a: &[usize; 6]) -> isize {
                 // SIG_BLOCK, which unblocks nothing: a SIG_SETMASK that unblocks a pending signal
                 // has it delivered on the first call's return, SIGSYS still blocked, and the
                 // handler's first trap (its rt_sigreturn) killed the process with SIGSYS.
+                // Unblocked whatever the result: an EFAULT writing the old set comes after the
+                // kernel has changed the mask.
                 let r = syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-                if r == 0 {
-                    syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &SIGSYS_BIT as *const u64 as usize, 0, SIGSET_SIZE, 0, 0);
-                }
+                syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &SIGSYS_BIT as *const u64 as usize, 0, SIGSET_SIZE, 0, 0);
                 return r;
             }
             RT_SIGPROCMASK if a[0] == 2 /* SIG_SETMASK */ => a[1] = without_sigsys(a[1], a[3], &mut m),
