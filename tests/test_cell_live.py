@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, cli_json, run_cli
+from conftest import CLI, build_program, cli_json, run_cli
 from machine_lock import machine_lock
-from test_memory_pool_elastic import MIB, PROGRAMS, Holding
+from test_memory_pool_elastic import MIB, Holding
 from coreplane.cell import Cell, CellSpec
 from coreplane.cell.cgroups import CpusetV2, detect
 from coreplane.cell.spec import online_cpus
@@ -227,11 +227,10 @@ def test_mlock_cell_locks_the_memory_of_a_program_under_the_runtime():
     assert leftovers() == []
 
 
-def test_cell_status_shows_the_pools_of_its_processes_within_the_cell_budget(tmp_path):
+def test_cell_status_shows_the_pools_of_its_processes_within_the_cell_budget(tmp_path_factory):
     """A cell made with --memory-budget bounds the pool of a run in it (the run asks for 256 MiB,
     the cell allows 64), and `cell status` shows that process's pool as its runtime publishes it."""
-    exe = tmp_path / "pool_semantics"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(exe), str(PROGRAMS / "pool_semantics.c")], check=True)
+    exe = build_program(tmp_path_factory, "pool_semantics")
     cli_json("cell", "create", "--compute-cores", str(COMPUTE[0]), "--control-cores", str(CONTROL[0]),
              "--name", "t-pool", "--no-move-tasks", "--no-steer-irqs", "--memory-budget", "64M")
     try:
