@@ -1,5 +1,5 @@
 /* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
- * pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold;
+ * pool_semantics zero|sparse|demand|untouched|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold;
  * prints "<mode> ok ..."
  * or dies. */
 #define _GNU_SOURCE
@@ -115,6 +115,25 @@ int main(int argc, char **argv) {
         int resident = 0;
         for (int i = 0; i < 2048; i++) resident += vec[i] & 1;
         printf("demand ok 32 touched %d resident\n", resident);
+    } else if (!strcmp(mode, "untouched")) {
+        /* 64 MiB mapped and unmapped untouched 64 times goes back to the pool at once: no
+           scrubber thread is started for it (this thread is the only one under pool, beside
+           pool-demand's fault handler). Then the first page of a block untouched and its last
+           written, and the other way round, read as zero when they come back. */
+        for (int i = 0; i < 64; i++) munmap(map(64 * MIB), 64 * MIB);
+        int threads = 0;
+        FILE *status = fopen("/proc/self/status", "r");
+        char line[256];
+        while (status && fgets(line, sizeof line, status))
+            if (sscanf(line, "Threads: %d", &threads) == 1) break;
+        for (int round = 0; round < 8; round++) {
+            char *p = map(32 * MIB);
+            expect(p, 32 * MIB, 0, "new memory");
+            if (round % 2) memset(p, 0x5A, 4096);
+            else memset(p + 32 * MIB - 3 * 4096, 0x5A, 3 * 4096);
+            munmap(p, 32 * MIB);
+        }
+        printf("untouched ok %d threads\n", threads);
     } else if (!strcmp(mode, "uaf")) {
         char *p = map(MIB);
         p[100] = 1;
@@ -302,7 +321,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < RACES; i++) munmap(race_blocks[i], RACE_LEN);
         printf("fixed_race ok\n");
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold\n");
+        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|untouched|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold\n");
         return 2;
     }
     return 0;

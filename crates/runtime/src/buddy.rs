@@ -184,8 +184,44 @@ impl<'a> Buddy<'a> {
 
     /// Whether all `len` pages from `start` are in `state`.
     pub fn all(&self, start: u32, len: usize, state: u8) -> bool {
-        self.state[start as usize..start as usize + len].iter().all(|&s| s == state)
+        let end = start as usize + len;
+        scan(self.state, start as usize, end, state, false) == end
     }
+}
+
+/// The first page in [at, end) whose state is `state` (`equal`) or is not (!`equal`), else
+/// `end`. Words of eight states, then the byte: freeing 128 MiB looks at 32768 states, and a
+/// byte loop over them was 2/3 of the time of mmap + munmap of untouched memory under the pool.
+fn scan(states: &[u8], mut at: usize, end: usize, state: u8, equal: bool) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let pattern = ONES * state as u64;
+    // 64 states at a time while none is the one looked for (a block freed whole is one run).
+    let differs = |w: &[u8]| u64::from_ne_bytes(w.try_into().unwrap()) ^ pattern;
+    while at + 64 <= end {
+        let words = states[at..at + 64].chunks_exact(8).map(differs);
+        let found = if equal {
+            words.fold(0, |acc, x| acc | x.wrapping_sub(ONES) & !x) & (ONES << 7) != 0
+        } else {
+            words.fold(0, |acc, x| acc | x) != 0
+        };
+        if found {
+            break;
+        }
+        at += 64;
+    }
+    while at + 8 <= end {
+        // A zero byte of `x` is a page in `state` (the test for one is exact, not its place).
+        let x = differs(&states[at..at + 8]);
+        let found = if equal { x.wrapping_sub(ONES) & !x & (ONES << 7) != 0 } else { x != 0 };
+        if found {
+            break;
+        }
+        at += 8;
+    }
+    while at < end && (states[at] == state) != equal {
+        at += 1;
+    }
+    at
 }
 
 /// Iterator of (first page, pages) runs in one state; see `Buddy::runs`.
@@ -200,13 +236,8 @@ impl Iterator for Runs<'_> {
     type Item = (u32, usize);
 
     fn next(&mut self) -> Option<(u32, usize)> {
-        while self.at < self.end && self.states[self.at] != self.state {
-            self.at += 1;
-        }
-        let first = self.at;
-        while self.at < self.end && self.states[self.at] == self.state {
-            self.at += 1;
-        }
+        let first = scan(self.states, self.at, self.end, self.state, true);
+        self.at = scan(self.states, first, self.end, self.state, false);
         (self.at > first).then_some((first as u32, self.at - first))
     }
 }
@@ -278,6 +309,14 @@ mod tests {
         b.mark(x + 10, 5, DIRTY);
         let runs: Vec<_> = b.runs(x, 512, USED).collect();
         assert_eq!(runs, vec![(x, 10), (x + 15, 497)]);
+        // Runs and `all` at every offset and length around the eight-state words.
+        for (start, len) in [(x + 3, 9), (x + 8, 2), (x + 10, 5), (x + 11, 40), (x + 14, 1), (x + 15, 0)] {
+            let bytes: Vec<_> = (start..start + len as u32).filter(|&i| b.state(i as usize) == USED).collect();
+            let from_runs: Vec<_> = b.runs(start, len, USED).flat_map(|(f, n)| f..f + n as u32).collect();
+            assert_eq!(from_runs, bytes, "runs({start}, {len})");
+            assert_eq!(b.all(start, len, USED), bytes.len() == len);
+            assert_eq!(b.all(start, len, DIRTY), (start..start + len as u32).all(|i| b.state(i as usize) == DIRTY));
+        }
         let mut total = 512;
         while let Some(_) = b.alloc(1) {
             total += 1;

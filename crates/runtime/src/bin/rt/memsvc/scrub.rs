@@ -24,7 +24,7 @@
 //! free blocks, the heap above its break) are dropped too; the next user faults them in again,
 //! as natively. The file is read once per step and once per idle wake (every 100 ms at most).
 
-use super::{pages_returned, Pool, HUGE_PAGE, MADVISE, POOL, POOL_LOCK, ZEROS};
+use super::{pages_returned, Pool, HUGE_PAGE, MADVISE, MADV_DONTNEED, MINCORE, POOL, POOL_LOCK, ZEROS};
 use crate::sys::{self, *};
 use coreplane_runtime::buddy::{FREE_HEAD, UNPOPULATED};
 use core::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicU64, Ordering::*};
@@ -35,8 +35,6 @@ const STEP_PAGES: usize = 2048;
 const IDLE_SPINS: u32 = 2_000;
 const PWRITEV: usize = 296;
 const PWRITE64: usize = 18;
-const MINCORE: usize = 27;
-const MADV_DONTNEED: usize = 4;
 const FSTAT: usize = 5;
 /// Lock owner id of the scrubber (it has no runtime thread state of its own).
 const SCRUBBER: u32 = u32::MAX;
