@@ -16,7 +16,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
                 age fzf hexyl ruby lua5.4 tcl stress-ng ltrace
 
-.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 conformance runtimes stress fullsys-setup fullsys fullsys-study arbiter-cgroup2 clean
+.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 clean
 
 setup: apt venv rust workloads
 
@@ -116,12 +116,20 @@ fullsys-setup: setup
 	$(call apt_install,$(FULLSYS_PACKAGES))
 	@$(MAKE) --no-print-directory -C plugins
 	@mkdir -p target/fullsys/bin
-	for p in matmul dmm dfmm netup; do $(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/bin/$$p workloads/fullsys/$$p.c || exit 1; done
+	for p in matmul dmm dfmm netup mpirsh; do $(CC) -O2 -Wall -Wextra -static -pthread -o target/fullsys/bin/$$p workloads/fullsys/$$p.c || exit 1; done
+
+# The OpenMPI baseline (`fullsys run --mpi`): its multiply linked against Debian's Open MPI, the
+# library its guests' image (SUITE+openmpi) holds too; not needed by `make test`.
+FULLSYS_MPI_PACKAGES := libopenmpi-dev
+fullsys-mpi-setup: fullsys-setup
+	$(call apt_install,$(FULLSYS_MPI_PACKAGES))
+	mpicc -O2 -Wall -Wextra -o target/fullsys/bin/mpimm workloads/fullsys/mpimm.c
 
 # The full-system runs on a suite's own image (built and boot-checked if not cached); `make test`
 # runs the regression run on the minimal image instead: mmdebstrap takes minutes (docs/benchmarks.md).
-fullsys: fullsys-setup
+fullsys: fullsys-mpi-setup
 	$(CLI) fullsys image bookworm
+	$(CLI) fullsys image bookworm+openmpi
 	COREPLANE_FULLSYS=1 $(PY) -m pytest -q tests/test_fullsys_live.py
 
 # Paper 001's study (issue 16; about an hour here): the suites' images, the sweep of

@@ -4,6 +4,10 @@ and put into parts of the kernel, a region of interest never closed, the console
 quotes, the nodes' scripts and TCP counters, the study's INFOFILE."""
 
 import json
+import os
+import re
+import socket
+import subprocess
 
 import pytest
 
@@ -14,6 +18,8 @@ from coreplane.dse.specfile import load as load_spec
 from coreplane.fullsys import kernelparts
 from coreplane.fullsys.activity import summarise
 from coreplane.fullsys.guest import console_tail
+from coreplane.fullsys.image import MMDEBSTRAP_OPTIONS, cache_key, mmdebstrap_options
+from coreplane.fullsys.paths import PROGRAMS, check_suite, variant_packages
 from coreplane.fullsys.run import common_region, node_script, tcp_counters, totals
 
 
@@ -55,7 +61,20 @@ def test_unknown_suite_is_one_line():
     proc = run_cli("fullsys", "image", "etch")
     assert proc.returncode != 0
     assert proc.stderr.strip() == ("coreplane: error: unknown suite 'etch': one of bullseye, bookworm, trixie, sid "
-                                   "(or minimal)")
+                                   "(or minimal), optionally +openmpi")
+
+
+@pytest.mark.parametrize("name", ["bookworm+mpich", "minimal+openmpi", "etch+openmpi"])
+def test_unknown_variant_is_an_error(name):
+    with pytest.raises(CoreplaneError, match=f"unknown suite '{re.escape(name)}'"):
+        check_suite(name)
+
+
+def test_openmpi_variant_adds_its_package_and_keys_its_own_image():
+    assert variant_packages("bookworm+openmpi") == ("openmpi-bin",)
+    assert "--include=openmpi-bin" in mmdebstrap_options("bookworm+openmpi")
+    assert mmdebstrap_options("bookworm") == MMDEBSTRAP_OPTIONS  # the plain suites' cached images stay valid
+    assert cache_key("bookworm+openmpi") != cache_key("bookworm")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -64,6 +83,7 @@ def test_unknown_suite_is_one_line():
     (["--nodes", "2", "--threads", "2"], "threads are for a single node's multiply"),
     (["--nodes", "2", "--dataflow"], "the dataflow multiply runs on one node"),
     (["--nodes", "2", "--common-clock", "--idle-sleep"], "--common-clock needs -icount, idle clocks that leap"),
+    (["--mpi", "--dataflow"], "--mpi runs one rank per node"),
 ])
 def test_bad_node_counts_are_one_line(args, message):
     proc = run_cli("fullsys", "run", "--image", "bookworm", *args)
@@ -78,6 +98,51 @@ def test_node_scripts():
     assert "netup" not in alone and "./matmul 64 4" in alone
     assert "/proc/kallsyms > out/kallsyms" in alone  # after the work: outside the region
     assert "./dfmm 64 2" in node_script(0, 1, 64, 2, dataflow=True)
+
+
+def test_mpi_node_scripts():
+    node0 = node_script(0, 3, 96, 1, mpi=True)
+    assert "./netup 10.16.0.1/24" in node0 and "hostname node0" in node0 and "mount -t tmpfs tmpfs /tmp" in node0
+    assert "--mca plm_rsh_agent /mnt/mpirsh" in node0
+    assert "--host 10.16.0.1,10.16.0.2,10.16.0.3 -np 3 /mnt/mpimm 96 /mnt/out/result" in node0
+    assert "--mca btl_tcp_if_include 10.16.0.0/24" in node0
+    worker = node_script(2, 3, 96, 1, mpi=True)
+    assert "./mpirsh serve 10.16.0.3" in worker and "mpirun" not in worker and "cat out/result" in worker
+    alone = node_script(0, 1, 64, 1, mpi=True)
+    assert "-np 1 /mnt/mpimm 64" in alone and "--host" not in alone and "if_include" not in alone
+
+
+@pytest.fixture
+def mpirsh():
+    path = PROGRAMS / "mpirsh"
+    if not path.exists():
+        pytest.skip(f"{path} is built by `make fullsys-setup`")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_mpirsh_runs_a_command_and_waits_for_what_it_left(mpirsh, tmp_path):
+    env = {**os.environ, "MPIRSH_PORT": str(free_port())}
+    marker = tmp_path / "orphan"
+    server = subprocess.Popen([str(mpirsh), "serve", "127.0.0.1"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        # the agent retries until the server listens: no sleep needed before it
+        client = subprocess.run([str(mpirsh), "127.0.0.1", "echo", "hello", "$((6*7));",
+                                 "(sleep 0.3; echo left >", str(marker), ") &", "exit 3"],
+                                env=env, capture_output=True, text=True, timeout=60)
+        status = server.wait(timeout=60)
+    finally:
+        server.kill()
+        server.wait()
+    assert client.returncode == 0 and client.stdout == "hello 42\n"
+    # the server exits with the command's status only after the command's orphan has ended
+    assert status == 3 and marker.read_text() == "left\n"
 
 
 def test_tcp_counters():

@@ -1,7 +1,7 @@
 """The full-system runs on a Debian suite's own image (issue 16): bookworm's image boots under
 QEMU/TCG, the osact plugin loads, the matrix multiply's region of interest is counted, two -icount
-runs count the same user work, and two networked nodes multiply together with the network stack
-visible in the kernel's part. Runs under `make fullsys` only (COREPLANE_FULLSYS=1, the image
+runs count the same user work, two networked nodes multiply together with the network stack
+visible in the kernel's part, and so do two nodes of the OpenMPI baseline (bookworm+openmpi). Runs under `make fullsys` only (COREPLANE_FULLSYS=1, the image
 built there): mmdebstrap takes 1-4 minutes here, beyond what `make test` may add; `make test`
 runs the same checks on the minimal image (test_fullsys_minimal.py)."""
 
@@ -18,9 +18,9 @@ SIZE = 48
 BOOT_TIMEOUT_S = 1200  # a booting guest gets a fraction of a CPU on the shared 2-vCPU machines
 
 
-def run_matmul(nodes: int = 1) -> dict:
-    proc = run_cli("fullsys", "run", "--image", "bookworm", "--size", str(SIZE), "--nodes", str(nodes), "--json",
-                   timeout=BOOT_TIMEOUT_S)
+def run_matmul(nodes: int = 1, *more: str) -> dict:
+    proc = run_cli("fullsys", "run", "--image", "bookworm", "--size", str(SIZE), "--nodes", str(nodes), *more,
+                   "--json", timeout=BOOT_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -60,3 +60,14 @@ def test_two_nodes_multiply_over_the_network():
     assert doc["total"]["kernel_parts_share_of_region"]["network stack"] > 0.001
     assert 0 < doc["total"]["kernel_share_insns"] < 0.9
 
+
+
+def test_openmpi_baseline_on_two_nodes():
+    doc = run_matmul(2, "--mpi", "--from-snapshot")
+    assert doc["suite"] == "bookworm+openmpi" and doc["mpi"]
+    assert f"{doc['checksum']:.1f}" == native_checksum()  # rank 0 gathered the whole product
+    for node in doc["per_node"]:
+        # the region is the multiply's alone: Open MPI's start-up (some 10^9 instructions) is outside it
+        assert node["roi"]["insns"]["user"] >= 3 * SIZE**3 // 2
+        assert node["roi"]["insns"]["kernel"] + node["roi"]["insns"]["user"] < node["run"]["insns"] / 10
+        assert node["kernel_parts"]["parts"]["network stack"]["insns"] > 0

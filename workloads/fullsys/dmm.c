@@ -52,11 +52,6 @@ static void recv_all(int fd, void *data, size_t bytes)
     }
 }
 
-static int first_row(int n, int rank, int nodes)
-{
-    return (int)((long)n * rank / nodes);
-}
-
 /* The other nodes, accepted in any order, indexed by the rank each sends first. */
 static void accept_workers(int nodes, int peer[])
 {
@@ -101,22 +96,6 @@ static int connect_to_node0(const char *address, int32_t rank)
         close(fd);
         nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
     }
-}
-
-static double sum(const double *x, size_t cells)
-{
-    double s = 0;
-    for (size_t i = 0; i < cells; i++) {
-        s += x[i];
-    }
-    return s;
-}
-
-static long long monotonic_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
 int main(int argc, char **argv)

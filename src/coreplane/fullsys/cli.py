@@ -25,6 +25,10 @@ def _render_image(doc: dict) -> None:
            f"{doc['bootstrap_s']:.0f} s, mkfs {doc['mkfs_s']:.0f} s, "
            f"boot check {doc['boot_check_s']:.0f} s)" if doc["built_now"] else "cached")
     console.print(f"[bold]{doc['suite']}[/] (debian {doc['debian_version']}, kernel {doc['kernel']}): {how}")
+    if doc.get("packages_added"):
+        console.print(f"  with {', '.join(doc['packages_added'])}", highlight=False)
+    if doc.get("release_validity_checked") is False:
+        console.print("  built with the suite's Release file past its Valid-Until accepted (--allow-expired-release)")
     console.print(f"  {doc['path']}: rootfs {_mib(doc['bytes']['rootfs.ext4'])} "
                   f"({_mib(doc['allocated_bytes'])} allocated), kernel {_mib(doc['bytes']['vmlinuz'])}, "
                   f"initrd {_mib(doc['bytes']['initrd.img'])}")
@@ -56,7 +60,7 @@ def _render_cache(what: str, cache: dict) -> None:
 
 def _render_run(doc: dict) -> None:
     total = doc["total"]
-    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} {'dataflow ' if doc['dataflow'] else ''}matmul on "
+    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} {'dataflow ' if doc['dataflow'] else 'MPI (Open MPI) ' if doc.get('mpi') else ''}matmul on "
                   f"{doc['nodes']} node(s), {doc['threads']} thread(s) each, checksum {doc['checksum']:.1f}")
     console.print(f"  region of interest, all nodes: {sum(total['insns'].values()):,} instructions, kernel share "
                   f"{_percent(total['kernel_share_insns'])}; memory accesses kernel share "
@@ -85,10 +89,14 @@ def _render_run(doc: dict) -> None:
 
 
 @app.command()
-def image(suite: str = typer.Argument(..., help="Debian suite: bullseye, bookworm, trixie or sid."),
+def image(suite: str = typer.Argument(..., help="Debian suite: bullseye, bookworm, trixie or sid; SUITE+openmpi "
+                                                "adds openmpi-bin (the MPI baseline's image)."),
+          allow_expired_release: bool = typer.Option(False, "--allow-expired-release",
+                                                     help="Let mmdebstrap's apt take a Release file past its "
+                                                          "Valid-Until (a stale mirror; signatures still checked)."),
           as_json: bool = JSON_OPT) -> None:
     """Build (or take from the cache) a suite's bootable image and check that it boots."""
-    emit(images.ensure(suite), as_json, _render_image)
+    emit(images.ensure(suite, allow_expired_release), as_json, _render_image)
 
 
 @app.command()
@@ -127,6 +135,10 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
                                                "--quantum ns): the region is reported on that one clock."),
         quantum: int = typer.Option(runs.QUANTUM_NS, "--quantum",
                                     help="Virtual ns between the nodes' meetings (with --common-clock)."),
+        mpi: bool = typer.Option(False, "--mpi",
+                                 help="The OpenMPI baseline: the distributed multiply through Debian's Open MPI, "
+                                      "one rank per node started by mpirun, on the SUITE+openmpi image "
+                                      "(`make fullsys-mpi-setup` builds it)."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the
@@ -135,7 +147,7 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
     model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
     emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot,
-                  dataflow, common_clock, quantum), as_json, _render_run)
+                  dataflow, common_clock, quantum, mpi), as_json, _render_run)
 
 
 @app.command()

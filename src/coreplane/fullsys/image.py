@@ -12,7 +12,7 @@ from pathlib import Path
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.documents import read_json
 from coreplane.fullsys import guest, minimal
-from coreplane.fullsys.paths import GUEST_INIT, IMAGES, MINIMAL, check_suite
+from coreplane.fullsys.paths import GUEST_INIT, IMAGES, MINIMAL, check_suite, variant_packages
 
 # minbase plus the kernel (initramfs-tools comes with it); documentation is left out to keep the
 # image small. Part of the cache key: changing it builds new images.
@@ -25,13 +25,23 @@ FORMAT = 2
 # bookworm tree did not fit in 600 MiB); the guest mounts the file system read-only.
 HEADROOM = 1.3
 HEADROOM_BYTES = 128 << 20
+# Given to mmdebstrap's own apt when asked (`fullsys image --allow-expired-release`): apt then
+# takes a suite whose Release file is past its Valid-Until (a mirror not refreshed: this
+# machine's sid was 17 days past on 2026-11-23); signatures are still checked. Not part of the
+# cache key: it changes whether the build may start, not what goes in.
+ALLOW_EXPIRED = '--aptopt=Acquire::Check-Valid-Until "false"'
+
+
+def mmdebstrap_options(suite: str) -> tuple[str, ...]:
+    """mmdebstrap's options for `suite` (SUITE or SUITE+VARIANT: the variant's packages included)."""
+    return (*MMDEBSTRAP_OPTIONS, *(f"--include={p}" for p in variant_packages(suite)))
 
 
 def cache_key(suite: str) -> str:
     """The hash of everything an image is made from: suite, options (or the minimal image's
     inputs), init script."""
     digest = hashlib.sha256(f"{FORMAT}\0{suite}\0".encode())
-    digest.update(minimal.key_material() if suite == MINIMAL else "\0".join((*MMDEBSTRAP_OPTIONS, "")).encode())
+    digest.update(minimal.key_material() if suite == MINIMAL else "\0".join((*mmdebstrap_options(suite), "")).encode())
     digest.update(GUEST_INIT.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -62,21 +72,23 @@ def _run(cmd: list[str], what: str, log: Path) -> float:
     return time.monotonic() - started
 
 
-def _debian_tree(suite: str, scratch: Path, log: Path) -> dict:
+def _debian_tree(suite: str, scratch: Path, log: Path, allow_expired: bool) -> dict:
     """mmdebstrap's tree of `suite` in `scratch`/root with coreplane's init, its kernel and initrd
     beside it; what went in."""
     root = scratch / "root"
-    _run(["mmdebstrap", "--quiet", *MMDEBSTRAP_OPTIONS, suite, str(root)], f"mmdebstrap {suite}", log)
+    _run(["mmdebstrap", "--quiet", *mmdebstrap_options(suite), *((ALLOW_EXPIRED,) if allow_expired else ()),
+          suite.partition("+")[0], str(root)], f"mmdebstrap {suite}", log)
     (root / "coreplane").mkdir()
     shutil.copy2(GUEST_INIT, root / "coreplane" / "init")
     os.chmod(root / "coreplane" / "init", 0o755)
     kernel = _only(root / "boot", "vmlinuz-*")
     shutil.copy2(kernel, scratch / "vmlinuz")
     shutil.copy2(_only(root / "boot", "initrd.img-*"), scratch / "initrd.img")
-    return {"kernel": kernel.name.removeprefix("vmlinuz-")}
+    return {"kernel": kernel.name.removeprefix("vmlinuz-"), "packages_added": list(variant_packages(suite)),
+            "release_validity_checked": not allow_expired}
 
 
-def build(suite: str) -> Path:
+def build(suite: str, allow_expired: bool = False) -> Path:
     """Builds `suite`'s image into a scratch directory, boot-checks it, then moves it into the cache."""
     final = image_dir(suite)
     scratch = final.with_name(f".{final.name}.{os.getpid()}")
@@ -85,7 +97,8 @@ def build(suite: str) -> Path:
     scratch.mkdir(parents=True)
     log = scratch / "build.log"
     started = time.monotonic()
-    made = minimal.populate(scratch, GUEST_INIT, log) if suite == MINIMAL else _debian_tree(suite, scratch, log)
+    made = (minimal.populate(scratch, GUEST_INIT, log) if suite == MINIMAL
+            else _debian_tree(suite, scratch, log, allow_expired))
     bootstrap_s = time.monotonic() - started
     size = int(_tree_bytes(root) * HEADROOM) + HEADROOM_BYTES
     mkfs_s = _run(["mkfs.ext4", "-q", "-F", "-L", "coreplane", "-d", str(root), str(scratch / "rootfs.ext4"),
@@ -113,11 +126,12 @@ def describe(path: Path, built_now: bool, wall_s: float) -> dict:
             "allocated_bytes": allocated}
 
 
-def ensure(suite: str) -> dict:
-    """`suite`'s image from the cache, built (and boot-checked) first when missing."""
+def ensure(suite: str, allow_expired: bool = False) -> dict:
+    """`suite`'s image from the cache, built (and boot-checked) first when missing; with
+    `allow_expired` its suite's Release file may be past its Valid-Until (ALLOW_EXPIRED)."""
     started = time.monotonic()
     path = image_dir(suite)
     built_now = not (path / "image.json").exists()
     if built_now:
-        path = build(suite)
+        path = build(suite, allow_expired)
     return describe(path, built_now, time.monotonic() - started)

@@ -16,18 +16,32 @@ LOCKSTEP_PLUGIN = ROOT / "plugins" / "liblockstep.so"
 # The guests' static programs (workloads/fullsys/, built by `make fullsys-setup`).
 PROGRAMS = ROOT / "bin"
 GUEST_PROGRAMS = ("matmul", "dmm", "dfmm", "netup")
+# The OpenMPI baseline's: its remote-shell agent (static) and its multiply, linked against Open
+# MPI (`make fullsys-mpi-setup`, with Debian's libopenmpi-dev), put on its runs' disks only.
+MPI_PROGRAMS = ("mpirsh", "mpimm")
 GUEST_INIT = Path(__file__).with_name("guest_init.sh")
 # The Debian suites the study compares (paper 001's "distributions").
 SUITES = ("bullseye", "bookworm", "trixie", "sid")
 # The regression run's image (fullsys/minimal.py): Debian's kernel, busybox as the user land.
 MINIMAL = "minimal"
+# Image variants, named SUITE+VARIANT: the suite's image with more Debian packages (the OpenMPI
+# baseline's ranks run on SUITE+openmpi).
+VARIANTS = {"openmpi": ("openmpi-bin",)}
+OPENMPI = "openmpi"
 
 
 def check_suite(suite: str) -> str:
-    """`suite` if it is one of SUITES or the minimal image, else a one-line error."""
-    if suite not in (*SUITES, MINIMAL):
-        raise CoreplaneError(f"unknown suite {suite!r}: one of {', '.join(SUITES)} (or {MINIMAL})")
+    """`suite` if it is one of SUITES (alone or +VARIANT) or the minimal image, else a one-line error."""
+    base, _, variant = suite.partition("+")
+    if base not in (*SUITES, MINIMAL) or (variant and (base == MINIMAL or variant not in VARIANTS)):
+        raise CoreplaneError(f"unknown suite {suite!r}: one of {', '.join(SUITES)} (or {MINIMAL}), "
+                             f"optionally +{' or +'.join(VARIANTS)}")
     return suite
+
+
+def variant_packages(suite: str) -> tuple[str, ...]:
+    """The Debian packages a SUITE+VARIANT image has beyond its suite's (none for a plain suite)."""
+    return VARIANTS[check_suite(suite).partition("+")[2]] if "+" in suite else ()
 
 
 def built(path: Path) -> Path:

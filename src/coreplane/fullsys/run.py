@@ -9,11 +9,11 @@ from coreplane.core import machine
 from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys import activity, guest, image, kernelparts, snapshot, timing, workdisk
-from coreplane.fullsys.paths import LOCKSTEP_PLUGIN, PLUGIN, RUNS, built
+from coreplane.fullsys.paths import GUEST_PROGRAMS, LOCKSTEP_PLUGIN, MPI_PROGRAMS, OPENMPI, PLUGIN, RUNS, built
 
-RESULT = re.compile(r"coreplane-(?:matmul|dmm|dfmm) n=(\d+) .*checksum=(\S+)")
-# dmm's region on the guest's monotonic clock (virtual ns), start and end.
-REGION_CLOCK = re.compile(r"coreplane-dmm .*roi_ns=(\d+)-(\d+) ")
+RESULT = re.compile(r"coreplane-(?:matmul|dmm|dfmm|mpimm) n=(\d+) .*checksum=(\S+)")
+# The distributed multiplies' region on the guest's monotonic clock (virtual ns), start and end.
+REGION_CLOCK = re.compile(r"coreplane-(?:dmm|mpimm) .*roi_ns=(\d+)-(\d+) ")
 # A common clock (plugins/lockstep.c): the nodes meet at every multiple of this much virtual time,
 # so their clocks differ by less than it (0.1 ms: 100,000 instructions at -icount shift=0).
 QUANTUM_NS = 100_000
@@ -36,12 +36,40 @@ def mac(rank: int) -> str:
     return f"52:54:00:16:00:{rank + 1:02x}"
 
 
-def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool = False) -> str:
+# The OpenMPI baseline's mpirun options: ranks started through coreplane's remote-shell agent
+# (mpirsh, no ssh in the images), each node's orted started by node 0 itself (no tree of agents);
+# the ob1 messaging layer over TCP (the conventional stack; UCX and the like left out), and with
+# several nodes the guests' network for both MPI's messages and its daemons' (the loopback too
+# would otherwise be tried).
+MPIRUN_OPTIONS = ("--mca plm_rsh_agent /mnt/mpirsh --mca plm_rsh_no_tree_spawn 1 --mca pml ob1 "
+                  "--mca btl tcp,self")
+# What Open MPI needs of a guest whose root file system is read-only and whose user is root: a
+# writable /tmp for its session directories and /dev/shm, a home, permission to run as root, each
+# node a host name of its own (restored guests all have the snapshot's).
+MPI_ENVIRONMENT = ("mount -t tmpfs tmpfs /tmp\nmkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm\n"
+                   "export HOME=/tmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n")
+
+
+def mpi_work(rank: int, nodes: int, size: int) -> str:
+    """The OpenMPI baseline's part of node `rank`'s script: node 0 starts one mpimm rank per node
+    with mpirun, the others serve its remote-shell agent; each node then prints its rank's result."""
+    setup = f"{MPI_ENVIRONMENT}hostname node{rank}\n"
+    if rank > 0:
+        return f"{setup}./mpirsh serve {address(rank)}\nstatus=$?\ncat out/result\n(exit $status)"
+    network = f" --mca btl_tcp_if_include {SUBNET}0/24 --mca oob_tcp_if_include {SUBNET}0/24" if nodes > 1 else ""
+    hosts = f" --host {','.join(address(r) for r in range(nodes))}" if nodes > 1 else ""
+    return (f"{setup}mpirun {MPIRUN_OPTIONS}{network}{hosts} -np {nodes} /mnt/mpimm {size} /mnt/out/result\n"
+            "status=$?\ncat out/result\n(exit $status)")
+
+
+def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool = False, mpi: bool = False) -> str:
     """What node `rank` runs from its workload disk: the network up (several nodes), the multiply
-    (the distributed one, the threaded one on a single node, or the dataflow-threads one with
-    `threads` workers), then, outside the region, the kernel's text symbols (to name the kernel
-    blocks), TCP's counters (retransmissions), the kernel log."""
-    if dataflow:
+    (the distributed one, its OpenMPI baseline, the threaded one on a single node, or the
+    dataflow-threads one with `threads` workers), then, outside the region, the kernel's text
+    symbols (to name the kernel blocks), TCP's counters (retransmissions), the kernel log."""
+    if mpi:
+        work = mpi_work(rank, nodes, size)
+    elif dataflow:
         work = f"./dfmm {size} {threads}"
     elif threads > 1:
         work = f"./matmul {size} {threads}"
@@ -59,7 +87,7 @@ def tcp_counters(snmp_text: str) -> dict:
     return dict(zip(rows[0], map(int, rows[1]))) if len(rows) == 2 else {}
 
 
-def _check(nodes: int, size: int, threads: int, dataflow: bool) -> None:
+def _check(nodes: int, size: int, threads: int, dataflow: bool, mpi: bool = False) -> None:
     if not 1 <= nodes <= MAX_NODES:
         raise CoreplaneError(f"--nodes {nodes}: between 1 and {MAX_NODES}")
     if size < nodes or threads < 1:
@@ -68,6 +96,8 @@ def _check(nodes: int, size: int, threads: int, dataflow: bool) -> None:
     if dataflow and nodes > 1:
         raise CoreplaneError(f"--dataflow with --nodes {nodes}: the dataflow multiply runs on one node (remote "
                              "frames over the network are not written)")
+    if mpi and (dataflow or threads > 1):
+        raise CoreplaneError("--mpi runs one rank per node, one thread each, without --dataflow")
     if threads > 1 and nodes > 1:
         raise CoreplaneError(f"--threads {threads} with --nodes {nodes}: threads are for a single node's "
                              "multiply; several nodes run one thread each")
@@ -141,7 +171,7 @@ def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict
 def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
         idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing(),
         from_snapshot: bool = False, dataflow: bool = False, common_clock: bool = False,
-        quantum_ns: int = QUANTUM_NS) -> dict:
+        quantum_ns: int = QUANTUM_NS, mpi: bool = False) -> dict:
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
@@ -152,8 +182,10 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     `dataflow`: one node runs the dataflow-threads multiply (workloads/fullsys/dfmm.c) with
     `threads` workers on as many vCPUs. `common_clock`: the nodes' virtual clocks advance in
     lockstep, meeting every `quantum_ns` (plugins/lockstep.c; idle clocks leap, as far as the next
-    meeting), and the run reports its region on that one clock."""
-    _check(nodes, size, threads, dataflow)
+    meeting), and the run reports its region on that one clock. `mpi`: the OpenMPI baseline
+    (workloads/fullsys/mpimm.c, one rank per node started by mpirun) on the suite's +openmpi image."""
+    _check(nodes, size, threads, dataflow, mpi)
+    suite = f"{suite}+{OPENMPI}" if mpi else suite
     if common_clock and (idle_sleep or not icount or quantum_ns < 1 or dataflow or threads > 1):
         raise CoreplaneError("--common-clock needs -icount, idle clocks that leap (--idle-leap), a positive "
                              "--quantum and the distributed multiply (no --dataflow, one thread)")
@@ -175,7 +207,8 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
         for rank in range(nodes):
             node_dir = out / f"node{rank}"
             node_dir.mkdir(parents=True)
-            disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads, dataflow)))
+            disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads, dataflow, mpi),
+                                       GUEST_PROGRAMS + (MPI_PROGRAMS if mpi else ())))
             lockstep = (f"{built(LOCKSTEP_PLUGIN)},barrier={barrier},nodes={nodes},quantum={quantum_ns},"
                         f"out={node_dir / 'lockstep.json'}",) if common_clock else ()
             extras = guest.Extras(disks[-1], netdev, mac(rank), incoming=restore, plugins=lockstep)
@@ -191,7 +224,8 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
             guest.stop(g)
     per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank], model) for rank, b in enumerate(booted)]
     wall = max(b.wall_s for b in booted)
-    return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "dataflow": dataflow, "icount": icount,
+    return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "dataflow": dataflow, "mpi": mpi,
+            "icount": icount,
             "idle_sleep": idle_sleep, "image": img["path"], "from_snapshot": str(restore) if restore else None,
             "snapshot_saving_s": round(saving_s, 1),
             "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],

@@ -11,13 +11,13 @@ from coreplane.fullsys.paths import GUEST_PROGRAMS, PROGRAMS, built
 DISK_BYTES = 32 << 20
 
 
-def make(directory: Path, script: str) -> Path:
-    """Writes `script` (run by the guest's init as `sh /mnt/run`, with the programs beside it) and
+def make(directory: Path, script: str, programs: tuple[str, ...] = GUEST_PROGRAMS) -> Path:
+    """Writes `script` (run by the guest's init as `sh /mnt/run`, with `programs` beside it) and
     an empty out/ into a new ext4 file in `directory`; returns the file."""
     staging = directory / "disk"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "out").mkdir(parents=True)
-    for name in GUEST_PROGRAMS:
+    for name in programs:
         shutil.copy2(built(PROGRAMS / name), staging / name)
     (staging / "run").write_text(script)
     disk = directory / "workload.ext4"
