@@ -9,6 +9,13 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
+/// Tells whoever waits on `info`'s generation (a shared futex: the waiter is another process)
+/// that it changed. Every post of a notification comes with one; a change of the free cores too.
+fn wake(info: &layout::ProcInfo) {
+    info.generation.fetch_add(1, Ordering::Release);
+    unsafe { libc::syscall(libc::SYS_futex, info.generation.as_ptr(), libc::FUTEX_WAKE, i32::MAX, 0, 0, 0) };
+}
+
 pub fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -148,10 +155,13 @@ impl Arbiter {
         let free = self.free().len() as u32;
         for mcp in self.mcps.values() {
             let info = mcp.pages.info();
-            info.free_cores.store(free, Ordering::Relaxed);
-            info.held.store(mcp.held(), Ordering::Relaxed);
+            let free_changed = info.free_cores.swap(free, Ordering::Relaxed) != free;
+            let held_changed = info.held.swap(mcp.held(), Ordering::Relaxed) != mcp.held();
             info.provisioned.store(mcp.provision, Ordering::Relaxed);
             info.max_vcores.store(mcp.max, Ordering::Relaxed);
+            if free_changed || held_changed {
+                wake(info);
+            }
         }
     }
 
@@ -161,6 +171,7 @@ impl Arbiter {
             mcp.pages.info().dropped.fetch_add(1, Ordering::Relaxed);
             self.counters.dropped_notifications += 1;
         }
+        wake(mcp.pages.info());
     }
 
     /// Makes `pid` a many-core process with `provision` guaranteed cores (admission control).
@@ -359,7 +370,7 @@ impl Arbiter {
         let vcore = mcp.vcores[slot].as_mut().unwrap();
         vcore.revoke = Some(Revoke { deadline, for_pid, batch });
         if warn_ns == 0 {
-            self.release(pid, slot, true);
+            self.release(pid, slot, true, false);
             return;
         }
         let info = &mcp.pages.info().vcores[slot];
@@ -399,22 +410,25 @@ impl Arbiter {
         Ok(json!({"ok": true, "revoking": slots}))
     }
 
-    /// `pid` gives back vcore `slot`.
-    pub fn yield_vcore(&mut self, pid: u32, slot: usize) -> Reply {
+    /// `pid` gives back vcore `slot`; with `retain` its CPU stays in the group's cpuset, warm,
+    /// else it leaves now and the kernel moves whatever still runs there (what a program that
+    /// cannot move its own threads asks for: coreplane's runtime yielding for a whole process).
+    pub fn yield_vcore(&mut self, pid: u32, slot: usize, retain: bool) -> Reply {
         let mcp = &self.mcps[&pid];
         if !mcp.vcores.get(slot).is_some_and(|v| v.is_some()) {
             return Err(format!("vcore {slot} is not held by pid {pid}"));
         }
         self.counters.yields += 1;
-        self.release(pid, slot, false);
+        self.release(pid, slot, false, retain);
         self.settle_gang();
         self.refresh_procinfo();
         Ok(json!({"ok": true}))
     }
 
-    /// Takes vcore `slot` from `pid`: on a preemption its CPU leaves the cpuset now (the kernel
-    /// moves its threads away); on a yield it stays there, warm, until someone else needs it.
-    fn release(&mut self, pid: u32, slot: usize, preempted: bool) {
+    /// Takes vcore `slot` from `pid`: on a preemption, and a yield that does not `retain` it, its
+    /// CPU leaves the cpuset now (the kernel moves its threads away); on another yield it stays
+    /// there, warm, until someone else needs it.
+    fn release(&mut self, pid: u32, slot: usize, preempted: bool, retain: bool) {
         let started = now_ns();
         let mcp = self.mcps.get_mut(&pid).unwrap();
         let vcore = mcp.vcores[slot].take().unwrap();
@@ -425,19 +439,20 @@ impl Arbiter {
         if preempted {
             mcp.pages.info().preemptions.fetch_add(1, Ordering::Relaxed);
             self.counters.preempted += 1;
+        } else if vcore.revoke.is_some() {
+            self.counters.yielded_in_time += 1;
+        }
+        if preempted || !retain {
             // Under the gang stop it is frozen before its cpuset falls back to the control
             // cores, so none of its threads runs there meanwhile.
             if self.to_stop(pid) {
                 self.set_stopped(pid, true);
             }
             if let Err(e) = self.write_cpuset(pid) {
-                eprintln!("coreplane-arbiter: preempting pid {pid}: {e}");
+                eprintln!("coreplane-arbiter: taking CPU {} from pid {pid}: {e}", vcore.cpu);
             }
         } else {
             mcp.retained.insert(vcore.cpu);
-            if vcore.revoke.is_some() {
-                self.counters.yielded_in_time += 1;
-            }
         }
         let kind = if preempted { layout::EV_PREEMPTED } else { layout::EV_RELEASED };
         self.post(pid, slot, kind, vcore.cpu as u64);
@@ -480,7 +495,7 @@ impl Arbiter {
         }
         if !due.is_empty() {
             for (pid, slot) in due {
-                self.release(pid, slot, true);
+                self.release(pid, slot, true, false);
             }
             self.settle_gang();
         }

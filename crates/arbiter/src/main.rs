@@ -480,7 +480,8 @@ fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Ha
             "yield" => {
                 let mcp = mcp_of(arbiter, uid, pid)?;
                 let vcore = field_u32(&doc, "vcore")?.ok_or("yield: field \"vcore\" is required")?;
-                Handled::Reply(arbiter.yield_vcore(mcp, vcore as usize)?)
+                let retain = field_bool(&doc, "retain")?.unwrap_or(true);
+                Handled::Reply(arbiter.yield_vcore(mcp, vcore as usize, retain)?)
             }
             "revoke" => {
                 admin_only("revoke")?;

@@ -34,7 +34,9 @@ pub struct ProcInfo {
     pub max_vcores: AtomicU32,
     pub held: AtomicU32,
     pub free_cores: AtomicU32,
-    pub _pad: u32,
+    /// Bumped, and woken as a shared futex, whenever this process's vcores or the machine's free
+    /// cores change: a monitor (coreplane's runtime, `rt/mcp.rs`) sleeps on it instead of polling.
+    pub generation: AtomicU32,
     /// Notifications the arbiter could not post because the program left its queue full.
     pub dropped: AtomicU64,
     /// Times a vcore of this program was preempted at its deadline (it did not yield in time).
@@ -101,9 +103,27 @@ impl Queue {
     }
 }
 
+/// Offsets coreplane's runtime reads procinfo at (`crates/runtime/src/bin/rt/mcp.rs`, which is
+/// no_std and links no crate of ours): checked against this layout by a test.
+pub const OFFSET_HELD: usize = 20;
+pub const OFFSET_FREE_CORES: usize = 24;
+pub const OFFSET_GENERATION: usize = 28;
+pub const OFFSET_VCORES: usize = 48;
+pub const VCORE_INFO_SIZE: usize = 16;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offsets_the_runtime_reads() {
+        assert_eq!(std::mem::offset_of!(ProcInfo, held), OFFSET_HELD);
+        assert_eq!(std::mem::offset_of!(ProcInfo, free_cores), OFFSET_FREE_CORES);
+        assert_eq!(std::mem::offset_of!(ProcInfo, generation), OFFSET_GENERATION);
+        assert_eq!(std::mem::offset_of!(ProcInfo, vcores), OFFSET_VCORES);
+        assert_eq!(std::mem::size_of::<VcoreInfo>(), VCORE_INFO_SIZE);
+        assert_eq!((std::mem::offset_of!(VcoreInfo, cpu), std::mem::offset_of!(VcoreInfo, state)), (0, 4));
+    }
 
     fn queue() -> Box<Queue> {
         // SAFETY: every field of Queue is an integer; all-zero is the empty queue.

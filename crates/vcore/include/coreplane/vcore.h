@@ -17,7 +17,8 @@ struct cp_vcore_info { int32_t cpu; uint32_t state; uint64_t deadline_ns; };
 
 /* Read-only; written by the arbiter. Deadlines are CLOCK_MONOTONIC nanoseconds. */
 struct cp_procinfo {
-    uint32_t magic, pid, compute_cores, provisioned, max_vcores, held, free_cores, pad;
+    uint32_t magic, pid, compute_cores, provisioned, max_vcores, held, free_cores;
+    uint32_t generation;   /* bumped and woken (a shared futex) at every change of the above */
     uint64_t dropped;      /* notifications lost because a queue was left full */
     uint64_t preemptions;  /* vcores taken at their deadline */
     struct cp_vcore_info vcores[CP_MAX_VCORES];

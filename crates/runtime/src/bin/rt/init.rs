@@ -5,7 +5,7 @@
 //! children set up their own part in `process`.
 
 use crate::sys::{self, *};
-use crate::{app_threads, calibration, delegate, env, fastpath, placement, profile, sud, thread, trap};
+use crate::{app_threads, calibration, delegate, env, fastpath, mcp, placement, profile, sud, thread, trap};
 
 /// Arms the process: once this returns, every syscall of program code reaches the runtime.
 pub fn start() {
@@ -37,6 +37,8 @@ pub fn start() {
         p => placement::from_env(&unsafe { sys::cstr(p) }[env::TASK_NAME.len() + 1..]),
     };
     placement::adopt(&mut t.place, &key, children);
+    // The program's first process of a delegating many-core process follows its cores.
+    mcp::start(key.as_bytes() == placement::Key::ROOT.as_bytes());
     sud::arm_thread();
     fastpath::install();
     calibration::run();

@@ -15,6 +15,7 @@ mod exe;
 mod fastpath;
 mod init;
 mod loader;
+mod mcp;
 mod mem;
 mod memsvc;
 mod on_behalf;

@@ -1,0 +1,276 @@
+//! Many-core processes: the runtime of a delegating program run by `coreplane run --mcp` follows
+//! its MCP's cores, off the fast path (docs/architecture.md, "The runtime follows its MCP's cores").
+//! The program's threads ask the kernel for every CPU but the control cores, so the cpuset the
+//! arbiter writes decides where they run: the compute cores held, whatever they are, as they
+//! come and go. A monitor thread on the control cores sleeps on procinfo's generation word (a
+//! shared futex the arbiter wakes): a vcore the arbiter warns of is yielded at once, its CPU out
+//! of the cpuset (the kernel moves the threads still on it), instead of being preempted at its
+//! deadline; while the arbiter has free cores and the MCP holds fewer than it asked for at
+//! launch, it asks again. Only the program's first process follows (clone-tree key "0", across
+//! its execve): two processes of one MCP yielding and asking for the same vcores would race.
+
+use crate::sys::{self, *};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::*};
+
+/// Set by `coreplane run --mcp` when the run delegates (src/coreplane/arbiter/mcp.py): the
+/// vcores the launcher asked for, which the monitor asks for again when cores are free.
+const ENV_WANT: &[u8] = b"COREPLANE_RT_MCP";
+const ENV_SOCKET: &[u8] = b"COREPLANE_ARBITER_SOCKET";
+
+// procinfo as crates/vcore/src/layout.rs lays it out (its OFFSET_* constants, checked by a test
+// there; this no_std binary links no crate of ours but the runtime's library).
+const OFFSET_HELD: usize = 20;
+const OFFSET_FREE_CORES: usize = 24;
+const OFFSET_GENERATION: usize = 28;
+const OFFSET_VCORES: usize = 48;
+const VCORE_INFO_SIZE: usize = 16;
+const MAX_VCORES: usize = 64;
+const VCORE_PREEMPT_PENDING: u32 = 2;
+const PROCINFO_SIZE: usize = PAGE;
+
+const SOCKET: usize = 41;
+const CONNECT: usize = 42;
+const RECVMSG: usize = 47;
+const FCNTL: usize = 72;
+const F_DUPFD_CLOEXEC: usize = 1030;
+const AF_UNIX: usize = 1;
+const SOCK_STREAM_CLOEXEC: usize = 1 | 0o2000000;
+const MSG_CMSG_CLOEXEC: usize = 0x4000_0000;
+const SOL_SOCKET: i32 = 1;
+const SCM_RIGHTS: i32 = 1;
+/// A shared futex wait: the waker is the arbiter, another process.
+const FUTEX_WAIT_SHARED: usize = 0;
+const STACK_SIZE: usize = 32 * 1024;
+
+/// The monitor's connection to the arbiter, the mapped procinfo page and the vcores wanted.
+struct Monitor {
+    fd: AtomicI32,
+    procinfo: AtomicUsize,
+    want: AtomicU32,
+}
+
+static MONITOR: Monitor = Monitor { fd: AtomicI32::new(-1), procinfo: AtomicUsize::new(0), want: AtomicU32::new(0) };
+
+extern "C" {
+    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
+}
+
+/// At the start of each image: when this is the first process of a delegating MCP (`root`),
+/// widens the program's CPUs to every one but the control cores, attaches to the arbiter and
+/// starts the monitor. Costs nothing but the environment lookup to any other program.
+pub fn start(root: bool) {
+    let control = &crate::env::config().control;
+    if !root || control.is_empty() {
+        return;
+    }
+    let mut socket = [0u8; 108];
+    let Some(want) = from_environment(&mut socket) else { return };
+    let mut others = [!0u64; 16];
+    for (w, c) in others.iter_mut().zip(control.0.iter()) {
+        *w &= !c;
+    }
+    // EINVAL when the MCP holds no compute core yet: the threads keep the cores they were given.
+    unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&others), others.as_ptr() as usize) };
+    let Some((fd, procinfo)) = attach(&socket) else {
+        sys::write_all(2, b"coreplane-rt: --mcp: cannot attach to the arbiter; the program's cores will not follow its MCP's\n");
+        return;
+    };
+    MONITOR.fd.store(fd, Relaxed);
+    MONITOR.procinfo.store(procinfo, Relaxed);
+    MONITOR.want.store(want, Relaxed);
+    let Some(stack) = sys::map_anon(STACK_SIZE) else { return };
+    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, monitor_main, 0) } < 0 {
+        unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
+    }
+}
+
+/// Finds ENV_WANT (returned) and ENV_SOCKET (copied NUL-terminated into `socket`) in this
+/// image's environment, read from /proc/self/environ (the runtime keeps only its own entries).
+fn from_environment(socket: &mut [u8; 108]) -> Option<u32> {
+    const SIZE: usize = 1 << 21; // the kernel's limit on one image's arguments and environment
+    let buf = sys::map_anon(SIZE)?;
+    let fd = unsafe { syscall3(OPEN, b"/proc/self/environ\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    let mut len = 0;
+    while fd >= 0 && len < SIZE {
+        let n = unsafe { syscall3(READ, fd as usize, buf as usize + len, SIZE - len) };
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    if fd >= 0 {
+        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    }
+    let env = unsafe { core::slice::from_raw_parts(buf, len) };
+    let (mut want, mut found_socket) = (None, false);
+    for entry in env.split(|&b| b == 0) {
+        if crate::env::is_env(entry, ENV_WANT) {
+            want = coreplane_runtime::config::parse_u64(&entry[ENV_WANT.len() + 1..]).map(|n| n.min(MAX_VCORES as u64) as u32);
+        } else if crate::env::is_env(entry, ENV_SOCKET) && entry.len() - ENV_SOCKET.len() - 1 < socket.len() {
+            sys::concat(&[&entry[ENV_SOCKET.len() + 1..]], socket);
+            found_socket = true;
+        }
+    }
+    unsafe { syscall3(MUNMAP, buf as usize, SIZE, 0) };
+    want.filter(|_| found_socket)
+}
+
+/// Connects to the arbiter at `path` and attaches: (the connection, moved out of the way of the
+/// program's descriptors, and the read-only procinfo page), or None.
+fn attach(path: &[u8; 108]) -> Option<(i32, usize)> {
+    let fd = unsafe { syscall3(SOCKET, AF_UNIX, SOCK_STREAM_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // Far from the numbers a program expects to get (a shell's `exec 3>file` would replace fd 3).
+    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    if high < 0 {
+        return None;
+    }
+    let fd = high as i32;
+    let mut addr = [0u8; 110];
+    addr[0] = AF_UNIX as u8;
+    addr[2..].copy_from_slice(&path[..]);
+    let path_len = unsafe { sys::cstr_len(path.as_ptr()) };
+    let connected = unsafe { syscall3(CONNECT, fd as usize, addr.as_ptr() as usize, 2 + path_len + 1) } == 0;
+    let mut fds = [-1i32; 2];
+    let attached = connected && send(fd, b"{\"op\":\"attach\",\"wait_ms\":0}\n") && receive_fds(fd, &mut fds);
+    let page = if attached && fds[0] >= 0 {
+        unsafe { syscall6(MMAP, 0, PROCINFO_SIZE, PROT_READ, MAP_SHARED, fds[0] as usize, 0) }
+    } else {
+        -1
+    };
+    for f in fds.iter().filter(|&&f| f >= 0) {
+        unsafe { syscall3(CLOSE, *f as usize, 0, 0) };
+    }
+    if page > 0 {
+        return Some((fd, page as usize));
+    }
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    None
+}
+
+/// Reads the attach reply, one line, keeping the two descriptors that ride on it (procinfo,
+/// procdata); false when the arbiter refused or closed.
+fn receive_fds(fd: i32, fds: &mut [i32; 2]) -> bool {
+    let mut line = [0u8; 512];
+    let mut len = 0;
+    while !line[..len].contains(&b'\n') && len < line.len() {
+        let mut control = [0u64; 4]; // a cmsghdr (16 bytes) and up to four descriptors
+        let iov = [line.as_mut_ptr() as usize + len, line.len() - len];
+        // struct msghdr: name, namelen, iov, iovlen, control, controllen, flags.
+        let mut msg = [0usize, 0, iov.as_ptr() as usize, 1, control.as_mut_ptr() as usize, core::mem::size_of_val(&control), 0];
+        let n = unsafe { syscall3(RECVMSG, fd as usize, msg.as_mut_ptr() as usize, MSG_CMSG_CLOEXEC) };
+        if n == -EINTR {
+            continue;
+        }
+        if n <= 0 {
+            return false;
+        }
+        len += n as usize;
+        let control_len = unsafe { core::ptr::read_volatile(&msg[5]) };
+        let (level, kind) = (control[1] as u32 as i32, (control[1] >> 32) as u32 as i32);
+        if control_len >= 16 && level == SOL_SOCKET && kind == SCM_RIGHTS {
+            let count = ((control[0] as usize).saturating_sub(16) / 4).min(4);
+            let words = [control[2] as u32 as i32, (control[2] >> 32) as u32 as i32, control[3] as u32 as i32, (control[3] >> 32) as u32 as i32];
+            for (i, &received) in words[..count].iter().enumerate() {
+                match fds.get_mut(i) {
+                    Some(slot) => *slot = received,
+                    None => unsafe {
+                        syscall3(CLOSE, received as usize, 0, 0);
+                    },
+                }
+            }
+        }
+    }
+    contains(&line[..len], b"\"ok\":true")
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn send(fd: i32, mut line: &[u8]) -> bool {
+    while !line.is_empty() {
+        let n = unsafe { syscall6(44 /* sendto */, fd as usize, line.as_ptr() as usize, line.len(), 0x4000 /* MSG_NOSIGNAL */, 0, 0) };
+        if n == -EINTR {
+            continue;
+        }
+        if n <= 0 {
+            return false;
+        }
+        line = &line[n as usize..];
+    }
+    true
+}
+
+/// Sends one request line and reads (and drops) its one reply line; false when the arbiter is gone.
+fn call(line: &[u8]) -> bool {
+    let fd = MONITOR.fd.load(Relaxed);
+    if !send(fd, line) {
+        return false;
+    }
+    let mut byte = [0u8; 256];
+    loop {
+        let n = unsafe { syscall3(READ, fd as usize, byte.as_mut_ptr() as usize, byte.len()) };
+        if n == -EINTR {
+            continue;
+        }
+        if n <= 0 {
+            return false;
+        }
+        if byte[..n as usize].contains(&b'\n') {
+            return true;
+        }
+    }
+}
+
+fn word(procinfo: usize, offset: usize) -> &'static AtomicU32 {
+    unsafe { &*((procinfo + offset) as *const AtomicU32) }
+}
+
+/// Yields every vcore the arbiter warned of, its CPU out of the cpuset; then asks for what the
+/// launcher asked for while cores are free. False when the arbiter is gone.
+fn follow(procinfo: usize) -> bool {
+    let mut digits = [0u8; 20];
+    let mut line = [0u8; 96];
+    for v in 0..MAX_VCORES {
+        if word(procinfo, OFFSET_VCORES + v * VCORE_INFO_SIZE + 4).load(Acquire) == VCORE_PREEMPT_PENDING {
+            let n = sys::concat(&[b"{\"op\":\"yield\",\"vcore\":", sys::fmt_u64(v as u64, &mut digits), b",\"retain\":false}\n"], &mut line);
+            if !call(&line[..n]) {
+                return false;
+            }
+        }
+    }
+    let held = word(procinfo, OFFSET_HELD).load(Acquire);
+    let want = MONITOR.want.load(Relaxed);
+    if word(procinfo, OFFSET_FREE_CORES).load(Acquire) > 0 && held < want {
+        let n = sys::concat(&[b"{\"op\":\"request\",\"n\":", sys::fmt_u64((want - held) as u64, &mut digits), b"}\n"], &mut line);
+        return call(&line[..n]);
+    }
+    true
+}
+
+/// The monitor: takes no signal, runs on the control cores, and follows every change the
+/// arbiter announces; once the arbiter is gone it waits for the end of the process.
+extern "C" fn monitor_main(_: usize) {
+    let all: u64 = !0;
+    unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &all as *const u64 as usize, 0, 8, 0, 0) };
+    let control = &crate::env::config().control;
+    unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&control.0), control.0.as_ptr() as usize) };
+    let procinfo = MONITOR.procinfo.load(Relaxed);
+    let generation = word(procinfo, OFFSET_GENERATION);
+    loop {
+        let seen = generation.load(Acquire);
+        if !follow(procinfo) {
+            break;
+        }
+        unsafe { syscall6(FUTEX, generation.as_ptr() as usize, FUTEX_WAIT_SHARED, seen as usize, 0, 0, 0) };
+    }
+    let parked = 0u32;
+    loop {
+        sys::futex_wait(&parked, 0, 0);
+    }
+}

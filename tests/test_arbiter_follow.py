@@ -1,0 +1,103 @@
+"""The runtime follows its many-core process's cores (issue 14), live: an unmodified program that
+delegates getppid, run with `coreplane run --mcp`, loses its borrowed core to a provisioned MCP
+and gets it back once that one exits. Its runtime yields the warned vcore at once (not preempted
+at the deadline), its worker moves to the control cores and back, and no delegated call is lost
+or wrong on the way."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import CLI, build_program
+from test_arbiter import Program, private_arbiter, status, wait_for
+
+from coreplane.core.cpulist import parse_cpu_list
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or (os.cpu_count() or 1) < 2,
+                                reason="needs root, a cpuset hierarchy and two CPUs")
+
+# Long enough that a vcore yielded by the runtime is told from one preempted at its deadline
+# even on a loaded machine.
+WARN_US = 5_000_000
+
+
+@pytest.fixture
+def arbiter():
+    yield from private_arbiter(["--warn-us", str(WARN_US)])
+
+
+class Follower:
+    """tests/programs/arbiter_follow.c under `coreplane run --mcp --max 1 --delegate getppid`."""
+
+    def __init__(self, exe, state_dir):
+        self.proc = subprocess.Popen([*CLI, "run", "--mcp", "--max", "1", "--delegate", "getppid", "--arbiter-state-dir",
+                                      str(state_dir), "--", str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def ask(self) -> dict:
+        self.proc.stdin.write("?\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"the program ended: {self.proc.stderr.read()}"
+        return json.loads(line)
+
+    def end(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def holds(daemon, pid: int) -> list[int]:
+    """The CPUs many-core process `pid` holds."""
+    return [v["cpu"] for m in status(daemon)["mcps"] if m["pid"] == pid for v in m["vcores"]]
+
+
+def test_delegating_program_follows_its_cores(arbiter, tmp_path_factory):
+    exe = build_program(tmp_path_factory, "arbiter_follow")
+    control = parse_cpu_list(status(arbiter)["control_cores"])
+    follower = Follower(exe, arbiter.state_dir)
+    provisioned = None
+    try:
+        first = follower.ask()
+        launcher = follower.proc.pid
+        [cpu] = holds(arbiter, launcher)
+        wait_for(lambda: follower.ask()["cpu"] == cpu)
+        assert parse_cpu_list(follower.ask()["allowed"]) == [cpu]
+
+        # A provisioned MCP asks for its core: the borrowed vcore is revoked with a 5 s warning,
+        # which the runtime answers at once by yielding it.
+        provisioned = Program(arbiter.state_dir)
+        with arbiter.client() as c:
+            c.checked("provision", pid=provisioned.pid, cores=1)
+        asked = time.monotonic()
+        assert provisioned.ask("request 1")["granted"] == 0  # pending: on loan to the follower
+        wait_for(lambda: holds(arbiter, provisioned.pid) == [cpu], seconds=WARN_US / 1e6 + 5)
+        handed_over_s = time.monotonic() - asked
+        counters = status(arbiter)["counters"]
+        assert (counters["yielded_in_time"], counters["preempted"]) == (1, 0), (counters, handed_over_s)
+        assert holds(arbiter, launcher) == []
+        wait_for(lambda: parse_cpu_list(follower.ask()["allowed"]) == control)
+        moved = follower.ask()
+        assert moved["cpu"] in control
+
+        # The provisioned MCP ends: its core is free, and the runtime asks for it again.
+        provisioned.kill()
+        provisioned = None
+        wait_for(lambda: holds(arbiter, launcher) == [cpu], seconds=10)
+        wait_for(lambda: parse_cpu_list(follower.ask()["allowed"]) == [cpu])
+        last = follower.ask()
+        assert last["wrong"] == 0 and last["calls"] > moved["calls"] > first["calls"]
+        assert status(arbiter)["counters"]["preempted"] == 0
+    finally:
+        if provisioned:
+            provisioned.kill()
+        follower.end()
+    assert follower.proc.returncode == 0, follower.proc.stderr.read()
+    wait_for(lambda: not status(arbiter)["mcps"])
