@@ -233,13 +233,16 @@ def family_summary(rows: list[dict]) -> dict:
 @app.command()
 def family(out: Path = typer.Option(..., "--out"), real: bool = typer.Option(True, "--real/--no-real"),
            sizes: str = typer.Option(",".join(map(str, families.SIZES)), "--sizes"),
-           heldout: bool = typer.Option(False, "--heldout", help="the held-out family (no traced programs)")) -> None:
-    """(d) scotch, the paper's greedy and the portfolio on the generated family and traced programs,
-    or on the held-out family (families.heldout_members)."""
+           heldout: bool = typer.Option(False, "--heldout", help="the held-out family (no traced programs)"),
+           stencil3d: bool = typer.Option(True, "--stencil3d/--no-stencil3d",
+                                          help="with the development side's 3-D stencils on other shapes")) -> None:
+    """(d) scotch, the paper's greedy and the portfolio on the generated family and traced programs
+    (and families.stencil3d_members), or on the held-out family (families.heldout_members)."""
     if heldout:
         members, real = families.heldout_members(), False
     else:
         members = families.members(tuple(int(s) for s in sizes.split(",")))
+        members += families.stencil3d_members() if stencil3d else []
     traced = {}
     if real:
         with tempfile.TemporaryDirectory(prefix="coreplane-real-") as tmp:

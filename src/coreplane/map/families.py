@@ -35,6 +35,14 @@ HELDOUT_TOPOLOGIES = {
 }
 HELDOUT_SEED_BASE = 7_000_000  # development seeds are 1000 * kind index + size < 10,000
 
+# development-side 3-D stencils on targets of another shape than theirs (tori and a mesh that are
+# not square, a torus whose sides are not powers of two), at sizes the held-out family does not
+# have, several seeds each: the development family's square targets never showed the greedy's
+# weakness on a 3-D stencil folded onto a 2-D torus, so these were added to find and fix it
+STENCIL3D_TARGETS = ((216, "torus:18x12"), (256, "torus:32x8"), (256, "mesh:32x8"), (256, "torus:16x16"),
+                     (1024, "torus:64x16"))
+STENCIL3D_SEEDS = range(20_000, 20_006)  # outside both families' seed ranges
+
 
 @dataclass(frozen=True)
 class Member:
@@ -188,6 +196,11 @@ def members(sizes: tuple[int, ...] = SIZES, kinds: tuple[str, ...] = KINDS) -> l
                 if kind == "pipeline":
                     out.append(Member(kind, 2 * size, topo, seed=1000 * k + size, capacity=2))
     return out
+
+
+def stencil3d_members() -> list[Member]:
+    """The development side's extra 3-D stencils (STENCIL3D_TARGETS x STENCIL3D_SEEDS)."""
+    return [Member("stencil3d", size, topo, seed=seed) for size, topo in STENCIL3D_TARGETS for seed in STENCIL3D_SEEDS]
 
 
 def heldout_members() -> list[Member]:
