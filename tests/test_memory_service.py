@@ -33,7 +33,7 @@ def run_pool(*args: str, budget: str = "256M", memory: str = "pool", **kw) -> su
 
 
 @pytest.mark.parametrize("memory", MEMORY_MODES)
-@pytest.mark.parametrize("mode,status", [("zero", 0), ("sparse", 0), ("fork", 0), ("fork_threads", 0),
+@pytest.mark.parametrize("mode,status", [("zero", 0), ("sparse", 0), ("spanning", 0), ("fork", 0), ("fork_threads", 0),
                                          ("mprotect_free", 0), ("uaf", -11), ("shrink", -11), ("mremap", -11),
                                          ("exit_last", 7), ("brk", -11)])
 def test_semantics_as_natively(semantics, mode, status, memory):
@@ -43,7 +43,7 @@ def test_semantics_as_natively(semantics, mode, status, memory):
     assert proc.returncode == status, proc.stdout + proc.stderr
     assert "survived" not in proc.stdout
     assert mode == "uaf" or f"{mode} ok" in proc.stdout
-    if mode in ("zero", "sparse", "fork", "fork_threads", "mprotect_free", "shrink", "exit_last", "brk"):
+    if mode in ("zero", "sparse", "spanning", "fork", "fork_threads", "mprotect_free", "shrink", "exit_last", "brk"):
         assert proc.stdout == native.stdout
     if mode == "mremap":  # growing in place without MREMAP_MAYMOVE: the pool never does
         assert "mremap ok Cannot allocate memory" in proc.stdout

@@ -1,5 +1,5 @@
 /* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
- * pool_semantics zero|sparse|demand|untouched|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold;
+ * pool_semantics zero|sparse|demand|untouched|spanning|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold;
  * prints "<mode> ok ..."
  * or dies. */
 #define _GNU_SOURCE
@@ -134,6 +134,24 @@ int main(int argc, char **argv) {
             munmap(p, 32 * MIB);
         }
         printf("untouched ok %d threads\n", threads);
+    } else if (!strcmp(mode, "spanning")) {
+        /* A block with a mapping of the program's own over its middle (MAP_FIXED), freed: the
+           pool puts a fresh mapping of its own there, so the blocks handed out over it later
+           span two of the kernel's mappings, which the scrubber moves to zero them where the
+           kernel allows it (6.17 on) and writes through /proc/thread-self/mem where it does
+           not. Each comes back zeroed. */
+        for (int round = 0; round < 6; round++) {
+            char *p = map(8 * MIB);
+            expect(p, 8 * MIB, 0, "new memory");
+            memset(p, 'A', 8 * MIB);
+            if (round == 0) {
+                char *mid = mmap(p + 3 * MIB, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+                if (mid != p + 3 * MIB) { perror("mmap MAP_FIXED"); return 1; }
+                memset(mid, 'B', MIB);
+            }
+            munmap(p, 8 * MIB);
+        }
+        puts("spanning ok");
     } else if (!strcmp(mode, "uaf")) {
         char *p = map(MIB);
         p[100] = 1;
@@ -321,7 +339,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < RACES; i++) munmap(race_blocks[i], RACE_LEN);
         printf("fixed_race ok\n");
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|untouched|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold\n");
+        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|untouched|spanning|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold\n");
         return 2;
     }
     return 0;

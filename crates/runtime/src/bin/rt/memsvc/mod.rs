@@ -49,12 +49,12 @@ pub(crate) const MADV_DONTNEED: usize = 4;
 pub const BRK: usize = 12;
 const MADV_HUGEPAGE: usize = 14;
 const MADV_POPULATE_WRITE: usize = 23;
-const MAP_NORESERVE: usize = 0x4000;
+pub(crate) const MAP_NORESERVE: usize = 0x4000;
 const MAP_POPULATE: usize = 0x8000;
 const MAP_STACK: usize = 0x20000;
-const MREMAP_MAYMOVE: usize = 1;
-const MREMAP_FIXED: usize = 2;
-const MREMAP_DONTUNMAP: usize = 4;
+pub(crate) const MREMAP_MAYMOVE: usize = 1;
+pub(crate) const MREMAP_FIXED: usize = 2;
+pub(crate) const MREMAP_DONTUNMAP: usize = 4;
 const EFAULT: isize = 14;
 /// Flags that do not change what anonymous private memory is (MAP_POPULATE: asked of the
 /// kernel with MADV_POPULATE_WRITE; MAP_STACK: a hint).
