@@ -16,7 +16,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
                 age fzf hexyl ruby lua5.4 tcl stress-ng ltrace
 
-.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 clean
+.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 arbiter-guest-tables clean
 
 setup: apt venv rust workloads
 
@@ -147,6 +147,12 @@ arbiter-cgroup2: setup
 	    pkg=$$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: \(linux-image-[^ ]*\).*/\1/p' | head -1); \
 	    mkdir -p target/arbiter-cgroup2 && cd target/arbiter-cgroup2 && apt-get download $$pkg && dpkg-deb -x $${pkg}_*.deb . && rm $${pkg}_*.deb; fi
 	$(PY) -m pytest -q tests/test_arbiter_cgroup2.py
+
+# ROS Tables 1-2's rows that need several compute cores (get/preempt max, preempt-and-get max) with
+# 3 compute cores, in a QEMU/TCG guest of 4 vCPUs (issue 14): emulated, not comparable to hardware.
+arbiter-guest-tables: arbiter-cgroup2
+	@mkdir -p $(BENCH_OUT)
+	$(CLI) arbiter tables --guest-cpus 4 --trials 200 --json > $(BENCH_OUT)/arbiter-guest.json
 
 # The module tables of docs/architecture.md, from each module's first line (checked by make test).
 docs: venv

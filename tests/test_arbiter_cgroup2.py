@@ -1,34 +1,21 @@
 """The arbiter on cgroup v2, live: this machine binds the cpuset controller to its cgroup v1
 hierarchy, so the check boots a guest (QEMU, TCG, 2 CPUs) of Debian's kernel with an initramfs
-holding busybox, coreplane-arbiter, libcoreplane-vcore and tests/programs/arbiter_cgroup2_check.c,
+holding busybox, coreplane-arbiter, libcoreplane-vcore and tests/programs/arbiter_cgroup2_check.c
+(src/coreplane/arbiter/guest.py builds and boots it),
 cgroup2 mounted alone: a C client of the vcore library is granted a vcore, preempted at its
 deadline and reclaimed; the arbiter stopped leaves no group and the controller off again; with
 --gang-stop, a child holding no core is frozen through cgroup.freeze and thawed when granted one; an
-arbiter killed mid-grant is cleaned up after by its watchdog. Needs qemu-system-x86_64 and a
-kernel (`make arbiter-cgroup2` fetches both; else skipped)."""
-
-import glob
-import shutil
-import subprocess
-from pathlib import Path
+arbiter killed mid-grant is cleaned up after by its watchdog. And in a guest of 4 vCPUs, the rows of
+ROS Tables 1-2 that need several compute cores. Needs qemu-system-x86_64 and a kernel (`make
+arbiter-cgroup2` fetches both; else skipped)."""
 
 import pytest
 
-from coreplane.core import binaries
+from coreplane.arbiter import guest
 
-REPO = Path(__file__).resolve().parents[1]
-KERNEL_DIR = REPO / "target" / "arbiter-cgroup2"
+REPO = guest.REPO_ROOT
 
-
-def kernel() -> Path | None:
-    """Debian's kernel: the one `make arbiter-cgroup2` unpacked, else a fullsys image's."""
-    found = sorted(glob.glob(str(KERNEL_DIR / "boot" / "vmlinuz-*"))) + sorted(glob.glob(str(REPO / "target/fullsys/images/*/vmlinuz")))
-    return Path(found[0]) if found else None
-
-
-pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None or kernel() is None
-                                or shutil.which("busybox") is None or binaries.locate("coreplane-arbiter") is None,
-                                reason="needs qemu-system-x86_64, a Debian kernel and busybox (make arbiter-cgroup2)")
+pytestmark = pytest.mark.skipif(guest.missing() is not None, reason=f"{guest.missing()} (make arbiter-cgroup2)")
 
 # The guest's /init: every line the test looks for starts with CHECK.
 INIT = r"""#!/bin/busybox sh
@@ -62,41 +49,9 @@ poweroff -f
 """
 
 
-def initramfs(tmp: Path) -> Path:
-    root = tmp / "root"
-    for d in ("bin", "lib", "lib64", "proc", "sys", "run", "dev"):
-        (root / d).mkdir(parents=True)
-    arbiter = Path(binaries.locate("coreplane-arbiter"))
-    library = arbiter.parent / "libcoreplane_vcore.so"
-    shutil.copy(shutil.which("busybox"), root / "bin" / "busybox")
-    shutil.copy(arbiter, root / "bin" / "coreplane-arbiter")
-    shutil.copy(library, root / "lib" / library.name)
-    subprocess.run(["gcc", "-O2", "-Wall", "-I", str(REPO / "crates/vcore/include"), "-o", str(root / "bin" / "check"),
-                    str(REPO / "tests/programs/arbiter_cgroup2_check.c"), "-L", str(arbiter.parent), "-lcoreplane_vcore"],
-                   check=True)
-    # The host's shared libraries they need (the guest has no root file system of its own).
-    for exe in (arbiter, library, root / "bin" / "check"):
-        for line in subprocess.run(["ldd", str(exe)], capture_output=True, text=True, check=True).stdout.splitlines():
-            path = next((w for w in line.split() if w.startswith("/")), None)
-            if path and "coreplane" not in path:
-                dest = root / ("lib64" if "ld-linux" in path else "lib") / Path(path).name
-                shutil.copy(path, dest)
-    (root / "init").write_text(INIT)
-    (root / "init").chmod(0o755)
-    image = tmp / "initramfs.cpio"
-    files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
-    with open(image, "wb") as out:
-        subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=files, stdout=out, check=True)
-    return image
-
-
 def test_arbiter_on_cgroup2_in_a_guest(tmp_path):
-    image = initramfs(tmp_path)
-    guest = subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-smp", "2", "-m", "512", "-nographic", "-no-reboot",
-                            "-kernel", str(kernel()), "-initrd", str(image), "-append", "console=ttyS0 quiet panic=-1"],
-                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    # (the console's first line starts with the firmware's escape sequences)
-    lines = [line[line.index("CHECK"):].strip() for line in guest.stdout.splitlines() if "CHECK" in line]
+    image = guest.initramfs(tmp_path, INIT, {"check": REPO / "tests/programs/arbiter_cgroup2_check.c"})
+    lines = guest.boot(image, cpus=2)
     text = "\n".join(lines)
     assert "cpuset" in lines[0].split(), text
     assert "CHECK OK" in lines and "CHECK check exit 0" in lines, text
@@ -108,3 +63,13 @@ def test_arbiter_on_cgroup2_in_a_guest(tmp_path):
     after_kill = next(line for line in lines if line.startswith("CHECK after SIGKILL"))
     assert "group gone" in after_kill and "child in 0::/," in after_kill and after_kill.endswith("allowed 0-1"), text
     assert "cgroup V2" in lines[-1], text
+
+
+def test_max_rows_with_three_compute_cores_in_a_guest():
+    """Tables 1-2's max rows in a 4-vCPU guest: every row measured over all 3 compute cores, and
+    preempt-and-get max finished (the asker held all 3, taken from a borrower with no warning)."""
+    doc = guest.max_tables(cpus=4, trials=5)
+    assert set(doc["ops"]) == {"get_one_cold", "preempt_one", "get_max_cold", "preempt_max", "preempt_and_get_max"}
+    assert all(s["cores"] == 3 and s["n"] == 5 and 0 < s["min_us"] <= s["p50_us"] <= s["p99_us"]
+               for s in doc["ops"].values()), doc
+    assert "not comparable" in doc["label"] and set(doc["shape"]) and all(v > 0 for v in doc["shape"].values())

@@ -297,8 +297,10 @@ impl Arbiter {
         let mut owed_now = (want - granted.len() as u32).min(mcp.provision.saturating_sub(mcp.held() + mcp.owed));
         while owed_now > 0 {
             let Some((lender, slot)) = self.borrowed_vcore() else { break };
-            self.start_revoke(lender, slot, self.default_warn_ns, None, Some(pid), None);
+            // Owed before the revoke starts: with no warning time (--warn-us 0) the core is
+            // released and granted within start_revoke, which settles the debt at once.
             self.mcps.get_mut(&pid).unwrap().owed += 1;
+            self.start_revoke(lender, slot, self.default_warn_ns, None, Some(pid), None);
             pending += 1;
             owed_now -= 1;
         }

@@ -75,9 +75,15 @@ def tables(trials: int = typer.Option(1000, "--trials", min=1, help="Trials of e
                                       "at least 50, of the slow ones)."),
            fifo: int = typer.Option(None, "--fifo", min=0, metavar="PRIO", help="The private arbiter's SCHED_FIFO "
                                     "priority (0: ordinary scheduling; default: its own)."),
+           guest_cpus: int = typer.Option(None, "--guest-cpus", min=3, metavar="N", help="Instead: the rows that need "
+                                          "several compute cores (get/preempt max, preempt-and-get max) in a QEMU/TCG "
+                                          "guest of N vCPUs (N-1 compute cores); emulated, not comparable to hardware "
+                                          "times (needs qemu-system-x86_64 and the kernel `make arbiter-cgroup2` fetches)."),
            json_flag: bool = JSON_OPT) -> None:
     """ROS Tables 1-2: min/p50/p99 latency of creating an SCP and an MCP, getting, yielding,
     preempting and warn-preempting vcores, and reclaiming a killed MCP, on a private arbiter."""
+    if guest_cpus is not None:
+        return _guest_tables(guest_cpus, trials, json_flag)
     from coreplane.arbiter import bench
     from coreplane.arbiter.fig6 import machine_line
     doc = bench.document(trials, fifo)
@@ -89,6 +95,21 @@ def tables(trials: int = typer.Option(1000, "--trials", min=1, help="Trials of e
         table.add_row(name, str(s["n"]), f"{s['min_us']:.1f}", f"{s['p50_us']:.1f}", f"{s['p99_us']:.1f}",
                       f"{g['statistic']} ≤ {g['goal_us']:g}: {'met' if g['met'] else 'MISSED'}" if g else "")
     emit(doc, json_flag, lambda d: console.print(table))
+
+
+def _guest_tables(cpus: int, trials: int, json_flag: bool) -> None:
+    from coreplane.arbiter import guest
+    doc = guest.max_tables(cpus, trials)
+    table = Table(title=f"ROS Tables 1-2, max rows: {doc['compute_cores']} compute cores, {doc['label']}")
+    for col in ("operation", "cores", "n", "min µs", "p50 µs", "p99 µs"):
+        table.add_column(col, justify="right")
+    for name, s in doc["ops"].items():
+        table.add_row(name, str(s["cores"]), str(s["n"]), f"{s['min_us']:.1f}", f"{s['p50_us']:.1f}", f"{s['p99_us']:.1f}")
+
+    def render(d):
+        console.print(table)
+        console.print("shape (ratios of p50): " + ", ".join(f"{k} {v:g}" for k, v in d["shape"].items()))
+    emit(doc, json_flag, render)
 
 
 @app.command()
