@@ -93,6 +93,25 @@ def test_untouched_memory_goes_back_without_the_scrubber(semantics, memory):
     assert run_pool(str(semantics), "untouched", memory=memory).stdout == f"untouched ok {threads} threads\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs CAP_SYS_NICE or RLIMIT_RTPRIO (root here)")
+@pytest.mark.parametrize("priority,policy", [("normal", 0), ("fifo", 1)])
+def test_the_scrubber_runs_under_the_priority_asked_for(semantics, priority, policy):
+    # --scrubber-priority fifo: SCHED_FIFO 1 for the scrubber only (the program's thread is not
+    # one of those listed); normal, the default, leaves it an ordinary task.
+    proc = run_cli("run", *POOL, "--scrubber-priority", priority, "--", str(semantics), "policy", timeout=60)
+    assert proc.stdout == f"policy ok {policy}\n", proc.stderr
+
+
+def test_a_refused_scrubber_priority_is_one_line(semantics):
+    # Without the privilege (RLIMIT_RTPRIO 0, and root without CAP_SYS_NICE), one line before the
+    # program starts (prlimit and setpriv: util-linux).
+    drop = ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"] if os.geteuid() == 0 else []
+    proc = subprocess.run(["prlimit", "--rtprio=0", *drop, *CLI, "run", *POOL, "--scrubber-priority", "fifo", "--",
+                           str(semantics), "zero"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "--scrubber-priority fifo: SCHED_FIFO refused" in proc.stderr
+
+
 @pytest.mark.skipif(not UFFD_OK, reason=UFFD_WHY)
 def test_pool_demand_fills_pages_through_userfaultfd_in_batches(semantics):
     # The handler fills each touched page's aligned batch of 16 (natively 32 pages are resident,

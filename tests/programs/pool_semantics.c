@@ -1,8 +1,9 @@
 /* pool_semantics: what anonymous memory must do whoever serves it (tests/test_memory_service.py).
- * pool_semantics zero|sparse|demand|untouched|spanning|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold;
+ * pool_semantics zero|sparse|demand|untouched|spanning|policy|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold;
  * prints "<mode> ok ..."
  * or dies. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -152,6 +153,31 @@ int main(int argc, char **argv) {
             munmap(p, 8 * MIB);
         }
         puts("spanning ok");
+    } else if (!strcmp(mode, "policy")) {
+        /* The scheduling policy of the process's other threads (the scrubber): 16 MiB written
+           and freed start it, and the next 16 MiB wait for it to zero them, so it has set its
+           policy by then. Field 41 of /proc/self/task/TID/stat (0 SCHED_OTHER, 1 SCHED_FIFO). */
+        char *p = map(16 * MIB);
+        memset(p, 1, 16 * MIB);
+        munmap(p, 16 * MIB);
+        p = map(16 * MIB);
+        expect(p, 16 * MIB, 0, "new memory");
+        printf("policy ok");
+        DIR *tasks = opendir("/proc/self/task");
+        for (struct dirent *e; tasks && (e = readdir(tasks));) {
+            char path[300], text[1024];
+            snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+            FILE *f = e->d_name[0] == '.' || atoi(e->d_name) == (int)gettid() ? NULL : fopen(path, "r");
+            if (!f) continue;
+            size_t n = fread(text, 1, sizeof text - 1, f);
+            fclose(f);
+            text[n] = 0;
+            char *field = strrchr(text, ')');
+            for (int i = 2; field && i < 41; i++) field = strchr(field + 1, ' ');
+            if (field) printf(" %d", atoi(field + 1));
+        }
+        printf("\n");
+        closedir(tasks);
     } else if (!strcmp(mode, "uaf")) {
         char *p = map(MIB);
         p[100] = 1;
@@ -339,7 +365,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < RACES; i++) munmap(race_blocks[i], RACE_LEN);
         printf("fixed_race ok\n");
     } else {
-        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|untouched|spanning|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold\n");
+        fprintf(stderr, "usage: pool_semantics zero|sparse|demand|untouched|spanning|policy|uaf|fork|fork_threads|mremap|shrink|exhaust|mprotect_free|exit_last|strict_exit|fixed_race|brk|brk_budget|hold\n");
         return 2;
     }
     return 0;

@@ -71,6 +71,11 @@ struct Args {
     /// Size of the memory pool (K, M, G suffixes); an mmap beyond it fails with ENOMEM.
     #[arg(long, default_value = "1G", value_parser = memory::parse_size)]
     memory_budget: u64,
+    /// The pool's scrubber: an ordinary task on the control cores (`normal`), or under SCHED_FIFO
+    /// priority 1 (`fifo`: ahead of ordinary tasks there, such as a memory-hungry neighbour;
+    /// needs CAP_SYS_NICE or RLIMIT_RTPRIO, checked before the program starts).
+    #[arg(long, value_enum, default_value_t = memory::ScrubberPriority::Normal)]
+    scrubber_priority: memory::ScrubberPriority,
     /// Profile: count the TLB flushes of the program's own address spaces (the model charges each
     /// once a delegate polls). Enabling the kernel tracepoint costs ≈ 40 ms per run here (the
     /// kernel patches its code), outside the profile's wall time.
@@ -185,6 +190,9 @@ fn main() {
     if args.memory == memory::Memory::PoolDemand {
         memory::check_userfaultfd().unwrap_or_else(|e| fail(e));
     }
+    if pool && args.scrubber_priority == memory::ScrubberPriority::Fifo {
+        memory::check_fifo().unwrap_or_else(|e| fail(e));
+    }
     let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating || pool)
         .unwrap_or_else(|e| fail(e));
     let placement = args.placement.as_deref().map(|p| cores::check_placement(p).unwrap_or_else(|e| fail(e)));
@@ -204,6 +212,7 @@ fn main() {
             "runtime": rt.display().to_string(),
             "memory": args.memory.name(),
             "memory_budget": budget,
+            "scrubber_priority": args.scrubber_priority.name(),
         });
         println!("{doc}");
         return;
@@ -250,6 +259,9 @@ fn main() {
     }
     if args.memory == memory::Memory::PoolDemand {
         cfg += ";memd=1";
+    }
+    if pool && args.scrubber_priority == memory::ScrubberPriority::Fifo {
+        cfg += ";scrf=1";
     }
     if std::env::var_os(CELL_MLOCK_VARIABLE).is_some_and(|v| v == "1") {
         std::env::remove_var(CELL_MLOCK_VARIABLE);

@@ -22,6 +22,37 @@ impl Memory {
     }
 }
 
+/// How the pool's scrubber is scheduled (`--scrubber-priority`).
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScrubberPriority {
+    /// An ordinary task (SCHED_OTHER), as every other thread of the runtime's.
+    Normal,
+    /// SCHED_FIFO priority 1.
+    Fifo,
+}
+
+impl ScrubberPriority {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScrubberPriority::Normal => "normal",
+            ScrubberPriority::Fifo => "fifo",
+        }
+    }
+}
+
+/// Whether this process may run a thread under SCHED_FIFO priority 1, as the runtime's scrubber
+/// does under `--scrubber-priority fifo`: tried on this thread, then undone.
+pub fn check_fifo() -> Result<(), String> {
+    let fifo = libc::sched_param { sched_priority: 1 };
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!("--scrubber-priority fifo: SCHED_FIFO refused ({e}; it needs CAP_SYS_NICE or RLIMIT_RTPRIO)"));
+    }
+    let other = libc::sched_param { sched_priority: 0 };
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &other) };
+    Ok(())
+}
+
 /// A size in bytes: digits with an optional K, M, G or T suffix (powers of 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();

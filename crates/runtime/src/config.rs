@@ -82,6 +82,9 @@ pub struct Config<'a> {
     /// Lock the program's memory, present and future (mlockall), as a cell made with `--mlock`
     /// asks: page faults and reclaim stay off the compute cores.
     pub lock_memory: bool,
+    /// The pool's scrubber runs under SCHED_FIFO priority 1 (`--scrubber-priority fifo`), ahead
+    /// of every ordinary task on the control cores; else as an ordinary task.
+    pub scrubber_fifo: bool,
 }
 
 impl Config<'_> {
@@ -119,6 +122,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         memory_on_demand: false,
         memory_give_back: DEFAULT_GIVE_BACK,
         lock_memory: false,
+        scrubber_fifo: false,
     };
     let mut rest = text;
     while !rest.is_empty() {
@@ -145,6 +149,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"memd" => cfg.memory_on_demand = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"give" => cfg.memory_give_back = parse_u64(value).filter(|n| *n <= 100)? as u32,
             b"lock" => cfg.lock_memory = parse_u64(value).filter(|n| *n <= 1)? == 1,
+            b"scrf" => cfg.scrubber_fifo = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,
         }
@@ -196,5 +201,7 @@ mod tests {
         assert!(parse(b"khz=12").is_some());
         assert_eq!(parse(b"khz=12;mem=1073741824").unwrap().memory_pool, 1 << 30);
         assert!(parse(b"khz=12;mem=1G").is_none());
+        assert!(parse(b"khz=12;scrf=1").unwrap().scrubber_fifo && !parse(b"khz=12").unwrap().scrubber_fifo);
+        assert!(parse(b"khz=12;scrf=2").is_none());
     }
 }

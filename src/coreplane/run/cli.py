@@ -58,6 +58,9 @@ def run(
     memory: str = typer.Option("linux", "--memory", metavar="linux|pool|pool-demand", help=MEMORY_HELP),
     memory_budget: str = typer.Option("1G", "--memory-budget", metavar="SIZE", help="The memory pool's size "
                                       "(K, M, G); an mmap beyond it fails with ENOMEM, as the pool does not grow."),
+    scrubber_priority: str = typer.Option("normal", "--scrubber-priority", metavar="normal|fifo", help="The pool's "
+                                          "scrubber as an ordinary task on the control cores, or under SCHED_FIFO "
+                                          "priority 1, ahead of ordinary tasks there (needs CAP_SYS_NICE)."),
     cell: bool = typer.Option(None, "--cell/--no-cell", help="Give the compute cores to the program exclusively "
                               "(default: yes when compute cores are given and running as root)."),
     mapping: Path = typer.Option(None, "--map", metavar="FILE", help="Pin each thread and process where a mapping "
@@ -82,7 +85,7 @@ def run(
     Ends as the program did: its exit status, or death by the same signal (a shell shows 128+N)."""
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads, profile,
                     cell, time_every, null_page_sled, vdso, mapping, online_map)
-    opts.memory, opts.memory_budget = memory, memory_budget
+    opts.memory, opts.memory_budget, opts.scrubber_priority = memory, memory_budget, scrubber_priority
     resolved = check(opts)
     if mcp:
         from coreplane.arbiter.mcp import become_mcp

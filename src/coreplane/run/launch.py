@@ -39,6 +39,7 @@ class RunOptions:
     vdso: str = "native"  # "intercept": vDSO calls profiled and delegable (coreplane-exec --vdso)
     memory: str = "linux"  # "pool": anonymous memory served by the runtime's memory service (--memory)
     memory_budget: str = "1G"  # the pool's size (--memory-budget)
+    scrubber_priority: str = "normal"  # "fifo": the pool's scrubber under SCHED_FIFO 1 (--scrubber-priority)
 
 
 @dataclass
@@ -76,7 +77,8 @@ def exec_argv(opts: RunOptions) -> list[str]:
             v.FORWARD_COST, str(opts.forward_cost_ns), v.DELEGATE_THREADS, str(opts.delegate_threads),
             "--time-every", str(opts.time_every), "--vdso", opts.vdso]
     if opts.memory != "linux":
-        argv += ["--memory", opts.memory, "--memory-budget", opts.memory_budget]
+        argv += ["--memory", opts.memory, "--memory-budget", opts.memory_budget,
+                 "--scrubber-priority", opts.scrubber_priority]
     if opts.local:
         argv += ["--local", ",".join(opts.local)]
     if opts.compute_cores:
