@@ -84,8 +84,10 @@ def test_latency_tables_and_cdf_from_a_saved_run(tmp_path):
            "configs": {c: {**memsvc_latency.summary(v), "p99_each_us": [1.0]} for c, v in latency.items()}}
     doc["p99_gain_vs_linux"] = doc["configs"]["linux+neighbour"]["p99_us"] / doc["configs"]["pool+neighbour"]["p99_us"]
     doc["p99_gain_vs_default"] = doc["configs"]["default+neighbour"]["p99_us"] / doc["configs"]["pool+neighbour"]["p99_us"]
+    doc["p99_gain_fifo_vs_linux"] = 2.0
     table = memsvc_latency.render(doc)
     assert "| pool+neighbour | 200 | 600 |" in table  # p50 of 500..699
     assert "goal ≥ 3×" in table
+    assert "SCHED_FIFO 1: p50 700 µs" in table and "(2.00× better than linux)" in table
     memsvc_latency.plot(doc, tmp_path / "cdf.png")
     assert (tmp_path / "cdf.png").stat().st_size > 10_000

@@ -6,7 +6,8 @@ and records every request's latency from its scheduled time. In a cell (compute 
 server and its client; control core: every other task of the machine, the pool's threads and
 the neighbour, `stress-ng --vm 1 --vm-bytes 512M --vm-method write64`, which maps, writes and
 unmaps 512 MiB over and over), the server runs natively (`linux`) or under `--memory pool`,
-each with and without the neighbour; first, outside any cell, `default`: the same server and
+each with and without the neighbour, and beside the neighbour under the pool with its scrubber
+under SCHED_FIFO 1 (`pool-fifo`, --scrubber-priority fifo); first, outside any cell, `default`: the same server and
 neighbour where the kernel's scheduler puts them. Configurations alternate, repetitions are
 pooled. `python -m coreplane.bench.memsvc_latency --json [--figure PNG]`."""
 
@@ -37,7 +38,8 @@ REPETITIONS = 3
 BUDGET = "512M"
 NEIGHBOUR_WARMUP_S = 1.0  # the neighbour's first 512 MiB mapped before the first request
 PERCENTILES = [50, 90, 99, 99.9]
-CELL_CONFIGS = ["linux", "pool", "linux+neighbour", "pool+neighbour"]
+# pool-fifo: the pool with its scrubber under SCHED_FIFO 1 (--scrubber-priority fifo).
+CELL_CONFIGS = ["linux", "pool", "linux+neighbour", "pool+neighbour", "pool-fifo+neighbour"]
 
 
 def neighbour(cores: list[int] | None) -> subprocess.Popen:
@@ -71,7 +73,8 @@ def one_run(config: str, cell: Cell | None, layout: dict, sock: str) -> list[flo
         if noisy:
             time.sleep(NEIGHBOUR_WARMUP_S)
         server_argv = [str(workload("memserve")), "server", sock, str(KIB)]
-        server_argv = under("pool", BUDGET, server_argv) if memory == "pool" else pin + server_argv
+        fifo = ("--scrubber-priority", "fifo") if config.startswith("pool-fifo") else ()
+        server_argv = under("pool", BUDGET, server_argv, fifo) if memory == "pool" else pin + server_argv
         server = subprocess.Popen(server_argv, stdout=subprocess.PIPE, text=True, preexec_fn=enter)
         try:
             if server.stdout.readline().strip() != "ready":  # the socket listens: the client may connect
@@ -124,7 +127,8 @@ def measure() -> dict:
     return {**doc, "load_after": os.getloadavg(), "layout": layout, "rate": RATE, "seconds": SECONDS, "kib": KIB,
             "repetitions": REPETITIONS, "configs": stats, "latency_us": runs,
             "p99_gain_vs_linux": stats["linux+neighbour"]["p99_us"] / stats["pool+neighbour"]["p99_us"],
-            "p99_gain_vs_default": stats["default+neighbour"]["p99_us"] / stats["pool+neighbour"]["p99_us"]}
+            "p99_gain_vs_default": stats["default+neighbour"]["p99_us"] / stats["pool+neighbour"]["p99_us"],
+            "p99_gain_fifo_vs_linux": stats["linux+neighbour"]["p99_us"] / stats["pool-fifo+neighbour"]["p99_us"]}
 
 
 def render(doc: dict) -> str:
@@ -145,6 +149,9 @@ def render(doc: dict) -> str:
                   f"({doc['p99_gain_vs_linux']:.2f}× better with the pool; goal ≥ 3×), default placement "
                   f"{c['default+neighbour']['p99_us']:.0f} µs (the cell with the pool {doc['p99_gain_vs_default']:.2f}× "
                   f"better, the cell with linux {c['default+neighbour']['p99_us'] / c['linux+neighbour']['p99_us']:.2f}×)"]
+    if "p99_gain_fifo_vs_linux" in doc:  # runs since session 9 measure the scrubber under SCHED_FIFO too
+        lines += ["", f"with the scrubber under SCHED_FIFO 1: p50 {c['pool-fifo+neighbour']['p50_us']:.0f} µs, p99 "
+                      f"{c['pool-fifo+neighbour']['p99_us']:.0f} µs ({doc['p99_gain_fifo_vs_linux']:.2f}× better than linux)"]
     return "\n".join(lines)
 
 
