@@ -2,12 +2,14 @@
 says and reports what the benchmark modules read; the modules render saved runs. No timing is
 asserted (goals live in docs/benchmarks.md)."""
 
+import hashlib
 import json
 import subprocess
 from collections import Counter
 
 import pytest
 
+from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import workload
 
 
@@ -91,3 +93,41 @@ def test_latency_tables_and_cdf_from_a_saved_run(tmp_path):
     assert "SCHED_FIFO 1: p50 700 µs" in table and "(2.00× better than linux)" in table
     memsvc_latency.plot(doc, tmp_path / "cdf.png")
     assert (tmp_path / "cdf.png").stat().st_size > 10_000
+
+
+def test_a_grep_that_matches_nothing_is_an_answer_not_an_error(tmp_path):
+    # Before: every status but 0 ended the benchmark, and grep -c ends with 1 (printing 0) when no
+    # line matches; statuses were then always 0 in the comparison of outputs.
+    from coreplane.bench import memsvc_programs
+    text = tmp_path / "text"
+    text.write_text("alpha\nbeta\n")
+    argv = ["grep", "-c", "gamma", str(text)]
+    _wall, _cpu, (status, digest) = memsvc_programs.timed(argv, tmp_path / "out", {}, memsvc_programs.WORKED["grep"])
+    assert status == 1 and digest == hashlib.sha256(b"0\n").hexdigest()
+    with pytest.raises(CoreplaneError, match="exited 2"):
+        memsvc_programs.timed(["grep", "-c", "x", str(tmp_path / "missing")], tmp_path / "out", {}, (0, 1))
+
+
+def test_membrk_alternates_the_order_of_the_modes(monkeypatch):
+    # Before: every round ran the modes in the same order, though the docstring said alternating.
+    from coreplane.bench import membrk
+    order = []
+    monkeypatch.setattr(membrk, "pools", lambda: ["pool"])
+    monkeypatch.setattr(membrk, "sbrktouch", lambda kib, mode: order.append((kib, mode)) or 1000)
+    monkeypatch.setattr(membrk, "SIZES_KIB", [4])
+    doc = membrk.measure()
+    assert order == [(4, "native"), (4, "linux"), (4, "pool"), (4, "pool"), (4, "linux"), (4, "native"),
+                     (4, "native"), (4, "linux"), (4, "pool")]
+    assert doc["rows"][0]["runs"]["pool"] == [1000] * 3
+
+
+def test_memcorpus_takes_the_section_command_line(tmp_path, capsys):
+    # One command line for the section's benchmarks (memsvc.bench_main), memcorpus's included.
+    from coreplane.bench import memcorpus
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"memory": "pool", "reps": 1, "load_before": [1.0], "load_after": [2.0],
+                                 "layout": {"compute_cores": [1], "control_cores": [0]},
+                                 "programs": [{"program": "run:true", "linux_s": 1.0, "pool_s": 1.01, "ratio": 1.01,
+                                               "cpu_ratio": 1.0, "identical": True, "linux_consistent": True}]}))
+    memcorpus.main(["--from", str(saved)])
+    assert "| run:true | 1.000 | 1.010 | 1.010 | 1.000 | yes |" in capsys.readouterr().out

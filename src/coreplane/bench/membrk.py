@@ -2,7 +2,8 @@
 The bundled workload `sbrktouch` (workloads/src/sbrktouch.c) times each iteration; its median
 is the figure. Each size runs natively, under the runtime with `--memory linux` (the kernel's
 break, the runtime's trap path), and under `--memory pool` / `pool-demand` (the break served
-from the pool), the modes alternating, three rounds; the figure is the median of the rounds.
+from the pool), three rounds, the modes in turn, in reverse order every other round (drifting
+load falls on all of them); the figure is the median of the rounds.
 `python -m coreplane.bench.membrk [--json | --from FILE]`."""
 
 import json
@@ -36,13 +37,13 @@ def sbrktouch(kib: int, mode: str) -> int:
 
 
 def measure() -> dict:
-    """Every size in every mode, alternating, ROUNDS times."""
+    """Every size in every mode, ROUNDS times, the order of the modes reversed every other round."""
     modes = ["native", "linux", *pools()]
     before = conditions()
     runs = {kib: {m: [] for m in modes} for kib in SIZES_KIB}
-    for _ in range(ROUNDS):
+    for rnd in range(ROUNDS):
         for kib in SIZES_KIB:
-            for mode in modes:
+            for mode in (modes if rnd % 2 == 0 else modes[::-1]):
                 runs[kib][mode].append(sbrktouch(kib, mode))
     rows = [{"kib": kib, **{m: statistics.median(v) for m, v in runs[kib].items()}, "runs": runs[kib]}
             for kib in SIZES_KIB]

@@ -8,7 +8,6 @@ bytes and status. The corpora are the tests' own (tests/test_run_corpus.py,
 tests/conformance/real_programs.py), read from the checkout:
 `python -m coreplane.bench.memcorpus --reps 5 [--memory pool-demand] [--only NAME,...] [--json]`."""
 
-import argparse
 import json
 import os
 import resource
@@ -19,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from coreplane.core import documents
+from coreplane.bench.memsvc import bench_main
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
 from coreplane.core.native import REPO_ROOT, binary
@@ -73,8 +72,9 @@ def pool_layout(exe: str, memory: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def measure(reps: int, memory: str, only: set[str] | None) -> dict:
-    """Every program, `reps` alternating repetitions per mode."""
+def measure(reps: int, memory: str, only: str | None) -> dict:
+    """Every program (or those of the comma-separated `only`), `reps` alternating repetitions per mode."""
+    only = set(only.split(",")) if only else None
     exe = str(binary("coreplane-exec"))
     modes = ("linux", memory)
     layout = pool_layout(exe, memory)
@@ -129,20 +129,11 @@ def render(doc: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`--json`: print the document instead of the table; `--from FILE`: the table of a saved run."""
-    parser = argparse.ArgumentParser(prog="coreplane.bench.memcorpus", description=__doc__)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--memory", default="pool", choices=["pool", "pool-demand"])
-    parser.add_argument("--only", help="comma-separated program names")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--from", dest="source", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        doc = (documents.read_json(args.source) if args.source else
-               measure(args.reps, args.memory, set(args.only.split(",")) if args.only else None))
-    except CoreplaneError as e:
-        sys.exit(f"coreplane: error: {e}")
-    print(json.dumps(doc) if args.json and not args.source else render(doc))
+    """The corpora: see memsvc.bench_main (`--reps`, `--memory`, `--only`)."""
+    bench_main("coreplane.bench.memcorpus", __doc__, measure, render, argv,
+               options={"reps": {"type": int, "default": 5, "help": "repetitions per mode"},
+                        "memory": {"default": "pool", "choices": ["pool", "pool-demand"], "help": "the pool's mode"},
+                        "only": {"help": "comma-separated program names"}})
 
 
 if __name__ == "__main__":

@@ -105,17 +105,22 @@ def measure() -> dict:
             "read_write": rw}
 
 
+def markdown_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines: the head, its rule, one line per row."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def render(doc: dict) -> str:
     """The section's tables in markdown."""
     demand = "pool_demand_ms" in doc["mmap_touch_munmap"][0]
-    lines = [f"load average {doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after", "",
-             "| mmap + touch + munmap | Linux (ms) | pool (ms) | pool speed-up |"
-             + (" pool-demand (ms) | pool-demand speed-up |" if demand else ""),
-             "|---|---|---|---|" + ("---|---|" if demand else "")]
-    lines += [f"| {r['mib']} MiB, {'every page' if r['touch'] == 'mmap' else 'every 16th page'} | {r['linux_ms']:.2f} | "
-              f"{r['pool_ms']:.2f} | {r['speedup_pool']:.2f}× |"
-              + (f" {r['pool_demand_ms']:.2f} | {r['speedup_pool_demand']:.2f}× |" if demand else "")
-              for r in doc["mmap_touch_munmap"]]
+    lines = [f"load average {doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after", ""]
+    lines += markdown_table(
+        ["mmap + touch + munmap", "Linux (ms)", "pool (ms)", "pool speed-up"]
+        + (["pool-demand (ms)", "pool-demand speed-up"] if demand else []),
+        [[f"{r['mib']} MiB, {'every page' if r['touch'] == 'mmap' else 'every 16th page'}", f"{r['linux_ms']:.2f}",
+          f"{r['pool_ms']:.2f}", f"{r['speedup_pool']:.2f}×"]
+         + ([f"{r['pool_demand_ms']:.2f}", f"{r['speedup_pool_demand']:.2f}×"] if demand else [])
+         for r in doc["mmap_touch_munmap"]])
     lines += ["", "| malloc + touch + free | glibc (ms) | jemalloc (ms) | mimalloc (ms) | glibc, pool (ms) "
                   "| vs glibc | vs best of je/mi |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['mib']} MiB | {r['glibc_ms']:.2f} | {r['jemalloc_ms']:.2f} | {r['mimalloc_ms']:.2f} | "
@@ -132,18 +137,18 @@ def render(doc: dict) -> str:
 
 
 def bench_main(prog: str, description: str, measure_fn, render_fn, argv: list[str] | None, plot_fn=None,
-               options: dict[str, tuple[int, str]] | None = None) -> None:
+               options: dict[str, dict] | None = None) -> None:
     """The section's benchmark command line: `--json` measures and prints the document, `--from
     FILE` prints the tables of a saved run, neither measures and prints the tables; `--figure
-    PNG` (where the benchmark has a figure) draws it too; `options` are integer options
-    (name: (default, help)) passed to measure_fn by name."""
+    PNG` (where the benchmark has a figure) draws it too; `options` are more options (name:
+    argparse keywords: type, default, help, choices) passed to measure_fn by name."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--json", action="store_true", help="measure; print JSON")
     parser.add_argument("--from", dest="source", type=Path, help="print the tables of a saved run")
     if plot_fn:
         parser.add_argument("--figure", type=Path, help="draw the figure here (PNG)")
-    for name, (default, text) in (options or {}).items():
-        parser.add_argument(f"--{name}", type=int, default=default, help=text)
+    for name, keywords in (options or {}).items():
+        parser.add_argument(f"--{name}", **keywords)
     args = parser.parse_args(argv)
     try:
         doc = (documents.read_json(args.source) if args.source else

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from coreplane.bench.memcorpus import pool_layout
-from coreplane.bench.memsvc import bench_main, conditions, pools, under
+from coreplane.bench.memsvc import bench_main, conditions, markdown_table, pools, under
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import binary, workload
 
@@ -64,14 +64,14 @@ def render(doc: dict) -> str:
     cores = doc["layout"]
     lines = [f"load average {doc['load_before'][0]:.1f} before, {doc['load_after'][0]:.1f} after; {doc['window_s']:.0f} s "
              f"windows; `linux` and the pools: program on cores {cores['compute_cores']}, the pool's threads on "
-             f"{cores['control_cores']}", "",
-             "| loop | threads | native (ops/s) | --memory linux (ops/s) | pool (ops/s) | pool vs native | pool vs linux |"
-             + (" pool-demand (ops/s) | pool-demand vs native |" if demand else ""),
-             "|---|---|---|---|---|---|---|" + ("---|---|" if demand else "")]
-    lines += [f"| {r['test']} | {r['threads']} | {r['native_ops_s']:,.0f} | {r['linux_ops_s']:,.0f} | {r['pool_ops_s']:,.0f} | "
-              f"{times(r['pool_vs_native'])} | {times(r['pool_vs_linux'])} |"
-              + (f" {r['pool_demand_ops_s']:,.0f} | {times(r['pool_demand_vs_native'])} |" if demand else "")
-              for r in doc["rows"]]
+             f"{cores['control_cores']}", ""]
+    lines += markdown_table(
+        ["loop", "threads", "native (ops/s)", "--memory linux (ops/s)", "pool (ops/s)", "pool vs native", "pool vs linux"]
+        + (["pool-demand (ops/s)", "pool-demand vs native"] if demand else []),
+        [[r["test"], str(r["threads"]), f"{r['native_ops_s']:,.0f}", f"{r['linux_ops_s']:,.0f}", f"{r['pool_ops_s']:,.0f}",
+          times(r["pool_vs_native"]), times(r["pool_vs_linux"])]
+         + ([f"{r['pool_demand_ops_s']:,.0f}", times(r["pool_demand_vs_native"])] if demand else [])
+         for r in doc["rows"]])
     return "\n".join(lines)
 
 
