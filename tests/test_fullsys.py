@@ -108,8 +108,8 @@ def test_mpi_node_scripts():
     assert "--mca btl_tcp_if_include 10.16.0.0/24" in node0
     worker = node_script(2, 3, 96, 1, mpi=True)
     assert "./mpirsh serve 10.16.0.3" in worker and "mpirun" not in worker and "cat out/result" in worker
-    alone = node_script(0, 1, 64, 1, mpi=True)
-    assert "-np 1 /mnt/mpimm 64" in alone and "--host" not in alone and "if_include" not in alone
+    alone = node_script(0, 1, 64, 1, mpi=True)  # Open MPI wants a network interface even alone
+    assert "./netup 10.16.0.1/24" in alone and "--host 10.16.0.1 -np 1 /mnt/mpimm 64" in alone
 
 
 @pytest.fixture
@@ -209,7 +209,8 @@ def test_console_tail_prefers_the_panic_line():
 
 def test_the_study_infofile_reads_what_a_run_reports(tmp_path):
     spec = load_spec(REPO / "examples" / "sweeps" / "fullsys.info")
-    assert spec.parameters == {"distro": ["bullseye", "bookworm", "trixie"], "nodes": [1, 2, 4], "size": [64, 256]}
+    assert spec.parameters == {"distro": ["bullseye", "bookworm", "trixie", "sid"], "nodes": [1, 2, 4],
+                               "size": [64, 256]}
     assert spec.repetitions >= 2
     fields = {name: path for m in spec.metrics if m.source == "json" for name, path in m.fields.items()}
     assert fields["network_share"] == "total.kernel_parts_share_of_region.network stack"
@@ -231,6 +232,29 @@ def test_figures_table_gives_medians_with_their_spread():
     table = markdown(pd.DataFrame(rows)).splitlines()
     assert table[0] == "| suite | nodes | kernel share, 256×256 | network stack, 256×256 |"
     assert table[3] == "| bookworm | 4 | 12.00 % (11.00–13.00, n=2) | 5.00 % (4.00–6.00, n=2) |"
+
+
+def test_the_mpi_infofile_compares_the_stacks_with_polling_apart():
+    spec = load_spec(REPO / "examples" / "sweeps" / "fullsys-mpi.info")
+    assert spec.parameters["stack"] == ["--sockets", "--mpi"]
+    fields = {name: path for m in spec.metrics if m.source == "json" for name, path in m.fields.items()}
+    assert fields["polling_share"] == "total.kernel_parts_share_of_region.polling"
+    assert kernelparts.part_of("do_sys_poll") == "polling" and kernelparts.part_of("tcp_poll") == "polling"
+    assert kernelparts.part_of("napi_poll") == "network stack"  # NAPI's receive polling is the network's
+
+
+def test_stacks_table_gives_mpi_as_ratios_to_sockets():
+    import pandas as pd
+    from coreplane.fullsys.figures import stack_markdown
+    values = {("--sockets", "kernel_share"): 0.10, ("--mpi", "kernel_share"): 0.20, ("--sockets", "kernel_insns"): 100,
+              ("--mpi", "kernel_insns"): 180, ("--sockets", "user_insns"): 1000, ("--mpi", "user_insns"): 1010,
+              ("--sockets", "polling_share"): 0.0, ("--mpi", "polling_share"): 0.05, ("--sockets", "network_share"): 0.04,
+              ("--mpi", "network_share"): 0.05, ("--sockets", "region_ns"): 44e6, ("--mpi", "region_ns"): 46e6}
+    rows = [{"stack": stack, "size": 256, "nodes": 4, "metric": m, "median": v} for (stack, m), v in values.items()]
+    table = stack_markdown(pd.DataFrame(rows)).splitlines()
+    assert len(table) == 3
+    assert table[2] == ("| 256 | 4 | 10.00 % | 20.00 % | 1.80 | 0.00 / 5.00 % | 4.00 / 5.00 % | 1.01 | "
+                        "44.00 / 46.00 |")
 
 
 def test_speedups_on_the_common_clock():

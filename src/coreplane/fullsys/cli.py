@@ -135,10 +135,10 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
                                                "--quantum ns): the region is reported on that one clock."),
         quantum: int = typer.Option(runs.QUANTUM_NS, "--quantum",
                                     help="Virtual ns between the nodes' meetings (with --common-clock)."),
-        mpi: bool = typer.Option(False, "--mpi",
+        mpi: bool = typer.Option(False, "--mpi/--sockets",
                                  help="The OpenMPI baseline: the distributed multiply through Debian's Open MPI, "
                                       "one rank per node started by mpirun, on the SUITE+openmpi image "
-                                      "(`make fullsys-mpi-setup` builds it)."),
+                                      "(`make fullsys-mpi-setup` builds it); or through its own TCP sockets."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the

@@ -167,10 +167,61 @@ def clock_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
     return str(save(fig, path)), "\n".join(lines)
 
 
+# The messaging stack's parameter (examples/sweeps/fullsys-mpi.info) and its values' names.
+STACK = "stack"
+STACK_NAMES = {"--sockets": "own TCP sockets (dmm)", "--mpi": "Open MPI (mpimm)"}
+
+
+STACK_METRICS = [SHARE, REGION, "network_share", "polling_share", "user_insns", "kernel_insns"]
+
+
+def stack_markdown(table) -> str:
+    """The stacks side by side per size and node count (medians): kernel shares, MPI's kernel and
+    user instructions as ratios to the sockets', the polling and network-stack parts, the region."""
+    median = table.set_index([STACK, "size", "nodes", "metric"])["median"]
+    lines = ["| size | nodes | kernel share, sockets | kernel share, Open MPI | kernel instructions, MPI ÷ sockets | "
+             "polling, sockets / MPI | network stack, sockets / MPI | user instructions, MPI ÷ sockets | "
+             "region, sockets / MPI (ms) |", "|---|---|---|---|---|---|---|---|---|"]
+    for size in sorted(table["size"].unique()):
+        for n in sorted(table["nodes"].unique()):
+            get = lambda stack, metric: median.get((stack, size, n, metric), np.nan)
+            ratio = lambda metric: (f"{get('--mpi', metric) / get('--sockets', metric):.2f}"
+                                    if get("--sockets", metric) else "—")
+            shares = lambda metric: f"{100 * get('--sockets', metric):.2f} / {100 * get('--mpi', metric):.2f} %"
+            lines.append(f"| {size} | {n} | {100 * get('--sockets', SHARE):.2f} % | {100 * get('--mpi', SHARE):.2f} % | "
+                         f"{ratio('kernel_insns')} | {shares('polling_share')} | {shares('network_share')} | "
+                         f"{ratio('user_insns')} | {get('--sockets', REGION) / 1e6:.2f} / {get('--mpi', REGION) / 1e6:.2f} |")
+    return "\n".join(lines)
+
+
+def stack_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
+    """The OpenMPI baseline against the same multiply on its own sockets: the kernel's share of
+    instructions and the region on the common clock against nodes, a line per stack and size; the
+    Markdown table of the medians (stack_markdown)."""
+    table = dse.summary(sweep, metrics=STACK_METRICS)
+    median = table.set_index([STACK, "size", "nodes", "metric"])["median"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    nodes = sorted(table["nodes"].unique())
+    for stack, size in sorted({(st, size) for st, size in zip(table[STACK], table["size"])}):
+        label = f"{STACK_NAMES.get(stack, stack)}, {size}×{size}"
+        left.plot(nodes, [100 * median.get((stack, size, n, SHARE), np.nan) for n in nodes], "-o", label=label)
+        right.plot(nodes, [median.get((stack, size, n, REGION), np.nan) / 1e6 for n in nodes], "-o", label=label)
+    for ax in (left, right):
+        ax.set_xticks(nodes)
+    style(left, "nodes", "kernel share of instructions [%]", f"MPI baseline — simulated, {note}")
+    style(right, "nodes", "region on the common clock [ms]", f"MPI baseline — simulated, {note}")
+    right.set_yscale("log")
+    left.legend(fontsize=7)
+    return str(save(fig, path)), stack_markdown(table)
+
+
 def draw(sweep: Path, out: Path, note: str) -> dict:
     """The sweep's figures as PNGs in `out` and the Markdown table: Figs. 6-8 for a sweep of the L2's
-    size, the speedup and Fig. 9 for a sweep on the common clock, otherwise the kernel share
-    against nodes and the kernel's parts."""
+    size, the stacks compared for a sweep of the messaging stack, the speedup and Fig. 9 for a
+    sweep on the common clock, otherwise the kernel share against nodes and the kernel's parts."""
+    if STACK in parameter_names(sweep):
+        figure, table = stack_sweep(sweep, out / "fullsys-mpi.png", note)
+        return {"figures": [figure], "table": table}
     if "l2" in parameter_names(sweep):
         figure, table = l2_sweep(sweep, out / "fullsys-l2.png", note)
         return {"figures": [figure], "table": table}

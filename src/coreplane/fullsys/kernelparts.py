@@ -12,6 +12,11 @@ from coreplane.core.errors import CoreplaneError
 # the kernel's prefixes (net/ and drivers/net/ functions carry tcp_, ip_, sock, skb, netif, napi...),
 # so a few functions may land in a neighbouring part; the top functions are listed to check.
 PARTS = (
+    # Waiting for file descriptors (poll, select, epoll and the sockets' poll methods): what a
+    # busy-polling progress engine such as Open MPI's costs; NAPI's receive polling is not this.
+    ("polling", re.compile(
+        r"^_*(do_sys_poll|do_poll|do_select|core_sys_select|do_pselect|poll_|pollwake|pollwait|ep_|do_epoll|"
+        r"x64_sys_(poll|ppoll|select|pselect6|epoll\w*))|^_*(tcp|sock|datagram|unix|pipe|eventfd|udp)_poll$")),
     ("network stack", re.compile(
         r"^(virtio_net|net_failover|failover):|skb|sock|_xmit|napi|netif|netdev|process_backlog|"
         r"^_*(tcp|tcp4|udp|inet|ip|ipv4|net|neigh|eth|arp|dst|fib|gro|dev_gro|qdisc|sch|pfifo|csum|rt)_|"
@@ -24,7 +29,7 @@ PARTS = (
     ("scheduling, idle", re.compile(r"sched|switch|task|idle|ttwu|wake|enqueue|dequeue|pick_next|update_curr|"
                                     r"futex|rcu|balance|hlt|mwait|psi_|load_avg")),
     ("interrupts, timers", re.compile(r"irq|apic|timer|tick|clock|time|jiffies|sysvec|interrupt|vsyscall|delay")),
-    ("kernel entry, locks", re.compile(r"entry|syscall|exit_to_user|^_*x64_sys|ksys_|fdget|fput|thunk|spin_|"
+    ("kernel entry, locks", re.compile(r"entry|syscall|exit_to_user|^_*x64_sys|ksys_|fdget|fget|fput|thunk|spin_|"
                                        r"mutex|rwsem|_lock|_unlock")),
 )
 OTHER = "other"

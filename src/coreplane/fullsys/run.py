@@ -56,9 +56,9 @@ def mpi_work(rank: int, nodes: int, size: int) -> str:
     setup = f"{MPI_ENVIRONMENT}hostname node{rank}\n"
     if rank > 0:
         return f"{setup}./mpirsh serve {address(rank)}\nstatus=$?\ncat out/result\n(exit $status)"
-    network = f" --mca btl_tcp_if_include {SUBNET}0/24 --mca oob_tcp_if_include {SUBNET}0/24" if nodes > 1 else ""
-    hosts = f" --host {','.join(address(r) for r in range(nodes))}" if nodes > 1 else ""
-    return (f"{setup}mpirun {MPIRUN_OPTIONS}{network}{hosts} -np {nodes} /mnt/mpimm {size} /mnt/out/result\n"
+    network = f"--mca btl_tcp_if_include {SUBNET}0/24 --mca oob_tcp_if_include {SUBNET}0/24"
+    hosts = ",".join(address(r) for r in range(nodes))
+    return (f"{setup}mpirun {MPIRUN_OPTIONS} {network} --host {hosts} -np {nodes} /mnt/mpimm {size} /mnt/out/result\n"
             "status=$?\ncat out/result\n(exit $status)")
 
 
@@ -75,7 +75,8 @@ def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool =
         work = f"./matmul {size} {threads}"
     else:
         work = f"./dmm {size} {rank} {nodes} {address(0)}"
-    network = f"modprobe virtio_net 2>/dev/null\n./netup {address(rank)}/24 {mac(rank)} || exit 1\n" if nodes > 1 else ""
+    networked = nodes > 1 or mpi  # Open MPI's daemons need an interface besides the loopback even alone
+    network = f"modprobe virtio_net 2>/dev/null\n./netup {address(rank)}/24 {mac(rank)} || exit 1\n" if networked else ""
     return (f"# coreplane fullsys: node {rank} of {nodes}\nexport PATH=/usr/sbin:/usr/bin:/sbin:/bin\ncd /mnt\n"
             f"{network}{work}\nstatus=$?\ngrep ' [tT] ' /proc/kallsyms > out/kallsyms\n"
             "cat /proc/net/snmp > out/snmp\ndmesg > out/dmesg\nexit $status\n")
@@ -194,7 +195,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     img = image.ensure(suite)
     out = RUNS / f"{suite}-N{nodes}-n{size}-t{threads}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     port = MCAST_PORTS[0] + os.getpid() % MCAST_PORTS[1]
-    netdev = f"socket,mcast={MCAST_GROUP}:{port},localaddr=127.0.0.1" if nodes > 1 else None
+    netdev = f"socket,mcast={MCAST_GROUP}:{port},localaddr=127.0.0.1" if nodes > 1 or mpi else None
     if from_snapshot and netdev is None:  # a restored guest has the NIC it was saved with: on a hub alone
         netdev = snapshot.SAVE_NETDEV
     restore, saving_s = snapshot.ensure(image.image_dir(suite), MEMORY_MB, threads) if from_snapshot else (None, 0.0)
