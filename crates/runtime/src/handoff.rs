@@ -48,6 +48,13 @@ impl Sequence {
         self.taken.load(Acquire) == seq
     }
 
+    /// Whether the slot is at rest: every request posted was claimed and the latest, numbered
+    /// `done` in the slot's completion word, has completed.
+    pub fn at_rest(&self, done: u32) -> bool {
+        let posted = self.posted.load(Acquire);
+        self.taken.load(Acquire) == posted && done == posted
+    }
+
     /// In a forked child, where no delegate serves the parent's requests: the latest posted
     /// request counts as claimed; returns its number.
     pub fn settle(&self) -> u32 {
@@ -113,7 +120,9 @@ mod tests {
         assert!(s.waiting() && !s.claimed(n));
         assert_eq!(s.claim(), Some(n));
         assert!(s.claimed(n) && s.claim().is_none());
+        assert!(!s.at_rest(n - 1) && s.at_rest(n));
         let m = s.post();
+        assert!(!s.at_rest(n));
         assert_eq!(s.settle(), m);
         assert!(!s.waiting() && s.claim().is_none());
     }

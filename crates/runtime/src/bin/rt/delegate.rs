@@ -8,6 +8,8 @@
 //! Queueing: delegates scan the slots round-robin from where they last served, so requests are
 //! served in turn; an idle delegate sleeps on a futex after polling for a while. When every
 //! delegate is busy (blocked in a call) and a request waits, the pool grows.
+//! Slots are recycled: a thread that exits gives its slots back (`release_slots`), and the slots
+//! of threads that ended unseen are taken back when none is left (`take_slot`).
 
 use crate::sigframe::{gregs, REG_RAX, REG_RIP};
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_RESTART, SA_RESTORER, SA_SIGINFO};
@@ -20,6 +22,8 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering:
 const MAX_SLOTS: usize = 4096;
 const MAX_DELEGATES: usize = 64;
 const NONE: u32 = u32::MAX;
+/// A thread's slot at some depth when none could be had: its calls there are made locally.
+const NO_SLOT: u32 = NONE - 1;
 /// Delegate side: idle scans before sleeping, in `pause` instructions (≈ 1.4 ms on this
 /// machine's EPYC, where a pause is long).
 const DELEGATE_SPINS: u32 = 50_000;
@@ -98,6 +102,8 @@ const EMPTY_SLOT: Slot = Slot {
 const NO_DELEGATE: Delegate = Delegate { tid: AtomicI32::new(0), current: AtomicU32::new(NONE), stack: AtomicUsize::new(0) };
 
 static mut SLOTS: [Slot; MAX_SLOTS] = [EMPTY_SLOT; MAX_SLOTS];
+/// The tid of the thread each slot belongs to, 0 for a free slot.
+static OWNERS: [AtomicI32; MAX_SLOTS] = [const { AtomicI32::new(0) }; MAX_SLOTS];
 static DELEGATES: [Delegate; MAX_DELEGATES] = [NO_DELEGATE; MAX_DELEGATES];
 static POOL: Pool = Pool { pid: AtomicI32::new(0), lock: AtomicU32::new(0), slots: AtomicU32::new(0), delegates: AtomicU32::new(0) };
 static SLEEP: Sleep = Sleep { sleepers: AtomicU32::new(0), work_seq: AtomicU32::new(0), retire: AtomicU32::new(0) };
@@ -354,6 +360,7 @@ fn ensure_pool(pid: i32) {
             for i in 0..POOL.slots.load(Relaxed).min(MAX_SLOTS as u32) {
                 let s = slot(i);
                 s.response.done.store(s.request.seq.settle(), Relaxed);
+                OWNERS[i as usize].store(0, Relaxed);
             }
             POOL.slots.store(0, Relaxed);
         }
@@ -438,14 +445,82 @@ fn wake_a_sleeper() {
     }
 }
 
+/// A slot for thread `t`: one a thread gave back, else a new one, else (all 4096 taken) one
+/// whose thread ended unseen by the runtime, which the kernel no longer knows (a thread that a
+/// seccomp filter killed with SECCOMP_RET_KILL_THREAD, or whose exit reached the kernel directly:
+/// one in seccomp strict mode, or traced after PTRACE_TRACEME); None when every slot belongs
+/// to a live thread. Taken with a compare-and-swap on its owner, as other threads look too.
+fn take_slot(t: &Thread) -> Option<u32> {
+    let take = |i: u32, from: i32| OWNERS[i as usize].compare_exchange(from, t.tid, AcqRel, Relaxed).is_ok();
+    loop {
+        let n = POOL.slots.load(Acquire).min(MAX_SLOTS as u32);
+        if let Some(i) = (0..n).find(|&i| OWNERS[i as usize].load(Relaxed) == 0 && take(i, 0)) {
+            return Some(i);
+        }
+        if n == MAX_SLOTS as u32 {
+            break;
+        }
+        let i = POOL.slots.fetch_add(1, AcqRel);
+        if i as usize >= MAX_SLOTS {
+            break;
+        }
+        // Another thread's scan may have taken it meanwhile: then look again.
+        if take(i, 0) {
+            return Some(i);
+        }
+    }
+    (0..MAX_SLOTS as u32).find(|&i| {
+        let owner = OWNERS[i as usize].load(Acquire);
+        let s = slot(i);
+        owner != 0
+            && owner != t.tid
+            && unsafe { syscall3(TGKILL, t.pid as usize, owner as usize, 0) } == -ESRCH
+            && s.request.seq.at_rest(s.response.done.load(Acquire))
+            && take(i, owner)
+    })
+}
+
+/// Thread `t` exits through the runtime: its slots go back to the pool. A call of its own that
+/// a delegate has not taken yet is withdrawn; one a delegate is making (the thread exits from a
+/// signal handler that ran while it waited) is interrupted, as a signal without SA_RESTART
+/// interrupts it (a blocked read returns EINTR), and waited for: natively the call ended with
+/// the thread, and a delegate still making it would take what the program's other threads are
+/// to get (the read's data: `slot_churn abandon`). Only then is the slot free.
+pub fn release_slots(t: &mut Thread) {
+    for depth in 0..crate::thread::MAX_DEPTH {
+        let index = t.slots[depth];
+        if index as usize >= MAX_SLOTS {
+            continue;
+        }
+        let s = slot(index);
+        if let Some(seq) = s.request.seq.claim() {
+            s.response.done.store(seq, Release);
+        }
+        loop {
+            let done = s.response.done.load(Acquire);
+            if s.request.seq.at_rest(done) {
+                break;
+            }
+            cancel(index, t.pid);
+            s.response.waiting.store(1, SeqCst);
+            if s.response.done.load(SeqCst) == done {
+                sys::futex_wait(&s.response.done as *const AtomicU32 as *const u32, done, 1_000_000);
+            }
+            s.response.waiting.store(0, Relaxed);
+        }
+        t.slots[depth] = NONE;
+        OWNERS[index as usize].store(0, Release);
+    }
+}
+
 /// Program handlers finished on `t`; read afresh because a nested trap updates it.
 fn handlers_done(t: &Thread) -> u64 {
     unsafe { core::ptr::read_volatile(&t.handlers_done) }
 }
 
 /// Runs syscall `nr` on a delegate and waits for it. Returns (result, TSC at posting,
-/// round-trip ticks, queued ticks), or None when the call must run locally (no slot left, or
-/// a process that shares its parent's memory).
+/// round-trip ticks, queued ticks), or None when the call must run locally (no slot left, as
+/// counted in the profile, or a process that shares its parent's memory).
 pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64, u64)> {
     if t.local_only {
         return None;
@@ -461,11 +536,11 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         return None;
     }
     if t.slots[depth] == NONE {
-        let i = POOL.slots.fetch_add(1, AcqRel);
-        if i as usize >= MAX_SLOTS {
-            return None;
-        }
-        t.slots[depth] = i;
+        t.slots[depth] = take_slot(t).unwrap_or(NO_SLOT);
+    }
+    if t.slots[depth] == NO_SLOT {
+        crate::profile::count_slotless_call();
+        return None;
     }
     let index = t.slots[depth];
     t.depth += 1;

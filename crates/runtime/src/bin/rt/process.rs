@@ -579,6 +579,7 @@ pub fn exit_thread(code: usize) -> ! {
     if last && (delegate::has_delegates(t.pid) || crate::memsvc::has_scrubber() || crate::strict_watch::watching(t.pid)) {
         exit_group(code);
     }
+    delegate::release_slots(t);
     profile::end_thread(t.prof);
     if t.owned {
         // Its state and runtime stack (which it may be running on) go with it.

@@ -274,6 +274,11 @@ pub fn count_maps_read() {
     count(L::H_MAPS_READS);
 }
 
+/// Counts a call the policy delegates that ran locally because no request slot was free.
+pub fn count_slotless_call() {
+    count(L::H_SLOTLESS);
+}
+
 /// Adds one to the process header's counter at `off`, when there is a profile.
 fn count(off: usize) {
     unsafe {

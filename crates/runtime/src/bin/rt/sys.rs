@@ -68,6 +68,7 @@ pub const EPOLL_PWAIT2: usize = 441;
 
 pub const EINTR: isize = 4;
 pub const ENOENT: isize = 2;
+pub const ESRCH: isize = 3;
 pub const EACCES: isize = 13;
 pub const ENOEXEC: isize = 8;
 pub const ENOMEM: isize = 12;
