@@ -61,3 +61,32 @@ def test_host_tree_from_sysfs(tmp_path):
     assert t.cpu_ids == [0, 1, 2, 3]
     assert t.hops[0, 2] == 2  # SMT siblings share a core
     assert t.hops[0, 1] == 4  # different cores, same L3
+
+
+@pytest.mark.parametrize("spec", ["mesh:7x5", "torus:7x5", "torus:8x4", "torus:2x3", "mesh:1x6", "tree:2,3,4"])
+def test_closed_form_distances_and_rings_are_the_hop_table(spec):
+    # the mapping methods read distances, rings and row sums in closed form (O(C) tables); each
+    # must be what the C x C table says
+    import numpy as np
+
+    t = parse_spec(spec)
+    every = np.arange(t.n_cores)
+    table = t.distance(every[:, None], every[None, :])
+    assert np.array_equal(table, t.hops) and table.max() == t.max_distance
+    assert all(t.hop(a, b) == table[a, b] for a in range(t.n_cores) for b in range(t.n_cores))
+    assert np.array_equal(t.total_hops, table.sum(axis=1))
+    for c in range(t.n_cores):
+        rings = [t.ring(c, d) for d in range(t.max_distance + 2)]
+        assert [x for ring in rings for x in ring] == np.argsort(table[c], kind="stable").tolist()
+        assert rings[-1] == []
+
+
+def test_a_large_machine_is_mapped_without_its_hop_table():
+    # 4,096 cores: greedy-rb reads distances in closed form; the C x C table (64 MB) is never built
+    from coreplane.map import families, methods
+
+    t = parse_spec("mesh:64x64")
+    comm = families.generate("stencil2d", 256, 3)
+    placement = methods.greedy_rb(comm, t, 1)
+    assert len(set(placement.tolist())) == 256
+    assert "hops" not in t.__dict__

@@ -10,7 +10,9 @@ from coreplane.core.cpulist import parse_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.doctor.host import Host
 
-MAX_CORES = 4096  # the all-pairs hop matrix is C x C; beyond this a spec is a typo more often than a plan
+MAX_CORES = 4096  # beyond this a spec is a typo more often than a plan
+ROW_SUM_ENTRIES = 1 << 20  # distances computed at once by row_sums (8 MB of int64)
+RING_CACHE_RADIUS = 3  # rings this small are kept: O(C) entries in all
 
 SPEC_HELP = "expected mesh:XxY, torus:XxY, tree:A,B,... (arity per level, root first) or host"
 
@@ -32,29 +34,63 @@ class Topology:
     arities: list[int] | None = None  # trees: children per level, root first
     cpu_ids: list[int] = field(default_factory=list)  # OS CPU number of each core (host), else 0..n-1
     _within: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # within()'s tables
+    _rings: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # ring()'s small rings
 
     def __post_init__(self):
         if not self.cpu_ids:
             self.cpu_ids = list(range(self.n_cores))
 
-    # ---- distances -------------------------------------------------------------------------
+    # ---- distances ----------------------------------------------------------------------------
+    # Every distance is computed in closed form from O(C) tables: a mesh's or torus's coordinates,
+    # a tree's chains of switches. `hops`, the C x C matrix, is kept for callers that want one
+    # (metrics, the baselines) and for small machines; the mapping methods never build it.
     @cached_property
     def hops(self) -> np.ndarray:
         """All-pairs hop counts between cores (int32, C x C)."""
+        idx = np.arange(self.n_cores)
+        return self.distance(idx[:, None], idx[None, :]).astype(np.int32)
+
+    def distance(self, a, b) -> np.ndarray:
+        """Hops between cores a and b (integers or arrays, broadcast together): |dx| + |dy| on a
+        mesh, each the shorter way round on a torus; on a tree twice the levels below the lowest
+        common switch."""
+        a, b = np.asarray(a), np.asarray(b)
         if self.kind in ("mesh", "torus"):
             X, Y = self.dims
-            idx = np.arange(self.n_cores)
-            x, y = idx % X, idx // X
-            dx = np.abs(x[:, None] - x[None, :])
-            dy = np.abs(y[:, None] - y[None, :])
+            dx, dy = np.abs(a % X - b % X), np.abs(a // X - b // X)
             if self.kind == "torus":
-                dx = np.minimum(dx, X - dx)
-                dy = np.minimum(dy, Y - dy)
-            return (dx + dy).astype(np.int32)
+                dx, dy = np.minimum(dx, X - dx), np.minimum(dy, Y - dy)
+            return dx + dy
         anc = self._ancestors
-        equal = anc[:, None, :] == anc[None, :, :]
-        common = np.cumprod(equal, axis=2).sum(axis=2)  # levels shared from the root down
-        return (2 * (anc.shape[1] - common)).astype(np.int32)
+        common = np.cumprod(anc[a] == anc[b], axis=-1).sum(axis=-1)  # levels shared from the root down
+        return 2 * (anc.shape[1] - common)
+
+    @cached_property
+    def hop(self):
+        """distance() for two core numbers as a plain Python function (a loop that reads one
+        distance at a time pays far less than a numpy call per read)."""
+        if self.kind in ("mesh", "torus"):
+            X, Y = self.dims
+            xs, ys = [c % X for c in range(self.n_cores)], [c // X for c in range(self.n_cores)]
+            if self.kind == "mesh":
+                return lambda a, b: abs(xs[a] - xs[b]) + abs(ys[a] - ys[b])
+
+            def torus_hop(a: int, b: int) -> int:
+                dx, dy = abs(xs[a] - xs[b]), abs(ys[a] - ys[b])
+                return (dx if 2 * dx <= X else X - dx) + (dy if 2 * dy <= Y else Y - dy)
+            return torus_hop
+        chains, depth = self._ancestors.tolist(), self._ancestors.shape[1]
+
+        def tree_hop(a: int, b: int) -> int:
+            ca, cb, k = chains[a], chains[b], 0
+            while k < depth and ca[k] == cb[k]:
+                k += 1
+            return 2 * (depth - k)
+        return tree_hop
+
+    def hop_row(self, core: int) -> np.ndarray:
+        """Hops from `core` to every core (one row of `hops`, computed)."""
+        return self.distance(core, np.arange(self.n_cores))
 
     @cached_property
     def _ancestors(self) -> np.ndarray:
@@ -69,16 +105,19 @@ class Topology:
         depth = max(len(c) for c in chains)
         return np.array([c + [-1 - i for i in range(depth - len(c))] for c in chains])
 
-    @cached_property
-    def hop_rows(self) -> list[list[int]]:
-        """The hop table as Python lists, for loops that read it one entry at a time (a list
-        read costs a fraction of a numpy scalar read); built once per machine, like `hops`."""
-        return self.hops.tolist()
+    def row_sums(self, rows, cols) -> np.ndarray:
+        """Per core of `rows`, its hops to all of `cols` summed: in chunks of rows, so that memory
+        stays O(C) however large the machine (the time is |rows| x |cols| distances)."""
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        chunk = max(1, ROW_SUM_ENTRIES // max(1, len(cols)))
+        return np.concatenate([self.distance(rows[i:i + chunk, None], cols[None, :]).sum(axis=1)
+                               for i in range(0, len(rows), chunk)] or [np.zeros(0, dtype=np.int64)])
 
     @cached_property
     def total_hops(self) -> np.ndarray:
         """Per core, its hops to every other core summed."""
-        return self.hops.sum(axis=1)
+        every = np.arange(self.n_cores)
+        return self.row_sums(every, every)
 
     @cached_property
     def center(self) -> int:
@@ -86,25 +125,84 @@ class Topology:
         return int(np.argmin(self.total_hops))
 
     @cached_property
+    def max_distance(self) -> int:
+        """The largest hop count between two cores."""
+        if self.kind == "mesh":
+            return self.dims[0] + self.dims[1] - 2
+        if self.kind == "torus":
+            return self.dims[0] // 2 + self.dims[1] // 2
+        return 2 * (self._ancestors.shape[1] - 1)
+
+    def ring(self, core: int, d: int) -> list[int]:
+        """The cores exactly d hops from `core`, in core order: O(d) to make on a mesh or torus
+        (a diamond of offsets, wrapped on a torus, kept if its distance is d), a switch's leaves
+        on a tree. Rings of radius up to RING_CACHE_RADIUS are kept (O(C) in all), larger ones
+        made when asked. The rings of increasing d are a row of `hops` sorted, never stored."""
+        key = (core, d)
+        if key in self._rings:
+            return self._rings[key]
+        if self.kind == "tree":
+            out = self._tree_ring(core, d)
+        elif d == 0:
+            out = [core]
+        else:
+            X, Y = self.dims
+            x0, y0 = core % X, core // X
+            if self.kind == "mesh":  # the diamond's offsets inside the mesh, row by row: in core order
+                out = [y * X + x for y in range(max(0, y0 - d), min(Y - 1, y0 + d) + 1)
+                       for rest in (d - abs(y - y0),) for x in ((x0 - rest, x0 + rest) if rest else (x0,))
+                       if 0 <= x < X]
+            else:  # wrapped; where the diamond wraps onto itself, kept only if the short way is d long
+                hop = self.hop
+                out = sorted({((y0 + dy) % Y) * X + (x0 + dx) % X for dy in range(-d, d + 1)
+                              for dx in {d - abs(dy), abs(dy) - d}})
+                if 2 * d > min(X, Y) - 1:
+                    out = [c for c in out if hop(core, c) == d]
+        if d <= RING_CACHE_RADIUS:
+            self._rings[key] = out
+        return out
+
+    def _tree_ring(self, core: int, d: int) -> list[int]:
+        if d % 2:
+            return []
+        chain = self._ancestors[core]
+        depth = len(chain)
+        up = d // 2
+        if up == 0:
+            return [core]
+        if up >= depth:
+            return []
+        leaves = self._leaves
+        return sorted(set(leaves[int(chain[depth - 1 - up])]) - set(leaves[int(chain[depth - up])]))
+
+    @cached_property
+    def _leaves(self) -> dict[int, list[int]]:
+        """Trees: the cores below each network node (O(C x depth))."""
+        out: dict[int, list[int]] = {}
+        for core, chain in enumerate(self._ancestors.tolist()):
+            for node in chain:
+                out.setdefault(node, []).append(core)
+        return out
+
+    @cached_property
     def nearest(self) -> list[list[int]]:
         """Per core, the other cores at its smallest hop distance (a mesh's adjacent routers, a
         tree's siblings): what a placement looks up instead of a row of the hop table."""
         out = []
-        for row in self.hops:
-            others = row[row > 0]
-            out.append(np.flatnonzero(row == others.min()).tolist() if len(others) else [])
+        for core in range(self.n_cores):
+            d = 1
+            while d <= self.max_distance and not self.ring(core, d):
+                d += 1
+            out.append(self.ring(core, d) if d <= self.max_distance else [])
         return out
 
     def within(self, reach: int) -> list[list[int]]:
-        """Per core, the cores at most `reach` hops from it (itself included); built once per reach."""
+        """Per core, the cores at most `reach` hops from it (itself included, in core order);
+        built once per reach."""
         if reach not in self._within:
-            self._within[reach] = [np.flatnonzero(row <= reach).tolist() for row in self.hops]
+            self._within[reach] = [sorted(c for d in range(reach + 1) for c in self.ring(core, d))
+                                   for core in range(self.n_cores)]
         return self._within[reach]
-
-    @cached_property
-    def by_distance(self) -> np.ndarray:
-        """Row c: all cores sorted by hop distance from c (c first), ties by core number."""
-        return np.argsort(self.hops, axis=1, kind="stable")
 
     # ---- routing ---------------------------------------------------------------------------
     def route(self, a: int, b: int) -> list[tuple[int, int]]:

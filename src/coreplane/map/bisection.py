@@ -8,7 +8,7 @@ import numpy as np
 from coreplane.graph.topology import Topology
 from coreplane.map.comm import CommGraph
 
-SWAP_PASSES = 8  # at most, Kernighan-Lin passes per level of a split (they stop when one gains nothing); each O(E_S)
+SWAP_PASSES = 2  # at most, Kernighan-Lin passes per level of a split (they stop when one gains nothing); each O(E_S)
 GAIN_LEVELS = 1024  # a part's gains are ordered at 1/GAIN_LEVELS of its largest possible |gain|
 NONE_LOCKED: frozenset[int] = frozenset()  # a growth locks no process
 STALL = 50  # a swap pass stops after this many swaps without a new best prefix (the rest is undone anyway)
@@ -19,33 +19,35 @@ _DOMAINS: dict[str, tuple] = {}  # per topology spec
 
 def _domains(topo: Topology) -> tuple:
     """The topology as a binary tree of domains, (left, right, cores, representative) per inner
-    node and a core number per leaf: a mesh or torus halves its longer side (Topology.hierarchy),
-    a tree switch's children are halved into two groups. A domain's representative is its core
-    nearest all its others (its medoid): the hops between two representatives stand for the hops
-    between the domains. Built once per topology, like its hop table."""
+    node (cores: how many) and a core number per leaf: a mesh or torus halves its longer side
+    (Topology.hierarchy), a tree switch's children are halved into two groups. A domain's
+    representative is its core nearest all its others (its medoid, from Topology.row_sums): the
+    hops between two representatives stand for the hops between the domains. Built once per
+    topology: O(C) entries."""
     if topo.spec in _DOMAINS:
         return _DOMAINS[topo.spec]
-    hops = topo.hops
 
-    def binary(node):
+    def binary(node) -> tuple:
+        """(domain, its cores) of a node of the hierarchy."""
         if isinstance(node, (int, np.integer)):
-            return int(node)
+            return int(node), [int(node)]
         return halves([binary(child) for child in node])
 
-    def halves(children):
+    def halves(children) -> tuple:
         if len(children) == 1:
             return children[0]
-        left, right = halves(children[: len(children) // 2]), halves(children[len(children) // 2:])
-        cores = _cores(left) + _cores(right)
-        rep = cores[int(np.argmin(hops[np.ix_(cores, cores)].sum(axis=1)))]
-        return (left, right, cores, rep)
+        (left, lcores), (right, rcores) = halves(children[: len(children) // 2]), halves(children[len(children) // 2:])
+        cores = lcores + rcores
+        rep = cores[int(np.argmin(topo.row_sums(cores, cores)))]
+        return (left, right, len(cores), rep), cores
 
-    _DOMAINS[topo.spec] = binary(topo.hierarchy())
+    _DOMAINS[topo.spec] = binary(topo.hierarchy())[0]
     return _DOMAINS[topo.spec]
 
 
-def _cores(domain) -> list[int]:
-    return [domain] if isinstance(domain, int) else domain[2]
+def _cores(domain) -> int:
+    """How many cores a domain has."""
+    return 1 if isinstance(domain, int) else domain[2]
 
 
 def _rep(domain) -> int:
@@ -69,7 +71,6 @@ def bisection_map(comm: CommGraph, topo: Topology, capacity: int, passes: int = 
     traffic = comm.traffic()
     nbrs = [traffic.indices[traffic.indptr[p]:traffic.indptr[p + 1]].tolist() for p in range(comm.n)]
     wts = [traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist() for p in range(comm.n)]
-    hops = topo.hops
     root = _domains(topo)
     placement = np.full(comm.n, -1, dtype=np.int64)
     rep_of = [_rep(root)] * comm.n  # representative core of each process's current domain
@@ -82,14 +83,14 @@ def bisection_map(comm: CommGraph, topo: Topology, capacity: int, passes: int = 
             placement[procs] = domain
             continue
         left, right = domain[0], domain[1]
-        c0, c1 = len(_cores(left)), len(_cores(right))
+        c0, c1 = _cores(left), _cores(right)
         n = len(procs)
         if n <= capacity * c0:
             want = n  # all fit in the first half: keep them together
         else:
             want = min(max(round(n * c0 / (c0 + c1)), n - capacity * c1), capacity * c0)
         r0, r1 = _rep(left), _rep(right)
-        first = _split(procs, want, nbrs, wts, hops, rep_of, part_of, r0, r1, passes) if 0 < want < n else \
+        first = _split(procs, want, nbrs, wts, topo, rep_of, part_of, r0, r1, passes) if 0 < want < n else \
             (set(procs) if want == n else set())
         for half, rep, members in ((left, r0, [p for p in procs if p in first]),
                                    (right, r1, [p for p in procs if p not in first])):
@@ -101,7 +102,7 @@ def bisection_map(comm: CommGraph, topo: Topology, capacity: int, passes: int = 
     return placement
 
 
-def _split(procs, want, nbrs, wts, hops, rep_of, part_of, r0, r1, passes) -> set[int]:
+def _split(procs, want, nbrs, wts, topo, rep_of, part_of, r0, r1, passes) -> set[int]:
     """The `want` processes of `procs` that go to the half represented by core r0 (see
     bisection_map): the part's own graph, with each process's pull from its traffic outside the
     part, split by _bisect."""
@@ -122,9 +123,10 @@ def _split(procs, want, nbrs, wts, hops, rep_of, part_of, r0, r1, passes) -> set
     pulls = np.zeros(len(procs))
     if who:
         reps = np.asarray(reps)
-        pulls = np.bincount(who, weights=np.asarray(out_w) * (hops[r1, reps] - hops[r0, reps]), minlength=len(procs))
+        pulls = np.bincount(who, weights=np.asarray(out_w) * (topo.distance(r1, reps) - topo.distance(r0, reps)),
+                            minlength=len(procs))
     pull = dict(zip(procs, pulls.tolist()))
-    halves = _bisect(procs, dict.fromkeys(procs, 1), pull, inner, int(hops[r0, r1]), want, passes)
+    halves = _bisect(procs, dict.fromkeys(procs, 1), pull, inner, topo.hop(r0, r1), want, passes)
     return {p for p in procs if halves.side[p] == 0}
 
 
@@ -254,12 +256,14 @@ class _Buckets:
         self.scale = GAIN_LEVELS / bound if bound > 0 else 0.0
         self.lists: dict[int, list[int]] = {}  # non-empty buckets only
         self.keys: list[int] = []  # their keys, negated (a min-heap)
+        self.key_of: dict[int, int] = {}  # each process's key when last pushed: its current one
 
     def key(self, gain: float) -> int:
         return round(gain * self.scale)  # within +-GAIN_LEVELS: no gain exceeds the bound
 
     def push(self, p: int, gain: float) -> None:
-        k = self.key(gain)
+        k = round(gain * self.scale)  # key(), inlined: a push is the bisection's commonest step
+        self.key_of[p] = k
         bucket = self.lists.get(k)
         if bucket is None:
             self.lists[k] = [p]
@@ -268,15 +272,18 @@ class _Buckets:
             bucket.append(p)
 
     def pop(self, halves: "_Halves", side: int, locked: set[int]):
-        """The process of highest gain on `side` of `halves` and not in `locked` (None if none is left)."""
-        sides, scale = halves.side, self.scale
+        """The process of highest gain on `side` of `halves` and not in `locked` (None if none is
+        left). An entry is current if its process is still on `side`, unlocked, and was last
+        pushed under this bucket's key (whoever changes a gain pushes the process again, so no
+        gain is recomputed here)."""
+        sides, key_of = halves.side, self.key_of
         while self.keys:
             k = -self.keys[0]
             bucket = self.lists[k]
             found = None
             while bucket and found is None:
                 p = bucket.pop()
-                if sides[p] == side and p not in locked and round(halves.gain(p) * scale) == k:
+                if sides[p] == side and key_of[p] == k and p not in locked:
                     found = p
             if not bucket:
                 del self.lists[k]
@@ -310,13 +317,10 @@ class _Halves:
     def move(self, p: int) -> None:
         old = self.side[p]
         self.side[p] = 1 - old
+        gone, joined = (self.to1, self.to0) if old == 1 else (self.to0, self.to1)
         for q, w in self.inner[p]:
-            if old == 1:
-                self.to1[q] -= w
-                self.to0[q] += w
-            else:
-                self.to0[q] -= w
-                self.to1[q] += w
+            gone[q] -= w
+            joined[q] += w
 
     def held(self) -> int:
         """Processes in half 0."""
@@ -437,9 +441,11 @@ def _swap_pass(halves: _Halves) -> bool:
     gain corrected for their own edge), each process at most once, then undo the swaps after the
     best prefix. Returns whether the cut improved."""
     procs, side, inner, gain, move, h01 = halves.procs, halves.side, halves.inner, halves.gain, halves.move, halves.h01
+    pull, to0, to1 = halves.pull, halves.to0, halves.to1
     queues = (halves.queue(), halves.queue())
-    for p in procs:
-        queues[side[p]].push(p, gain(p))
+    for p in procs:  # gain(p), inlined here and below: the pass's commonest step
+        g = pull[p] + h01 * (to0[p] - to1[p])
+        queues[side[p]].push(p, g if side[p] == 1 else -g)
     locked: set[int] = set()
     done, total, best, best_at = [], 0.0, 1e-9, 0
     while True:
@@ -458,7 +464,8 @@ def _swap_pass(halves: _Halves) -> bool:
         for p in (a, b):
             for q, _ in inner[p]:
                 if q not in locked:
-                    queues[side[q]].push(q, gain(q))
+                    g = pull[q] + h01 * (to0[q] - to1[q])
+                    queues[side[q]].push(q, g if side[q] == 1 else -g)
         done.append((a, b))
         total += step
         if total > best:

@@ -171,7 +171,7 @@ def scaling(out: Path = typer.Option(..., "--out"), max_window: int = typer.Opti
                              "trace_us_per_instruction": g.meta["runs"]["instructions"]["wall_s"] / n * 1e6})
     for side in (4, 8, 16, 32, 64):
         topo = parse_spec(f"mesh:{side}x{side}")
-        _ = topo.hops, topo.by_distance, topo.center  # topology tables are built once per machine
+        _ = topo.nearest, topo.center  # topology tables are built once per machine
         comm = pattern("stencil", topo.n_cores, 1024.0, topo.dims)
         for method in ("greedy", "scotch"):
             started = time.perf_counter()
@@ -198,7 +198,7 @@ def family_rows(members: list, real: dict | None = None) -> list[dict]:
     rows = []
     for name, kind, spec, capacity, comm in problems:
         topo = parse_spec(spec)
-        _ = topo.hops, topo.by_distance, topo.center  # topology tables are built once per machine
+        _ = topo.nearest, topo.center  # topology tables are built once per machine
         got = {method: methods.run(method, comm, topo, capacity) for method in FAMILY_METHODS}
         scotch, default = (got[m]["metrics"]["hop_bytes"] for m in ("scotch-valid", "scotch"))
         for method, r in got.items():

@@ -13,6 +13,7 @@ from coreplane.map.comm import CommGraph
 BYTE_HOP_NS = 1.5
 NEIGHBOURS_CONSIDERED = 8  # k: the heaviest partners of a process that steer its placement
 CANDIDATE_CORES = 8  # m: free cores examined per placement
+UNFOLD_ROWS = 256  # cores whose distances to every core are computed at once (O(C) memory)
 
 
 def default_capacity(n_processes: int, n_cores: int) -> int:
@@ -66,36 +67,34 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
     hub_first = np.argsort(-strength, kind="stable")
     rim_first = np.lexsort((-strength, degree))
     rim_core = int(np.lexsort((-topo.total_hops, core_degree))[0])
-    hops = topo.hops
     best, best_cost = None, np.inf
     starts = ((hub_first, topo.center), (rim_first, rim_core))
     for (order, first_core), depth_first in product(starts, (False, True)):
         placement = _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, first_core,
                           depth_first)
-        cost = float((comm.weight * hops[placement[comm.src], placement[comm.dst]]).sum())
+        cost = float((comm.weight * topo.distance(placement[comm.src], placement[comm.dst])).sum())
         if cost < best_cost:
             best, best_cost = placement, cost
     return best
 
 
-RING_CHUNK = 16  # cores of a by-distance ring read by the first numpy step looking for free ones
-
-
 def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, first_core,
           depth_first: bool) -> np.ndarray:
     """One greedy pass from order[0] (placed near first_core), breadth- or depth-first; see greedy_map.
-    A step looks at O(k*m) entries, never a whole row of the machine's tables: a ring's leading
-    full cores are skipped once for all (cores only fill up), and the distance of every core to
-    the placed ones, which only a new independent group needs, is brought up to date then."""
+    A step looks at O(k*m) entries, never a whole row of the machine's tables: the cores around
+    a core are read ring by ring (Topology.ring: all the cores at one distance, made in closed
+    form), a core's leading full rings skipped once for all (cores only fill up), and the
+    distance of every core to the placed ones, which only a new independent group needs, is
+    brought up to date then."""
     placement = np.full(comm.n, -1, dtype=np.int64)
-    free = np.full(topo.n_cores, capacity, dtype=np.int64)
+    free = [capacity] * topo.n_cores  # room left per core (a list: read one entry at a time)
     on_core: list[list[int]] = [[] for _ in range(topo.n_cores)]
-    hops, by_distance, nearest = topo.hops, topo.by_distance, topo.nearest
+    nearest, ring = topo.nearest, topo.ring
     load, start, end = comm.load.tolist(), comm.start.tolist(), comm.end.tolist()
     unset = np.iinfo(np.int32).max
     dist_to_placed = np.full(topo.n_cores, unset, dtype=np.int64)
     unfolded: list[int] = []  # cores placed on since dist_to_placed was last brought up to date
-    first_room = [0] * topo.n_cores  # per ring: index of its first core that may have room
+    first_room = [0] * topo.n_cores  # per core: the smallest distance at which a core may have room
 
     def place(p: int, core: int) -> None:
         placement[p] = core
@@ -104,27 +103,27 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
         unfolded.append(core)
 
     def with_room(core: int, m: int) -> list[int]:
-        """The first m cores of core's ring (by distance) that have room: read in chunks that
-        double, from the ring's first core with room (the full ones before it are skipped for good)."""
-        ring, i, size = by_distance[core], first_room[core], RING_CHUNK
-        out: list[int] = []
-        while len(out) < m and i < len(ring):
-            chunk = ring[i:i + size]
-            room = np.flatnonzero(free[chunk] > 0)
-            if not out:
-                first_room[core] = i + (int(room[0]) if len(room) else len(chunk))
-            out += chunk[room[:m - len(out)]].tolist()
-            i += size
-            size *= 2
+        """The first m cores with room by distance from core (ties by core number), read ring by
+        ring from the first one that may have room (full rings before it are skipped for good)."""
+        d, out = first_room[core], []
+        while len(out) < m and d <= topo.max_distance:
+            room = [c for c in ring(core, d) if free[c] > 0]
+            if not out and not room:
+                first_room[core] = d + 1
+            out += room[:m - len(out)]
+            d += 1
         return out
 
     def start_core() -> int:
         if not unfolded and dist_to_placed[0] == unset:  # nothing placed yet: near first_core
             return with_room(first_core, 1)[0]
         if unfolded:
-            np.minimum(dist_to_placed, hops[unfolded].min(axis=0), out=dist_to_placed)
+            every = np.arange(topo.n_cores)
+            for i in range(0, len(unfolded), UNFOLD_ROWS):  # O(C) memory whatever the machine
+                near = topo.distance(np.array(unfolded[i:i + UNFOLD_ROWS])[:, None], every[None, :]).min(axis=0)
+                np.minimum(dist_to_placed, near, out=dist_to_placed)
             unfolded.clear()
-        return int(np.argmax(np.where(free > 0, dist_to_placed, -1)))
+        return int(np.argmax(np.where(np.array(free) > 0, dist_to_placed, -1)))
 
     def best_core(p: int) -> int:
         placed_partners = [(q, w) for q, w in partners[p] if placement[q] >= 0]
@@ -132,7 +131,7 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
             return start_core()
         q0, _ = placed_partners[0]
         share = sharing[p, q0] if sharing.nnz else 0.0
-        if share > 0 and free[placement[q0]] > 0:
+        if share > 0 and free[int(placement[q0])] > 0:
             together = load[p] + load[q0]
             apart = together / 2 + (share + traffic[p, q0]) * byte_hop_ns
             if together <= apart:
@@ -144,7 +143,7 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
         # the same time as p (N = 1 there); a process that ended before p started costs nothing
         busy = [sum(load[q] for q in on_core[c] if start[q] < end[p] and start[p] < end[q])
                 for c in candidates.tolist()]
-        cost = byte_hop_ns * (hops[np.ix_(candidates, cores)] @ weights) + np.array(busy)
+        cost = byte_hop_ns * (topo.distance(candidates[:, None], cores[None, :]) @ weights) + np.array(busy)
         free_nbrs = [sum(1 for n in nearest[c] if free[n] > 0) for c in candidates.tolist()]
         return int(candidates[np.lexsort((free_nbrs, cost))[0]])
 
@@ -174,10 +173,10 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
     move touches it: that is what makes rounds after the first cheap.) Each step touches a
     handful of processes and cores, so the loop runs on Python lists where it can (numpy's
     per-call overhead on arrays of a few elements was most of the portfolio's time); it never
-    reads a whole row of the hop table, so a round costs O(P d m) for degree d and m candidate
-    cores, not O(C^2) for C cores."""
+    reads a row of hops (distances come from Topology.hop and Topology.distance, in closed form), so a
+    round costs O(P d m) for degree d and m candidate cores, and the machine's tables are O(C)."""
     traffic = comm.traffic()
-    hops, hop_rows = topo.hops, topo.hop_rows
+    hop = topo.hop
     near_of = topo.within(2 if topo.kind == "tree" else 1)
     rng = np.random.default_rng(0)
     place = placement.tolist()
@@ -192,8 +191,7 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
         on_core[c].add(p)
 
     def cost(p: int, core: int) -> float:
-        h = hop_rows[core]
-        return sum(w * h[place[q]] for q, w in row[p])
+        return sum(w * hop(core, place[q]) for q, w in row[p])
 
     current: list[float | None] = [None] * comm.n  # cost(p, place[p]), None once p or a partner moved
 
@@ -212,7 +210,7 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
             partner_cores = [place[q] for q, _ in row[p]]
             near = sorted({c for pc in partner_cores for c in near_of[pc]})
             # p's cost on every candidate core at once: one numpy product instead of a Python sum per core
-            on_near = (hops[np.ix_(near, partner_cores)] @ weights[p]).tolist()
+            on_near = (topo.distance(np.array(near)[:, None], np.array(partner_cores)[None, :]) @ weights[p]).tolist()
             stay = cost_here(p)
             weight_to = None  # p's bytes to each partner, looked up only if a swap is weighed
             best_gain, best = 1e-9, None
@@ -223,7 +221,7 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
                     if stay - there > best_gain:
                         best_gain, best = stay - there, (c, None)
                     continue
-                h = hop_rows[here][c]
+                h = hop(here, c)
                 if weight_to is None:
                     weight_to = dict(row[p])
                 for r in on_core[c]:

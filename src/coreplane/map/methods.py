@@ -15,7 +15,7 @@ from coreplane.map.metrics import check_placement, evaluate
 
 
 def hop_bytes(comm: CommGraph, topo: Topology, placement: np.ndarray) -> float:
-    return float((comm.weight * topo.hops[placement[comm.src], placement[comm.dst]]).sum())
+    return float((comm.weight * topo.distance(placement[comm.src], placement[comm.dst])).sum())
 
 
 def greedy_refined(comm: CommGraph, topo: Topology, capacity: int) -> np.ndarray:

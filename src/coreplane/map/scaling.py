@@ -5,11 +5,13 @@
 P processes on a mesh of P/2 cores, two per core (the largest mesh, 64 x 64, is the most cores a
 topology spec accepts), for bounded-degree kinds of the development family. Each call's CPU time
 (process time: less sensitive than the wall to other users of a shared machine) and wall time;
-the machine's tables (hops, rings, domain tree), built once per machine, are timed apart.
+the machine's tables (nearest cores, small rings, domain tree: O(C), distances in closed form),
+built once per machine, are timed apart, with the memory they keep.
 """
 
 import json
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -67,9 +69,12 @@ def main(out: Path = typer.Option(..., "--out"), repetitions: int = typer.Option
     loads = [_loadavg()]
     for processes in (int(s) for s in sizes.split(",")):
         topo = parse_spec(MESHES[processes])
-        cpu, wall, _ = _timed(lambda: (topo.hops, topo.by_distance, topo.center, topo.nearest, topo.hop_rows,
-                                       topo.within(1), _domains(topo)))
-        tables.append({"topology": topo.spec, "cores": topo.n_cores, "cpu_s": cpu, "wall_s": wall})
+        tracemalloc.start()
+        cpu, wall, _ = _timed(lambda: (topo.center, topo.nearest, topo.within(1), _domains(topo)))
+        held, peak = tracemalloc.get_traced_memory()  # what the tables keep, and the most their building used
+        tracemalloc.stop()
+        tables.append({"topology": topo.spec, "cores": topo.n_cores, "cpu_s": cpu, "wall_s": wall,
+                       "kept_mb": held / 1e6, "peak_mb": peak / 1e6})
         for kind in KINDS:
             comm = families.generate(kind, processes, SEED)
             runs = [_timed(lambda: methods.greedy_rb(comm, topo, CAPACITY)) for _ in range(repetitions)]
