@@ -5,7 +5,8 @@ reads only in part), a process whose threads all end with exit(2), execve from a
 the main thread ended so, unshare(CLONE_NEWUSER) and setns into a user namespace, which the
 kernel allows only in a single-threaded process, a traced child (whose tracer must not see the
 runtime's dispatch traps or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV,
-seccomp strict mode; a strict thread among others that ends last, or whose tid word is freed),
+seccomp strict mode; a strict thread among others that ends last, or whose tid word is freed,
+or that ends from a site never rewritten),
 a child process cloned onto a one-page stack, children that run in their parent's memory until
 they exec (posix_spawn's clone) from a thread with a signal stack, a program that drops its
 privileges under --profile.
@@ -25,7 +26,7 @@ from test_stress import watched
 PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
          "small_stack_child", "vfork_signal_stack", "setns_user",
-         "strict_last", "strict_tid_freed", "mask_all", "setmask_pending"]
+         "strict_last", "strict_tid_freed", "strict_unseen", "mask_all", "setmask_pending"]
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +164,19 @@ def test_a_strict_mode_threads_tid_word_may_be_freed_when_it_ends(built, mode, h
     assert (native.returncode, native.stdout) == (status, out)
     proc = watched(CLI + ["run", "--delegate", mode, "--", *exe])
     assert (proc.returncode, proc.stdout) == (status, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+@pytest.mark.parametrize("how, status, out", [("last", 7, ""), ("killed", -9, ""), ("joined", 0, "joined\n")])
+def test_a_strict_mode_threads_end_from_a_site_never_rewritten_is_seen(built, mode, how, status, out):
+    # Before: no end in all six. The runtime stopped trapping the strict thread's calls, so its
+    # exit(2) from a fresh site (or the kernel's SIGKILL for a forbidden call) reached the kernel
+    # unseen: the thread stayed counted, and the watcher and the delegates kept the process alive.
+    exe = [str(built / "strict_unseen"), how]
+    native = watched(exe)
+    assert (native.returncode, native.stdout) == (status, out)
+    proc = watched(CLI + ["run", "--delegate", mode, "--", *exe])
+    assert (proc.returncode, proc.stdout) == (status, out), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

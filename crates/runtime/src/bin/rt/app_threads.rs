@@ -32,9 +32,10 @@ pub fn clone_failed() {
     COUNT.fetch_sub(1, AcqRel);
 }
 
-/// `t` calls exit(2): whether it is the counted process's last program thread.
-pub fn exiting(t: &Thread) -> bool {
-    PID.load(Relaxed) == t.pid && COUNT.fetch_sub(1, AcqRel) == 1
+/// A thread of process `pid` calls exit(2), or ended otherwise: whether it is the counted
+/// process's last program thread.
+pub fn exiting(pid: i32) -> bool {
+    PID.load(Relaxed) == pid && COUNT.fetch_sub(1, AcqRel) == 1
 }
 
 /// Whether `t` is the only program thread of its process.

@@ -19,9 +19,12 @@ pub fn answered_by_runtime(nr: usize) -> bool {
         || nr == crate::memsvc::BRK && crate::env::config().memory_pool > 0
 }
 
-/// Any call but those in `needs_trap`, from the trap or from the fast path.
+/// Any call but those in `needs_trap`, from the trap or from the fast path. A thread in seccomp
+/// strict mode makes its calls as it gave them but exit: the kernel kills it for any other than
+/// read and write, as natively, where the runtime might answer one itself.
 pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
-    if thread::current().traced && !matches!(nr, EXECVE | EXECVEAT) {
+    let t = thread::current();
+    if t.traced && !matches!(nr, EXECVE | EXECVEAT) || t.strict && nr != EXIT {
         return unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     }
     match nr {

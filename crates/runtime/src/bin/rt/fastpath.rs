@@ -439,7 +439,8 @@ fn map_code(hint: usize, exact: bool) -> Option<usize> {
 /// another thread rewrites, the site is left to a later trap.
 pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     let site = after_syscall.wrapping_sub(2);
-    if !enabled() || crate::dispatch::needs_trap(nr) || !can_take(site, nr) {
+    // A thread in strict mode may make no call a rewrite needs (mprotect).
+    if !enabled() || crate::dispatch::needs_trap(nr) || crate::thread::current().strict || !can_take(site, nr) {
         return;
     }
     if !rewrite_lock::try_lock() {

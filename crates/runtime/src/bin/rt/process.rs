@@ -527,25 +527,32 @@ pub fn before_setns(fd: usize, nstype: usize) {
 /// included, and disables its rdtsc (SIGSEGV). So the thread stops trapping first (afterwards
 /// the prctl that disarms would be refused), its calls stay local and untimed, and the
 /// program's only thread retires the delegates and the memory service's threads, so that its
-/// exit(2), which may reach the kernel unseen, can end the process as natively; a thread among
-/// others gets a watcher that ends it for it (`strict_watch`). A refused call re-arms.
+/// exit(2), which may reach the kernel unseen, can end the process as natively. A thread among
+/// others gets a watcher that ends the process for it (`strict_watch`) and keeps trapping, so
+/// that its exit from any site reaches the runtime (`exit_thread`): it did not, from a site
+/// never rewritten, and the program's thread count kept it, so that the process never ended
+/// (`strict_unseen`). Its traps then make no call but its own (`dispatch::handle`, no
+/// rewrite). A refused call re-arms.
 pub fn strict_mode(nr: usize, a: &[usize; 6]) -> isize {
     let t = thread::current();
-    if t.depth == 0 && app_threads::alone(t) {
+    let alone = app_threads::alone(t);
+    if t.depth == 0 && alone {
         if delegate::has_delegates(t.pid) {
             delegate::retire(t.pid);
         }
         crate::memsvc::retire();
-    } else if !app_threads::alone(t) {
+    } else if !alone {
         crate::strict_watch::watch(t);
     }
-    sud::disarm_thread();
+    if alone {
+        sud::disarm_thread();
+    }
     let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     if r == 0 {
         t.local_only = true;
         t.strict = true;
         t.no_tsc = true;
-    } else {
+    } else if alone {
         sud::arm_thread();
     }
     r
@@ -571,7 +578,7 @@ pub fn set_tsc(a: &[usize; 6]) -> isize {
 /// whose threads all called exit(2).
 pub fn exit_thread(code: usize) -> ! {
     let t = thread::current();
-    let last = app_threads::exiting(t);
+    let last = app_threads::exiting(t.pid);
     if t.strict {
         crate::strict_watch::exiting(t, last, code);
         unsafe { syscall3(EXIT, code, 0, 0) };

@@ -16,7 +16,6 @@ const NSIG: usize = 64;
 static mut VIRTUAL: [KSigaction; 2] = [KSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 }; 2];
 /// What the kernel checks in rt_sigaction before anything else.
 const SIGSET_SIZE: usize = 8;
-const SIGKILL: usize = 9;
 const SIGSTOP: usize = 19;
 /// sa_flags of the program's handlers as the program gave them, by signal number.
 static mut FLAGS: [u64; NSIG + 1] = [0; NSIG + 1];

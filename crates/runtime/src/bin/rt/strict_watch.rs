@@ -5,7 +5,10 @@
 //! A watcher thread, started before the thread enters strict mode, waits for the kernel to clear
 //! the thread's tid word at its exit (which needs no call of the thread's), then ends the process
 //! with the thread's code if it was the last; otherwise it stays, as a delegate does, and the
-//! last program thread's exit ends the process.
+//! last program thread's exit ends the process. The thread keeps trapping (`process::strict_mode`),
+//! so its exit(2) reaches the runtime from any site; an end the runtime did not see is the
+//! kernel's SIGKILL for a call strict mode forbids, which the watcher counts as the thread's exit,
+//! and which ends the process if the thread was the last.
 //! The word the kernel clears is the runtime's own: the program's (in glibc, in the thread's
 //! stack) may be freed or reused once it reads 0, or unmapped before (then the kernel's clear
 //! fails and wakes no one), so the watcher clears the program's word itself, as the kernel would
@@ -30,6 +33,8 @@ struct Watch {
     program_word: AtomicUsize,
     /// The tid word the kernel clears at the thread's exit.
     own_word: AtomicU32,
+    /// The thread's exit(2) reached the runtime (`exiting`).
+    seen: AtomicBool,
     last: AtomicBool,
     code: AtomicUsize,
 }
@@ -38,6 +43,7 @@ static WATCH: Watch = Watch {
     pid: AtomicI32::new(0),
     program_word: AtomicUsize::new(0),
     own_word: AtomicU32::new(0),
+    seen: AtomicBool::new(false),
     last: AtomicBool::new(false),
     code: AtomicUsize::new(0),
 };
@@ -59,6 +65,7 @@ pub fn watch(t: &Thread) {
     WATCH.own_word.store(t.tid as u32, Relaxed);
     unsafe { syscall3(SET_TID_ADDRESS, WATCH.own_word.as_ptr() as usize, 0, 0) };
     WATCH.program_word.store(word, Relaxed);
+    WATCH.seen.store(false, Relaxed);
     WATCH.last.store(false, Relaxed);
     WATCH.pid.store(t.pid, Release);
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
@@ -79,7 +86,8 @@ pub fn watching(pid: i32) -> bool {
 pub fn exiting(t: &Thread, last: bool, code: usize) {
     if watching(t.pid) {
         WATCH.code.store(code, Relaxed);
-        WATCH.last.store(last, Release);
+        WATCH.last.store(last, Relaxed);
+        WATCH.seen.store(true, Release);
     }
 }
 
@@ -102,7 +110,13 @@ extern "C" fn watcher(_: usize) {
     if word != 0 && sys::write_program(sys::gettid(), word, &0u32.to_ne_bytes()) {
         unsafe { syscall3(FUTEX, word, FUTEX_WAKE_SHARED, 1) };
     }
-    if WATCH.last.load(Acquire) {
+    let pid = WATCH.pid.load(Relaxed);
+    if !WATCH.seen.load(Acquire) {
+        // Killed by the kernel (SIGKILL): the process dies of it too if the thread was its last.
+        if crate::app_threads::exiting(pid) {
+            unsafe { syscall3(TGKILL, pid as usize, sys::gettid() as usize, SIGKILL) };
+        }
+    } else if WATCH.last.load(Relaxed) {
         crate::profile::end_process(WATCH.code.load(Relaxed) as u64 & 0xff);
         sys::exit_group(WATCH.code.load(Relaxed));
     }

@@ -79,6 +79,7 @@ pub const EINVAL: isize = 22;
 pub const EFBIG: isize = 27;
 pub const EPIPE: isize = 32;
 
+pub const SIGKILL: usize = 9;
 pub const SIGSYS: usize = 31;
 /// Real-time signal the runtime reserves to interrupt a delegate's blocking call.
 pub const SIG_INTERRUPT: usize = 63;

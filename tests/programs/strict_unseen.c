@@ -1,0 +1,76 @@
+// A seccomp strict-mode thread among others whose last call comes from a syscall site that never
+// ran before (inline assembly: no site the runtime rewrote lies on its way), so that under
+// coreplane the call reached the kernel unseen (the runtime had stopped trapping the thread's
+// calls when it entered strict mode).
+//
+//   strict_unseen last     the main thread exits with pthread_exit; the strict thread, now the
+//                          last, exits with code 7: the process ends with status 7
+//   strict_unseen killed   the same, but the strict thread's last call is one strict mode
+//                          forbids (getppid): the kernel ends it with SIGKILL, and the process
+//                          with it
+//   strict_unseen joined   the main thread joins the strict thread, which exits with code 0,
+//                          then exits with pthread_exit: status 0, after "joined"
+#define _GNU_SOURCE
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static volatile int main_tid;
+static int fds[2];
+static const char *mode;
+
+static void fresh_site_exit(int code)
+{
+    __asm__ volatile("syscall" : : "a"(SYS_exit), "D"(code) : "rcx", "r11", "memory");
+    __builtin_unreachable();
+}
+
+static long fresh_site_getppid(void)
+{
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(SYS_getppid) : "rcx", "r11", "memory");
+    return r;
+}
+
+static void *strict_thread(void *arg)
+{
+    (void)arg;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_STRICT, 0, NULL) != 0)
+        syscall(SYS_exit, 2);
+    (void)write(fds[1], "s", 1);
+    if (strcmp(mode, "joined") == 0)
+        fresh_site_exit(0);
+    while (__atomic_load_n(&main_tid, __ATOMIC_ACQUIRE) != 0) /* cleared at the main thread's exit */
+        ;
+    if (strcmp(mode, "killed") == 0)
+        fresh_site_getppid();
+    fresh_site_exit(7);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    char c;
+    pthread_t t;
+    if (argc != 2 || (strcmp(argv[1], "last") && strcmp(argv[1], "killed") && strcmp(argv[1], "joined"))) {
+        fprintf(stderr, "usage: strict_unseen last|killed|joined\n");
+        return 2;
+    }
+    mode = argv[1];
+    if (pipe(fds) || write(fds[1], "x", 1) != 1 || read(fds[0], &c, 1) != 1)
+        return 3;
+    main_tid = (int)syscall(SYS_gettid);
+    syscall(SYS_set_tid_address, &main_tid);
+    if (pthread_create(&t, NULL, strict_thread, NULL) != 0 || read(fds[0], &c, 1) != 1)
+        return 4;
+    if (strcmp(mode, "joined") == 0) {
+        if (pthread_join(t, NULL) != 0)
+            return 5;
+        printf("joined\n");
+        fflush(stdout);
+    }
+    pthread_exit(NULL);
+}
