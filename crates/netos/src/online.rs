@@ -66,7 +66,8 @@ impl Profile {
 /// mapper weighs partners by.
 pub struct Topology {
     pub cores: usize,
-    hops: Vec<u16>,
+    /// Hops between two cores, in closed form (coordinates, leaf digits): no C x C table.
+    hop: Box<dyn Fn(usize, usize) -> u16 + Send + Sync>,
     /// Row c: the nearest cores to c (c first), CANDIDATES + 1 of them.
     nearest: Vec<Vec<u32>>,
     /// Cores in an order that spreads consecutive ones far apart (for independent tasks).
@@ -93,7 +94,7 @@ impl Topology {
         let ints = |sep: char| -> Result<Vec<usize>, String> {
             rest.split(sep).map(|s| s.parse::<usize>().ok().filter(|&v| v > 0).ok_or_else(bad)).collect()
         };
-        let (cores, hop): (usize, Box<dyn Fn(usize, usize) -> u16>) = match kind {
+        let (cores, hop): (usize, Box<dyn Fn(usize, usize) -> u16 + Send + Sync>) = match kind {
             "mesh" | "torus" => {
                 let d = ints('x')?;
                 if d.len() != 2 {
@@ -123,19 +124,14 @@ impl Topology {
         if cores == 0 || cores > 1 << 16 {
             return Err(bad());
         }
-        let mut hops = vec![0u16; cores * cores];
-        for a in 0..cores {
-            for b in 0..cores {
-                hops[a * cores + b] = hop(a, b);
-            }
-        }
+        // O(C) memory: a row of distances at a time, never the C x C table
         let nearest = (0..cores)
             .map(|c| {
                 let mut row: Vec<u32> = (0..cores as u32).collect();
                 let k = (CANDIDATES + 1).min(cores);
-                row.select_nth_unstable_by_key(k - 1, |&d| (hops[c * cores + d as usize], d));
+                row.select_nth_unstable_by_key(k - 1, |&d| (hop(c, d as usize), d));
                 row.truncate(k);
-                row.sort_by_key(|&d| (hops[c * cores + d as usize], d));
+                row.sort_by_key(|&d| (hop(c, d as usize), d));
                 row
             })
             .collect();
@@ -147,11 +143,12 @@ impl Topology {
             .filter(|&c| (c as usize) < cores)
             .collect();
         spread.dedup();
-        Ok(Topology { cores, hops, nearest, spread, profile: None })
+        Ok(Topology { cores, hop, nearest, spread, profile: None })
     }
 
+    /// Hops between cores a and b.
     pub fn hops(&self, a: u32, b: u32) -> u16 {
-        self.hops[a as usize * self.cores + b as usize]
+        (self.hop)(a as usize, b as usize)
     }
 }
 
