@@ -95,11 +95,14 @@ def test_untouched_memory_goes_back_without_the_scrubber(semantics, memory):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs CAP_SYS_NICE or RLIMIT_RTPRIO (root here)")
 @pytest.mark.parametrize("priority,policy", [("normal", 0), ("fifo", 1)])
-def test_the_scrubber_runs_under_the_priority_asked_for(semantics, priority, policy):
+def test_the_scrubber_runs_under_the_priority_asked_for(semantics, priority, policy, tmp_path):
     # --scrubber-priority fifo: SCHED_FIFO 1 for the scrubber only (the program's thread is not
     # one of those listed); normal, the default, leaves it an ordinary task.
-    proc = run_cli("run", *POOL, "--scrubber-priority", priority, "--", str(semantics), "policy", timeout=60)
+    prof = tmp_path / "p.json"
+    proc = run_cli("run", *POOL, "--scrubber-priority", priority, "--profile", str(prof), "--", str(semantics),
+                   "policy", timeout=60)
     assert proc.stdout == f"policy ok {policy}\n", proc.stderr
+    assert json.loads(prof.read_text())["config"]["scrubber_priority"] == priority
 
 
 def test_a_refused_scrubber_priority_is_one_line(semantics):
@@ -160,9 +163,10 @@ def test_calls_are_counted_as_served(semantics, tmp_path):
     assert 12 <= calls["mmap"]["served"] < calls["mmap"]["count"] and calls["munmap"]["served"] >= 12
     for c in calls.values():
         assert c["local"] + c["delegated"] + c["served"] == c["count"]
+    assert doc["config"]["scrubber_priority"] == "normal"
     run_cli("run", "--profile", str(prof), "--", str(semantics), "zero", check=True, timeout=60)
     linux = json.loads(prof.read_text())
-    assert linux["config"]["memory"] == "linux"
+    assert linux["config"]["memory"] == "linux" and linux["config"]["scrubber_priority"] is None
     assert all(c["served"] == 0 for c in linux["syscalls"])
 
 

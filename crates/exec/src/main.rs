@@ -333,6 +333,7 @@ fn main() {
             vdso_intercepted: args.vdso == Vdso::Intercept,
             memory: args.memory.name(),
             memory_budget: budget,
+            scrubber_priority: pool.then(|| args.scrubber_priority.name()),
             wall_ns: wall.as_nanos() as u64,
             user_ns: (usage.ru_utime.tv_sec as u64) * 1_000_000_000 + usage.ru_utime.tv_usec as u64 * 1000,
             sys_ns: (usage.ru_stime.tv_sec as u64) * 1_000_000_000 + usage.ru_stime.tv_usec as u64 * 1000,

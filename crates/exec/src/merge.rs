@@ -25,6 +25,8 @@ pub struct Run {
     /// `--memory`: who served anonymous memory (linux, pool), and the pool's size in bytes.
     pub memory: &'static str,
     pub memory_budget: u64,
+    /// `--scrubber-priority` under a pool (normal, fifo); None under `--memory linux`.
+    pub scrubber_priority: Option<&'static str>,
     pub wall_ns: u64,
     pub user_ns: u64,
     pub sys_ns: u64,
@@ -359,7 +361,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "compute_cores": run.compute, "control_cores": run.control, "delegates": run.delegates,
             "time_every": run.time_every, "time_first": L::TIME_FIRST,
             "vdso": if run.vdso_intercepted { "intercept" } else { "native" },
-            "memory": run.memory, "memory_budget": run.memory_budget,
+            "memory": run.memory, "memory_budget": run.memory_budget, "scrubber_priority": run.scrubber_priority,
         },
         "wall_ns": run.wall_ns, "user_ns": run.user_ns, "sys_ns": run.sys_ns,
         "exit": exit,
