@@ -6,6 +6,7 @@ quotes, the nodes' scripts and TCP counters, the study's INFOFILE."""
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 
@@ -17,6 +18,7 @@ from coreplane.dse.metrics import json_field
 from coreplane.dse.specfile import load as load_spec
 from coreplane.fullsys import kernelparts
 from coreplane.fullsys.activity import summarise
+from coreplane.fullsys import guest
 from coreplane.fullsys.guest import console_tail
 from coreplane.fullsys.image import MMDEBSTRAP_OPTIONS, cache_key, mmdebstrap_options
 from coreplane.fullsys.paths import PROGRAMS, check_suite, variant_packages
@@ -84,11 +86,54 @@ def test_openmpi_variant_adds_its_package_and_keys_its_own_image():
     (["--nodes", "2", "--dataflow"], "the dataflow multiply runs on one node"),
     (["--nodes", "2", "--common-clock", "--idle-sleep"], "--common-clock needs -icount, idle clocks that leap"),
     (["--mpi", "--dataflow"], "--mpi runs one rank per node"),
+    (["--link-interval", "100"], "--link-interval 100: a positive number of µs, with several nodes"),
 ])
 def test_bad_node_counts_are_one_line(args, message):
     proc = run_cli("fullsys", "run", "--image", "bookworm", *args)
     assert proc.returncode != 0
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_link_interval_holds_received_frames_on_the_virtual_clock(tmp_path):
+    if shutil.which(guest.QEMU) is None:
+        pytest.skip(f"{guest.QEMU} is installed by `make fullsys-setup`")
+    def objects(interval):
+        extras = guest.Extras(netdev="hubport,hubid=0", mac="52:54:00:16:00:01", link_interval_us=interval)
+        cmd = guest.command(tmp_path, 1024, 1, "", None, True, extras)
+        return [cmd[i + 1] for i, word in enumerate(cmd) if word == "-object"]
+    assert objects(250) == ["filter-buffer,id=link0,netdev=net0,queue=rx,interval=250"]
+    assert objects(0) == []
+
+
+class FrozenOnce:
+    """A guest process that never ends, waited for on a fake clock; the first wait's slice lasts
+    `stall` seconds more than asked, as when a cgroup freezer stops the waiting process."""
+
+    def __init__(self, stall):
+        self.now, self.stall, self.waits = 1000.0, stall, 0
+
+    def monotonic(self):
+        return self.now
+
+    def wait(self, timeout):
+        self.now += timeout + (self.stall if self.waits == 0 else 0)
+        self.waits += 1
+        raise subprocess.TimeoutExpired("qemu", timeout)
+
+    def poll(self):
+        return None
+
+
+@pytest.mark.parametrize("stall, waits, stalled", [(600, 10, 600), (3, 7, 0)])
+def test_deadline_does_not_count_time_the_waiter_was_stopped(monkeypatch, stall, waits, stalled):
+    proc = FrozenOnce(stall)
+    monkeypatch.setattr(guest.time, "monotonic", proc.monotonic)
+    deadline = guest.Deadline(10, start=1000.0)
+    assert not deadline.wait(proc)
+    # a 600 s stop is not counted: the 10 s still pass in slices after it; a 3 s overshoot (load)
+    # is under STALL_S and counts
+    assert deadline.stalled_s == stalled and proc.waits == waits
+    assert proc.now == pytest.approx(1010 + stalled)
 
 
 def test_node_scripts():

@@ -78,6 +78,9 @@ def _render_run(doc: dict) -> None:
                       f"region {_speed(roi)}")
         start = "from the booted snapshot" if doc["from_snapshot"] else "boot included"
         console.print(f"    whole run ({start}): {node['run']['insns']:,} instructions, {_speed(node['run'])}")
+    if doc.get("link_interval_us"):
+        console.print(f"  link: received frames released every {doc['link_interval_us']} µs of virtual time "
+                      "(up to that much delay, no bandwidth limit)")
     clock = doc["common_clock"]
     if clock:
         starts = ", ".join(f"{begin / 1e6:.3f}-{end / 1e6:.3f}" for begin, end in clock["nodes_ns"])
@@ -139,6 +142,10 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
                                  help="The OpenMPI baseline: the distributed multiply through Debian's Open MPI, "
                                       "one rank per node started by mpirun, on the SUITE+openmpi image "
                                       "(`make fullsys-mpi-setup` builds it); or through its own TCP sockets."),
+        link_interval: int = typer.Option(0, "--link-interval",
+                                          help="Every NIC releases the frames it received at each multiple of "
+                                               "this many µs of its guest's virtual time (a link delay of up to "
+                                               "that; 0: at once). Several nodes only."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the
@@ -147,7 +154,7 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
     model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
     emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot,
-                  dataflow, common_clock, quantum, mpi), as_json, _render_run)
+                  dataflow, common_clock, quantum, mpi, link_interval), as_json, _render_run)
 
 
 @app.command()

@@ -172,7 +172,7 @@ def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict
 def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
         idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing(),
         from_snapshot: bool = False, dataflow: bool = False, common_clock: bool = False,
-        quantum_ns: int = QUANTUM_NS, mpi: bool = False) -> dict:
+        quantum_ns: int = QUANTUM_NS, mpi: bool = False, link_interval_us: int = 0) -> dict:
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
@@ -184,8 +184,12 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     `threads` workers on as many vCPUs. `common_clock`: the nodes' virtual clocks advance in
     lockstep, meeting every `quantum_ns` (plugins/lockstep.c; idle clocks leap, as far as the next
     meeting), and the run reports its region on that one clock. `mpi`: the OpenMPI baseline
-    (workloads/fullsys/mpimm.c, one rank per node started by mpirun) on the suite's +openmpi image."""
+    (workloads/fullsys/mpimm.c, one rank per node started by mpirun) on the suite's +openmpi image.
+    `link_interval_us`: every node's NIC releases what it receives at each multiple of this many
+    µs of its virtual clock (a link delay of up to that, half on average; no bandwidth limit)."""
     _check(nodes, size, threads, dataflow, mpi)
+    if link_interval_us < 0 or (link_interval_us and nodes < 2):
+        raise CoreplaneError(f"--link-interval {link_interval_us}: a positive number of µs, with several nodes")
     suite = f"{suite}+{OPENMPI}" if mpi else suite
     if common_clock and (idle_sleep or not icount or quantum_ns < 1 or dataflow or threads > 1):
         raise CoreplaneError("--common-clock needs -icount, idle clocks that leap (--idle-leap), a positive "
@@ -212,13 +216,14 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
                                        GUEST_PROGRAMS + (MPI_PROGRAMS if mpi else ())))
             lockstep = (f"{built(LOCKSTEP_PLUGIN)},barrier={barrier},nodes={nodes},quantum={quantum_ns},"
                         f"out={node_dir / 'lockstep.json'}",) if common_clock else ()
-            extras = guest.Extras(disks[-1], netdev, mac(rank), incoming=restore, plugins=lockstep)
+            extras = guest.Extras(disks[-1], netdev, mac(rank), incoming=restore, plugins=lockstep,
+                                  link_interval_us=link_interval_us)
             guests.append(guest.start(image.image_dir(suite), node_dir / "console.log",
                                       plugin=f"{plugin},{plugin_arguments(node_dir / 'osact.json', memory_counted, caches)}",
                                       memory_mb=MEMORY_MB, vcpus=threads, icount=icount,
                                       expect=guest.WORKLOAD_MARKER, extras=extras, idle_sleep=idle_sleep,
                                       append=snapshot.APPEND if from_snapshot else ""))
-        deadline = guests[0].started + timeout_s
+        deadline = guest.Deadline(timeout_s, guests[0].started)
         booted = [guest.finish(g, deadline) for g in guests]
     finally:
         for g in guests:  # after a failure the other nodes would wait for their peer forever
@@ -226,7 +231,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank], model) for rank, b in enumerate(booted)]
     wall = max(b.wall_s for b in booted)
     return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "dataflow": dataflow, "mpi": mpi,
-            "icount": icount,
+            "link_interval_us": link_interval_us, "icount": icount,
             "idle_sleep": idle_sleep, "image": img["path"], "from_snapshot": str(restore) if restore else None,
             "snapshot_saving_s": round(saving_s, 1),
             "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],
