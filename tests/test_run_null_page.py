@@ -28,6 +28,11 @@ def go_syscall_site(tmp_path_factory) -> Path:
     return build_program(tmp_path_factory, "go_syscall_site")
 
 
+@pytest.fixture(scope="module")
+def exec_map(tmp_path_factory) -> Path:
+    return build_program(tmp_path_factory, "exec_map")
+
+
 @pytest.mark.parametrize("policy", ["none", "all"])
 @pytest.mark.parametrize("access", ["read", "write", "call"])
 def test_null_access_faults_as_natively(null_access, access, policy):
@@ -74,6 +79,17 @@ def test_a_site_shaped_like_gos_syscall6_is_rewritten(go_syscall_site, tmp_path,
     opts = ("--null-page-sled",) if sled else ()
     assert (rewritten(tmp_path, go_syscall_site, "1", opts=opts)
             - rewritten(tmp_path, go_syscall_site, "0", opts=opts)) == 1
+
+
+@pytest.mark.parametrize("sled", [False, True], ids=["relocating", "sled"])
+def test_a_site_in_text_mapped_where_the_kernel_picks_is_rewritten(exec_map, tmp_path, sled):
+    # Text mapped from a file without MAP_FIXED (a JIT's; dlopen of a library whose first
+    # segment is executable). Before, such an mmap was not shown to the text map, which then
+    # said the new code was no file text: its sites trapped on every call, never rewritten.
+    if sled and os.geteuid() != 0:
+        pytest.skip("mapping the sled at address 0 needs CAP_SYS_RAWIO (not root)")
+    opts = ("--null-page-sled",) if sled else ()
+    assert rewritten(tmp_path, exec_map, "100", opts=opts) - rewritten(tmp_path, exec_map, "0", opts=opts) == 1
 
 
 def test_one_read_of_the_maps_answers_for_every_library(go_syscall_site, tmp_path):

@@ -50,7 +50,11 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
         SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
         MMAP | MUNMAP | MPROTECT | MREMAP | crate::memsvc::BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,
-        MMAP if a[3] & MAP_FIXED == 0 => run(nr, a),
+        // A mapping at a place the kernel picks replaces nothing, so it changes no answer of
+        // `textmap`, unless it executes: new text (a JIT's, or a library dlopen maps whole with
+        // its executable first segment) was else left off a complete map, and its sites trapped
+        // for good (`exec_map`).
+        MMAP if a[3] & MAP_FIXED == 0 && a[2] & PROT_EXEC == 0 => run(nr, a),
         MMAP | MUNMAP | MPROTECT | MREMAP => {
             // After the change, not before: a rewrite that read the maps in between would cache
             // the old layout under the new generation.
