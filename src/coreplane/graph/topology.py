@@ -88,6 +88,30 @@ class Topology:
             return 2 * (depth - k)
         return tree_hop
 
+    @cached_property
+    def hop_sum(self):
+        """A plain Python function f(core, pairs, where) = sum of w x hops(core, where[q]) over the
+        (q, w) of `pairs`: a process's traffic priced on a core, the arithmetic of hop() inlined
+        (one call per process and core instead of one per partner)."""
+        hop = self.hop
+        if self.kind in ("mesh", "torus"):
+            X, Y = self.dims
+            xs, ys = [c % X for c in range(self.n_cores)], [c // X for c in range(self.n_cores)]
+            if self.kind == "mesh":
+                def mesh_sum(core: int, pairs, where) -> float:
+                    x, y = xs[core], ys[core]
+                    return sum(w * (abs(x - xs[where[q]]) + abs(y - ys[where[q]])) for q, w in pairs)
+                return mesh_sum
+
+            def torus_sum(core: int, pairs, where) -> float:
+                x, y, total = xs[core], ys[core], 0.0
+                for q, w in pairs:
+                    dx, dy = abs(x - xs[where[q]]), abs(y - ys[where[q]])
+                    total += w * ((dx if 2 * dx <= X else X - dx) + (dy if 2 * dy <= Y else Y - dy))
+                return total
+            return torus_sum
+        return lambda core, pairs, where: sum(w * hop(core, where[q]) for q, w in pairs)
+
     def hop_row(self, core: int) -> np.ndarray:
         """Hops from `core` to every core (one row of `hops`, computed)."""
         return self.distance(core, np.arange(self.n_cores))

@@ -89,7 +89,13 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
     placement = np.full(comm.n, -1, dtype=np.int64)
     free = [capacity] * topo.n_cores  # room left per core (a list: read one entry at a time)
     on_core: list[list[int]] = [[] for _ in range(topo.n_cores)]
-    nearest, ring = topo.nearest, topo.ring
+    nearest = topo.nearest
+    rings: dict[tuple[int, int], list[int]] = {}  # the rings this walk has read (O(its work), freed after)
+
+    def ring(core: int, d: int) -> list[int]:
+        if (core, d) not in rings:
+            rings[core, d] = topo.ring(core, d)
+        return rings[core, d]
     load, start, end = comm.load.tolist(), comm.start.tolist(), comm.end.tolist()
     unset = np.iinfo(np.int32).max
     dist_to_placed = np.full(topo.n_cores, unset, dtype=np.int64)
@@ -176,7 +182,7 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
     reads a row of hops (distances come from Topology.hop and Topology.distance, in closed form), so a
     round costs O(P d m) for degree d and m candidate cores, and the machine's tables are O(C)."""
     traffic = comm.traffic()
-    hop = topo.hop
+    hop, hop_sum = topo.hop, topo.hop_sum
     near_of = topo.within(2 if topo.kind == "tree" else 1)
     rng = np.random.default_rng(0)
     place = placement.tolist()
@@ -191,7 +197,7 @@ def refine(comm: CommGraph, topo: Topology, placement: np.ndarray, capacity: int
         on_core[c].add(p)
 
     def cost(p: int, core: int) -> float:
-        return sum(w * hop(core, place[q]) for q, w in row[p])
+        return hop_sum(core, row[p], place)
 
     current: list[float | None] = [None] * comm.n  # cost(p, place[p]), None once p or a partner moved
 
