@@ -13,7 +13,7 @@
 //! the delegates' own CPU time whichever thread asks: they are threads of the process
 //! (docs/architecture.md).
 
-use crate::sys::{thread_clock, CLOCK_GETTIME, GETRUSAGE};
+use crate::sys::{thread_clock, CLOCK_GETRES, CLOCK_GETTIME, GETRUSAGE};
 
 const GETPRIORITY: usize = 140;
 const SETPRIORITY: usize = 141;
@@ -23,7 +23,6 @@ const SCHED_SETSCHEDULER: usize = 144;
 const SCHED_GETSCHEDULER: usize = 145;
 const SCHED_RR_GET_INTERVAL: usize = 148;
 const TIMER_CREATE: usize = 222;
-const CLOCK_GETRES: usize = 229;
 const IOPRIO_SET: usize = 251;
 const IOPRIO_GET: usize = 252;
 const SCHED_SETATTR: usize = 314;

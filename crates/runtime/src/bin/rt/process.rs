@@ -495,30 +495,32 @@ pub fn readlink_self_exe(path: usize, buf: usize, size: usize) -> Option<isize> 
     Some(n as isize)
 }
 
-/// unshare(2) of `flags` is about to run locally: the kernel refuses these flags in a process
-/// with other threads, so the program's only thread retires the delegates first.
-pub fn before_unshare(flags: usize) {
-    const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
+/// A call is about to run locally that the kernel allows only in a single-threaded process if
+/// `needs_one_thread` (asked last, after the cheaper checks): the program's only thread retires
+/// the delegates first, since the kernel counts them as threads.
+fn alone_for(needs_one_thread: impl FnOnce() -> bool) {
     let t = thread::current();
-    if flags as u64 & SINGLE_THREADED != 0 && t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
+    if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) && needs_one_thread() {
         delegate::retire(t.pid);
     }
 }
 
-/// setns(2) of `fd` with `nstype` is about to run locally: joining a user namespace, which
-/// the kernel allows only in a single-threaded process, is prepared as `before_unshare`. With
-/// nstype 0 the namespace's type is the fd's (NS_GET_NSTYPE); a pidfd names its types in nstype.
+/// unshare(2) of `flags` is about to run locally: the kernel refuses these flags in a process
+/// with other threads.
+pub fn before_unshare(flags: usize) {
+    const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
+    alone_for(|| flags as u64 & SINGLE_THREADED != 0);
+}
+
+/// setns(2) of `fd` with `nstype` is about to run locally: joining a user namespace is allowed
+/// only in a single-threaded process. With nstype 0 the namespace's type is the fd's
+/// (NS_GET_NSTYPE); a pidfd names its types in nstype.
 pub fn before_setns(fd: usize, nstype: usize) {
     const NS_GET_NSTYPE: usize = 0xb703;
-    let t = thread::current();
-    if t.depth != 0 || !app_threads::alone(t) || !delegate::has_delegates(t.pid) {
-        return;
-    }
-    let joins_user = nstype as u64 & CLONE_NEWUSER != 0
-        || nstype == 0 && unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) } as u64 == CLONE_NEWUSER;
-    if joins_user {
-        delegate::retire(t.pid);
-    }
+    alone_for(|| {
+        nstype as u64 & CLONE_NEWUSER != 0
+            || nstype == 0 && unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) } as u64 == CLONE_NEWUSER
+    });
 }
 
 /// Seccomp strict mode for the calling thread, entered by call `nr` (seccomp(SET_MODE_STRICT)

@@ -49,6 +49,7 @@ pub const GETTID: usize = 186;
 pub const FUTEX: usize = 202;
 pub const SCHED_SETAFFINITY: usize = 203;
 pub const CLOCK_GETTIME: usize = 228;
+pub const CLOCK_GETRES: usize = 229;
 pub const EXIT_GROUP: usize = 231;
 pub const TGKILL: usize = 234;
 pub const WAITID: usize = 247;
@@ -209,11 +210,18 @@ pub fn write_program(pid: i32, addr: usize, data: &[u8]) -> bool {
     copy_program(pid, addr, data.as_ptr() as *mut u8, data.len(), true)
 }
 
+/// Clock `clock` in nanoseconds; 0 when the kernel refuses.
+fn clock_ns(clock: usize) -> u64 {
+    let mut ts = [0i64; 2];
+    if unsafe { syscall3(CLOCK_GETTIME, clock, ts.as_mut_ptr() as usize, 0) } < 0 {
+        return 0;
+    }
+    ts[0] as u64 * 1_000_000_000 + ts[1] as u64
+}
+
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = [0i64; 2];
-    unsafe { syscall3(CLOCK_GETTIME, 1, ts.as_mut_ptr() as usize, 0) };
-    ts[0] as u64 * 1_000_000_000 + ts[1] as u64
+    clock_ns(1)
 }
 
 /// The kernel's clock id for the CPU clock of thread `tid` of this process (!tid << 3 |
@@ -225,12 +233,7 @@ pub fn thread_clock(tid: i32) -> usize {
 /// The CPU time (user + system) of thread `tid` of this process, through its per-thread CPU
 /// clock; 0 when the kernel refuses (the thread already gone).
 pub fn thread_cpu_ns(tid: u64) -> u64 {
-    let mut ts = [0i64; 2];
-    let r = unsafe { syscall3(CLOCK_GETTIME, thread_clock(tid as i32), ts.as_mut_ptr() as usize, 0) };
-    if (r as isize) < 0 {
-        return 0;
-    }
-    ts[0] as u64 * 1_000_000_000 + ts[1] as u64
+    clock_ns(thread_clock(tid as i32))
 }
 
 /// The time-stamp counter (the runtime's clock for call times).

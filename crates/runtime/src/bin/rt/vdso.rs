@@ -17,7 +17,6 @@ use crate::{dispatch, env, profile, thread};
 
 const GETTIMEOFDAY: usize = 96;
 const TIME: usize = 201;
-const CLOCK_GETRES: usize = 229;
 const GETCPU: usize = 309;
 
 const PT_LOAD: u32 = 1;
