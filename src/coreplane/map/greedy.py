@@ -69,9 +69,10 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
     rim_core = int(np.lexsort((-topo.total_hops, core_degree))[0])
     best, best_cost = None, np.inf
     starts = ((hub_first, topo.center), (rim_first, rim_core))
+    rings: dict[tuple[int, int], np.ndarray] = {}  # the rings the walks have read: O(their work), freed after
     for (order, first_core), depth_first in product(starts, (False, True)):
         placement = _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, first_core,
-                          depth_first)
+                          depth_first, rings)
         cost = float((comm.weight * topo.distance(placement[comm.src], placement[comm.dst])).sum())
         if cost < best_cost:
             best, best_cost = placement, cost
@@ -79,7 +80,7 @@ def greedy_map(comm: CommGraph, topo: Topology, capacity: int, byte_hop_ns: floa
 
 
 def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, first_core,
-          depth_first: bool) -> np.ndarray:
+          depth_first: bool, rings: dict) -> np.ndarray:
     """One greedy pass from order[0] (placed near first_core), breadth- or depth-first; see greedy_map.
     A step looks at O(k*m) entries, never a whole row of the machine's tables: the cores around
     a core are read ring by ring (Topology.ring: all the cores at one distance, made in closed
@@ -87,20 +88,21 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
     distance of every core to the placed ones, which only a new independent group needs, is
     brought up to date then."""
     placement = np.full(comm.n, -1, dtype=np.int64)
-    free = [capacity] * topo.n_cores  # room left per core (a list: read one entry at a time)
+    free = np.full(topo.n_cores, capacity, dtype=np.int64)
     on_core: list[list[int]] = [[] for _ in range(topo.n_cores)]
     nearest = topo.nearest
-    rings: dict[tuple[int, int], list[int]] = {}  # the rings this walk has read (O(its work), freed after)
 
-    def ring(core: int, d: int) -> list[int]:
+    def ring(core: int, d: int) -> np.ndarray:
+        """Topology.ring as an array, made once per greedy_map call (`rings`)."""
         if (core, d) not in rings:
-            rings[core, d] = topo.ring(core, d)
+            rings[core, d] = np.array(topo.ring(core, d), dtype=np.int64)
         return rings[core, d]
+
     load, start, end = comm.load.tolist(), comm.start.tolist(), comm.end.tolist()
     unset = np.iinfo(np.int32).max
     dist_to_placed = np.full(topo.n_cores, unset, dtype=np.int64)
     unfolded: list[int] = []  # cores placed on since dist_to_placed was last brought up to date
-    first_room = [0] * topo.n_cores  # per core: the smallest distance at which a core may have room
+    first_room = [(0, 0)] * topo.n_cores  # per core: (distance, place in that ring) of the first core that may have room
 
     def place(p: int, core: int) -> None:
         placement[p] = core
@@ -110,14 +112,23 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
 
     def with_room(core: int, m: int) -> list[int]:
         """The first m cores with room by distance from core (ties by core number), read ring by
-        ring from the first one that may have room (full rings before it are skipped for good)."""
-        d, out = first_room[core], []
+        ring from the first core that may have room (the full ones before it are skipped for good)."""
+        (d, i), out, k = first_room[core], [], 1
         while len(out) < m and d <= topo.max_distance:
-            room = [c for c in ring(core, d) if free[c] > 0]
-            if not out and not room:
-                first_room[core] = d + 1
-            out += room[:m - len(out)]
-            d += 1
+            last = min(d + k, topo.max_distance + 1)  # rings d..last-1: 1, 2, 4, ... at a time
+            span = [ring(core, e) for e in range(d, last)]
+            cores = (span[0] if len(span) == 1 else np.concatenate(span))[i:]
+            room = np.flatnonzero(free[cores] > 0)  # one numpy step per read, however full the rings
+            if not out:
+                first_room[core] = (last, 0)
+                if len(room):
+                    e, j = d, i + int(room[0])
+                    while j >= len(span[e - d]):
+                        j -= len(span[e - d])
+                        e += 1
+                    first_room[core] = (e, j)
+            out += cores[room[:m - len(out)]].tolist()
+            d, i, k = last, 0, 2 * k
         return out
 
     def start_core() -> int:
@@ -129,7 +140,7 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
                 near = topo.distance(np.array(unfolded[i:i + UNFOLD_ROWS])[:, None], every[None, :]).min(axis=0)
                 np.minimum(dist_to_placed, near, out=dist_to_placed)
             unfolded.clear()
-        return int(np.argmax(np.where(np.array(free) > 0, dist_to_placed, -1)))
+        return int(np.argmax(np.where(free > 0, dist_to_placed, -1)))
 
     def best_core(p: int) -> int:
         placed_partners = [(q, w) for q, w in partners[p] if placement[q] >= 0]
@@ -137,7 +148,7 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
             return start_core()
         q0, _ = placed_partners[0]
         share = sharing[p, q0] if sharing.nnz else 0.0
-        if share > 0 and free[int(placement[q0])] > 0:
+        if share > 0 and free[placement[q0]] > 0:
             together = load[p] + load[q0]
             apart = together / 2 + (share + traffic[p, q0]) * byte_hop_ns
             if together <= apart:
