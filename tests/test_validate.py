@@ -1,7 +1,9 @@
 """coreplane validate / study: suite files, the cold-call bound and break-even by hand, and a real quick study."""
 
 import json
+import os
 import re
+import subprocess
 import statistics
 
 import pytest
@@ -15,7 +17,7 @@ from coreplane.study.project import break_even_round_trip, project, sentence
 from coreplane.validate import suite as suites
 from coreplane.model.calibration import Calibration, cold_calls, startup_ns
 from coreplane.validate.calibrate import RoundCalibration
-from coreplane.validate.commands import Machine, native, under_runtime
+from coreplane.validate.commands import HANDOFF_FILES, Machine, handoff_bracket, native, under_runtime
 from coreplane.validate.plan import Config, policy_of
 from coreplane.validate.predict import Subject, _median, parameters, round_speedups, speedups
 from machine_lock import machine_lock
@@ -74,6 +76,36 @@ def test_each_round_is_predicted_with_its_own_round_trip():
     assert both["refined"] == pytest.approx(near)
     assert round_speedups(subject, cfg, cal, {1: far, 2: far}, [1, 2, 3], machine, 1.0)["refined"] < near
     assert _median([None, None, 1.0]) is None and _median([None, 2.0, 1.0]) == 1.5
+
+
+def test_a_run_is_predicted_with_the_round_trip_measured_around_it():
+    # The host moved the vCPUs within the round: the probes around the run measured 1 800 ns
+    # where the round's own micro-benchmark had 600. Every forward cost's round trip moves by
+    # the same 1 200 ns (only the hand-off depends on the placement), and the run is predicted
+    # slower than with the round's figures alone; no probe keeps the round's.
+    cal = calibration()
+    probed = ForwardCost(2000, 70.0, 1800.0, 1800.0, 1800.0, 1800.0)
+    moved = cal.with_handoff(probed)
+    assert moved.forward[0] == probed and moved.fc_ns(10_000) == pytest.approx((20_600.0 + 1200.0) / 2)
+    assert cal.with_handoff(None) is cal and cal.fc_ns(10_000) == 10_300.0
+    subject = Subject.of("tiny", TINY, 1_000_000.0, False, {1: 1_000_000.0, 2: 1_000_000.0, 3: 1_000_000.0})
+    cfg = Config("tiny", "all", 0, 1.0, ("getppid", "mmap", "read", "write"))
+    machine = Machine("1", "0", None)
+    plain = round_speedups(subject, cfg, cal, {}, [1, 2, 3], machine, 1.0)["closed"]
+    around = round_speedups(subject, cfg, cal, {}, [1, 2, 3], machine, 1.0,
+                            handoff={1: probed, 2: probed})["closed"]
+    assert around < plain
+
+
+def test_the_probes_around_a_run_keep_its_exit_status(tmp_path):
+    # The real probes (coreplane-exec delegating null_call's getppid) around a run that fails.
+    machine = Machine.resolve(None, None, None)
+    cmd = handoff_bracket(under_runtime(["false"], machine, "all", 0), machine)
+    proc = subprocess.run(["sh", "-c", cmd], env={**os.environ, "COREPLANE_RUN_DIR": str(tmp_path)}, timeout=60)
+    assert proc.returncode == 1
+    for name in HANDOFF_FILES:
+        doc = json.loads((tmp_path / name).read_text())
+        assert doc["call"] == "getppid" and doc["trials"] == len(doc["ns"]) == 1000
 
 
 def test_startup_of_a_program_that_starts_others():
@@ -219,6 +251,10 @@ def test_quick_study_end_to_end(tmp_path):
     programs = {p.name for p in suites.load("quick").programs}
     assert set(v["per_program"]) == programs
     assert all(r["n"] == 5 for r in v["rows"]) and all(n["n"] == 5 for n in v["natives"].values())
+    # Every delegated run was bracketed by hand-off probes, and both headline models are scored
+    # with the round's round trip alone as well.
+    assert all(r["handoff_ns"] is not None and r["handoff_ns"] > 0 for r in v["rows"] if r["policy"] != "none")
+    assert v["mape"]["project/round"]["n"] == v["mape"]["project"]["n"]
     # Adding 10 µs per direction to bzip2's delegated calls makes it measurably slower.
     by_case = {r["case"]: r for r in v["rows"]}
     assert by_case["bzip2|all|fc10000|g1"]["measured"] < by_case["bzip2|all|fc0|g1"]["measured"]

@@ -72,6 +72,20 @@ class Calibration:
         return replace(self, native_call_ns=measured.native_call_ns, local_ns=measured.local_ns,
                        forward={**self.forward, **measured.forward})
 
+    def with_handoff(self, measured: ForwardCost | None) -> Calibration:
+        """This calibration with the round trip at no forward cost measured around one run
+        (validate's hand-off probes; None keeps it as it is): every forward cost's round trip
+        moves by as much, statistic by statistic, since the forward cost itself is spent on the
+        control core whatever the vCPUs' placement and only the hand-off changes with it."""
+        if measured is None or 0 not in self.forward:
+            return self
+        base = self.forward[0]
+        shift = {st: getattr(measured, st) - getattr(base, st) for st in ("min", "mean", "median", "max")}
+        forward = {f: replace(c, **{st: max(0.0, getattr(c, st) + d) for st, d in shift.items()})
+                   for f, c in self.forward.items()}
+        forward[0] = measured
+        return replace(self, forward=forward)
+
     def gamma(self, emulated: float) -> float:
         """The gain gain_synth -g G really gives (measured compute ratio); 1 for no emulation."""
         return self.gammas.get(float(emulated), 1.0) if emulated != 1.0 else 1.0

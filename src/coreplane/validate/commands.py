@@ -11,6 +11,7 @@ from coreplane.core import vocabulary as v
 from coreplane.core.cpulist import format_cpu_list
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.native import workload
+from coreplane.model.estimate import MIN_TRIALS
 from coreplane.run.launch import RunOptions, check, exec_argv
 
 # Every run leaves its measurement here, in its run directory: walltime's report for a native
@@ -102,3 +103,25 @@ def under_runtime(argv: list[str], machine: Machine, delegated: list[str] | str,
                       compute_cores=machine.compute, control_cores=machine.control,
                       profile=Path(f"{RUN_DIR}/{MEASURE}"), count_tlb_flushes=count_tlb_flushes)
     return _shell(_walltime(machine, False, f"{RUN_DIR}/outer.json") + exec_argv(opts), quiet)
+
+
+# The hand-off probes around a delegated run (handoff_bracket): null_call delegating getppid at no
+# forward cost, MIN_TRIALS calls each, written into the run's directory.
+HANDOFF_FILES = ("handoff-before.json", "handoff-after.json")
+
+
+def handoff_bracket(run: str, machine: Machine) -> str:
+    """`run` (a shell command) between two measurements of the delegated round trip, its exit
+    status kept. Why: the host moves this guest's two vCPUs between placements whose round trip
+    differs 3-4× (150 against 530 ns, docs/benchmarks.md) within minutes, inside a validation
+    round; a program making 77,000 delegated calls (tar) then takes 116-146 ms in one placement
+    and 147-211 ms in the other, so a round trip measured at the round's start mispredicts the
+    runs after a move. The probes cost ≈ 10 ms a run, outside its measured wall time."""
+    def probe(name: str) -> str:
+        argv = [str(workload("null_call")), "-n", str(MIN_TRIALS)]
+        opts = RunOptions(command=argv, delegate="getppid", forward_cost_ns=0, compute_cores=machine.compute,
+                          control_cores=machine.control)
+        return _shell(_walltime(machine, False, "/dev/null") + exec_argv(opts), quiet=False) + f" > {RUN_DIR}/{name}"
+    before, after = (probe(name) for name in HANDOFF_FILES)
+    return f"{before} && {{ {run}; }}; status=$?; {after}; exit $status"
+

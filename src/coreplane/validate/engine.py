@@ -195,8 +195,9 @@ def score(prep: Prepared, configs: list[plan.Config], skipped: list[dict], figur
             subjects[p.name] = predict.Subject.of(p.name, prep.profiles[p.name], native["median"],
                                                   bool(p.synthetic), walls.get(plan.native_case(p.name)))
     configs = [c for c in configs if c.program in subjects]
+    handoffs = calibrate.handoffs(out / "validate", per_round, prep.calibration.native_call_ns)
     rows, fits = predict.table(subjects, configs, measured, walls, prep.calibration, per_round, prep.machine,
-                               prep.options.statistic)
+                               prep.options.statistic, handoffs)
     doc = summarize(prep, rows, fits, skipped, measured)
     doc["round_calibration"] = {str(r): c.to_dict() for r, c in per_round.items()}
     doc["figures"] = [str(f) for f in figures.draw_all(doc, figures_dir or out / "figures")]
@@ -242,7 +243,7 @@ def _json_default(value):
 def summarize(prep: Prepared, rows: list[dict], fits: dict, skipped: list[dict], measured: dict) -> dict:
     """The result document: MAPE per model (all rows, sequential, multithreaded, per program), the γ
     fits, the calibration, the machine, what was skipped and what failed."""
-    models = (*predict.ESTIMATED, *predict.FITTED)
+    models = (*predict.ESTIMATED, *predict.FITTED, *predict.ROUND_ONLY)
     seq = [r for r in rows if r["threads"] == 1]
     mt = [r for r in rows if r["threads"] > 1]
     programs = sorted({r["program"] for r in rows})

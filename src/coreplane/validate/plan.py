@@ -11,7 +11,7 @@ from coreplane.model.policies import BY_SHARE, Policy, parse
 from coreplane.model.refined import delegated_set, refined
 from coreplane.profile.records import Profile
 from coreplane.model.calibration import Calibration
-from coreplane.validate.commands import Machine, fresh_dir, native, under_runtime
+from coreplane.validate.commands import Machine, fresh_dir, handoff_bracket, native, under_runtime
 from coreplane.validate.rounds import Case
 from coreplane.validate.suite import Program
 
@@ -118,11 +118,12 @@ def validation_cases(program: Program, argv_at: dict[float, list[str]], chosen: 
     The warm-up (the native command, never read) is there because the native run comes first
     among its program's runs in a round, after every other program's: without it cc's and
     tar's native runs took 101-122 ms where the runtime runs right after them took 81-85 ms
-    and the one native run that followed the engine's own warm-up 75 ms (session 5)."""
+    and the one native run that followed the engine's own warm-up 75 ms (session 5). A run that
+    delegates is bracketed by measurements of the round trip (commands.handoff_bracket)."""
     fresh = _prefix(out_dir)
     cases = [Case(warm_up_case(program.name), fresh + native(argv_at[1.0], machine) + " # warm-up"),
              Case(native_case(program.name), fresh + native(argv_at[1.0], machine))]
     for c in chosen:
-        cases.append(Case(c.case, fresh + under_runtime(argv_at[c.gamma], machine, list(c.delegated) or "none",
-                                                        c.fc_ns)))
+        run = under_runtime(argv_at[c.gamma], machine, list(c.delegated) or "none", c.fc_ns)
+        cases.append(Case(c.case, fresh + (handoff_bracket(run, machine) if c.delegated else run)))
     return cases

@@ -10,7 +10,7 @@ import numpy as np
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.model.calibration import Calibration, delegated_run, profiled_startup_ns, with_startup
-from coreplane.model.estimate import aggregate_gamma, leave_one_out, solve_gamma
+from coreplane.model.estimate import ForwardCost, aggregate_gamma, leave_one_out, solve_gamma
 from coreplane.model.naive import naive
 from coreplane.model.projection import HEADLINE, project
 from coreplane.model.queueing import closed, queueing
@@ -26,10 +26,16 @@ ESTIMATED = ("naive", "refined", "queueing", "closed", "project")
 # With γ fitted on measured speedups (paper 002 Table 4): "median" is the paper's aggregate over
 # all programs, the program itself included (in-sample); "loo" leaves the predicted program out.
 FITTED = ("naive:median", "refined:median", "refined:loo", "closed:loo")
+# The headline models with the round's round trip alone, without the one measured around each run
+# (commands.handoff_bracket): what the probes change (the same value where a run has none: no
+# delegation, or a validation made before them).
+ROUND_ONLY = ("closed/round", "project/round")
 MODEL_NAMES = {"project": "coreplane project, defaults (closed, from the profile as recorded)", "naive": "naive (eq. 3)", "refined": "refined (eq. 4–11)", "queueing": "open M/M/1 (eq. 12–13)",
                "closed": "closed MVA", "naive:median": "naive, γ = median fit (in-sample)",
                "refined:median": "refined, γ = median fit (in-sample)",
-               "refined:loo": "refined, γ = median of the other programs", "closed:loo": "closed, γ = median of the others"}
+               "refined:loo": "refined, γ = median of the other programs", "closed:loo": "closed, γ = median of the others",
+               "closed/round": "closed MVA, the round's round trip only",
+               "project/round": "coreplane project, the round's round trip only"}
 
 
 @dataclass
@@ -121,24 +127,32 @@ def _median(values: list[float | None]) -> float | None:
 
 
 def round_speedups(subject: Subject, config: Config, cal: Calibration, per_round: dict[int, RoundCalibration],
-                   rounds: list[int], machine: Machine, gamma: float, statistic: str = "mean") -> dict[str, float | None]:
+                   rounds: list[int], machine: Machine, gamma: float, statistic: str = "mean",
+                   handoff: dict[int, ForwardCost] | None = None) -> dict[str, float | None]:
     """`speedups` round by round, each round with its own native time and micro-benchmark
-    figures (the vCPU placement, and so the round trip, can change between rounds), then the
-    median over the rounds. Without rounds: once, with the medians and the calibration."""
+    figures (the vCPU placement, and so the round trip, can change between rounds), and each run
+    with the round trip measured around it where there is one (`handoff`, by round: the
+    placement changes within rounds too), then the median over the rounds. Without rounds:
+    once, with the medians and the calibration."""
     if not rounds:
         return speedups(subject, config, cal, machine, gamma, statistic)
-    each = [speedups(subject.in_round(r), config, cal.for_round(per_round.get(r)), machine, gamma, statistic)
+    handoff = handoff or {}
+    each = [speedups(subject.in_round(r), config, cal.for_round(per_round.get(r)).with_handoff(handoff.get(r)),
+                     machine, gamma, statistic)
             for r in rounds]
     return {model: _median([e[model] for e in each]) for model in each[0]}
 
 
 def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[str, dict],
           walls: dict[str, dict[int, float]], cal: Calibration, per_round: dict[int, RoundCalibration],
-          machine: Machine, statistic: str = "mean") -> tuple[list[dict], dict]:
+          machine: Machine, statistic: str = "mean",
+          handoffs: dict[str, dict[int, ForwardCost]] | None = None) -> tuple[list[dict], dict]:
     """One row per measured configuration: measured speedup (the median over rounds of the
     round's native time over its run's, with the t-interval of the run), every model's
-    prediction (`round_speedups`) and error. Also returns the γ fits: per case, per program
-    (median) and the aggregate (median of programs), Table 4 style."""
+    prediction (`round_speedups`, with each run's own round trip from `handoffs` where it was
+    measured; the ROUND_ONLY columns without it) and error. Also returns the γ fits: per case,
+    per program (median) and the aggregate (median of programs), Table 4 style."""
+    handoffs = handoffs or {}
     rows, rounds_of = [], {}
     for c in configs:
         s = subjects[c.program]
@@ -149,7 +163,8 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
         by_round = [s.native_by_round[r] / walls[c.case][r] for r in rounds_of[c.case]]
         meas = float(np.median(by_round)) if by_round else s.native_ns / run["median"]
         gamma = cal.gamma(c.gamma)
-        at = lambda g, st: round_speedups(s, c, cal, per_round, rounds_of[c.case], machine, g, st)  # noqa: E731
+        at = lambda g, st, h=handoffs.get(c.case): round_speedups(s, c, cal, per_round, rounds_of[c.case],  # noqa: E731
+                                                                  machine, g, st, h)
         row = {"case": c.case, "program": c.program, "policy": c.policy, "fc_ns": c.fc_ns, "gamma_emulated": c.gamma,
                "gamma_estimated": gamma, "threads": max(1, len(s.profile.threads)), "delegated_calls":
                refined(s.profile, 1.0, 0.0, policy_of(c.policy)).delegated_calls, "n": run["n"],
@@ -158,6 +173,11 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
                "measured_high": s.native_ns / run["ci_low"] if run["ci_low"] == run["ci_low"] and run["ci_low"] > 0 else math.nan}
         for model, value in at(gamma, statistic).items():
             row[model] = value
+        row["handoff_ns"] = (float(np.median([h.mean for h in handoffs[c.case].values()]))
+                             if handoffs.get(c.case) else None)
+        plain = at(gamma, statistic, None) if handoffs.get(c.case) else row
+        for model in ROUND_ONLY:
+            row[model] = plain[model.split("/")[0]]
         for st in STATISTICS:
             for model, value in at(gamma, st).items():
                 if model in ("refined", "closed"):
@@ -172,10 +192,11 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
         for label, ratio in (("median", fits["median"]), ("loo", fits["loo"].get(row["program"]))):
             if ratio is None:
                 continue
-            preds = round_speedups(s, c, cal, per_round, rounds_of[row["case"]], machine, base * ratio, statistic)
+            preds = round_speedups(s, c, cal, per_round, rounds_of[row["case"]], machine, base * ratio, statistic,
+                                   handoffs.get(row["case"]))
             for model in (m for m in FITTED if m.endswith(":" + label)):
                 row[model] = preds[model.split(":")[0]]
-        for model in (*ESTIMATED, *FITTED, *(f"{m}@{st}" for m in ("refined", "closed") for st in STATISTICS)):
+        for model in (*ESTIMATED, *FITTED, *ROUND_ONLY, *(f"{m}@{st}" for m in ("refined", "closed") for st in STATISTICS)):
             value = row.get(model)
             row[f"err:{model}"] = (value - row["measured"]) / row["measured"] if value is not None else None
     return rows, fits

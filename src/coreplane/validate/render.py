@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from coreplane.core.output import console, human_ns
-from coreplane.validate.predict import ESTIMATED, FITTED, HEADLINE, MODEL_NAMES
+from coreplane.validate.predict import ESTIMATED, FITTED, HEADLINE, MODEL_NAMES, ROUND_ONLY
 
 
 def pct(value) -> str:
@@ -39,7 +39,7 @@ def render_mape(doc: dict) -> None:
                         f"(f_c = {doc['fc_statistic']} of the micro-benchmark)")
     for col in ("model", "MAPE", "accuracy", "worst", "sequential", "multithreaded", "saturated"):
         table.add_column(col, justify="left" if col == "model" else "right")
-    for model in (*ESTIMATED, *FITTED):
+    for model in (m for m in (*ESTIMATED, *FITTED, *ROUND_ONLY) if m in doc["mape"]):
         m = doc["mape"][model]
         table.add_row(MODEL_NAMES[model] + (" ◀ goal" if model == HEADLINE else ""), pct(m["mape_pct"]),
                       pct(m["accuracy_pct"]), pct(m["max_pct"]), pct(doc["mape_sequential"][model]),
