@@ -110,6 +110,9 @@ pub const OFFSET_FREE_CORES: usize = 24;
 pub const OFFSET_GENERATION: usize = 28;
 pub const OFFSET_VCORES: usize = 48;
 pub const VCORE_INFO_SIZE: usize = 16;
+/// procdata: each vcore's queue, and in it the consumer's index.
+pub const QUEUE_SIZE: usize = 1152;
+pub const OFFSET_QUEUE_CONS: usize = 64;
 
 #[cfg(test)]
 mod tests {
@@ -123,6 +126,9 @@ mod tests {
         assert_eq!(std::mem::offset_of!(ProcInfo, vcores), OFFSET_VCORES);
         assert_eq!(std::mem::size_of::<VcoreInfo>(), VCORE_INFO_SIZE);
         assert_eq!((std::mem::offset_of!(VcoreInfo, cpu), std::mem::offset_of!(VcoreInfo, state)), (0, 4));
+        assert_eq!(std::mem::size_of::<Queue>(), QUEUE_SIZE);
+        assert_eq!((std::mem::offset_of!(Queue, prod), std::mem::offset_of!(Queue, cons)), (0, OFFSET_QUEUE_CONS));
+        assert_eq!(PROCDATA_SIZE, 18 * 4096);
     }
 
     fn queue() -> Box<Queue> {

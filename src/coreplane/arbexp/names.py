@@ -2,7 +2,8 @@
 
 # ROS Tables 1-2's operations as `coreplane arbiter tables` names them, in the tables' order.
 TABLE_OPS = ["create_scp", "create_mcp", "get_one_vcore_warm", "get_one_vcore_cold", "yield_one_vcore",
-             "preempt_one_no_warning", "warn_preempt_one_cooperative", "preempt_uncooperative_after_deadline",
+             "preempt_one_no_warning", "warn_preempt_one_cooperative", "warn_preempt_one_runtime",
+             "preempt_uncooperative_after_deadline",
              "kill_mcp_reclaimed"]
 BORROWERS = ["coop", "spin"]
 POOL_PROGRAMS = ["adaptive", "fixed", "fixed+1"]

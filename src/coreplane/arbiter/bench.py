@@ -15,6 +15,7 @@ import numpy as np
 
 from coreplane.arbiter.client import Daemon, env_for
 from coreplane.arbiter.vcore import Vcores
+from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
 
 CONTROL_CPU = 0
@@ -110,6 +111,9 @@ def measure(trials: int, fifo: int | None = None) -> dict:
             child.wait()
         out["create_mcp"] = stats(samples)
 
+        # Before this process is an MCP, whose children would belong to it.
+        out["warn_preempt_one_runtime"] = followed(state, admin, slow)
+
         # The benchmark itself as an MCP: grants and yields from this process (on the control core).
         admin.checked("provision", pid=os.getpid(), cores=1)
         me = Vcores()
@@ -158,6 +162,43 @@ def measure(trials: int, fifo: int | None = None) -> dict:
             child.proc.wait()
         out["kill_mcp_reclaimed"] = stats(samples)
     return out
+
+
+def followed(state: Path, admin, trials: int) -> dict:
+    """An unmodified program (sh spinning) under coreplane's runtime, a delegating MCP borrowing the
+    compute core (`coreplane run --mcp --max 1 --delegate getppid`): its vcore revoked with a 1 s
+    warning, which the runtime's monitor (rt/mcp.rs) answers by yielding it, the time from the
+    revoke to the yield; the monitor then asks for the core again, and the next trial waits for it."""
+    cli = Path(sys.executable).with_name("coreplane")
+    # Not pinned to the control core as this process is: the run's layout (control and compute
+    # cores, hence its delegates and its runtime's following) comes from the CPUs it may use.
+    every_cpu = set(range(os.cpu_count() or 1))
+    program = subprocess.Popen([str(cli), "run", "--mcp", "--max", "1", "--delegate", "getppid", "--arbiter-state-dir",
+                                str(state), "--", "sh", "-c", "while :; do :; done"], stdin=subprocess.DEVNULL,
+                               start_new_session=True,  # its group: the launcher, coreplane-exec and sh
+                               preexec_fn=lambda: os.sched_setaffinity(0, every_cpu))
+    samples, missed = [], 0
+    try:
+        for _ in range(trials):
+            give_up = time.monotonic() + 10
+            while not any(m["pid"] == program.pid and m["held"] for m in admin.checked("status")["mcps"]):
+                if program.poll() is not None:
+                    raise CoreplaneError(f"coreplane run --mcp exited {program.returncode}")
+                if time.monotonic() > give_up:
+                    raise CoreplaneError("the runtime of coreplane run --mcp did not ask for its core again within 10 s")
+                time.sleep(0.001)
+            outcome = admin.checked("revoke", pid=program.pid, vcore=0, warn_us=1_000_000, wait=True)["revoked"][0]
+            if outcome["outcome"] == "yielded":
+                samples.append(outcome["released_ns"] - outcome["started_ns"])
+            else:
+                missed += 1
+    finally:
+        try:
+            os.killpg(program.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it ended by itself (the error above says why)
+        program.wait()
+    return {**stats(samples), "missed_1s_deadline": missed}
 
 
 def uncooperative(state: Path, admin, trials: int) -> dict:

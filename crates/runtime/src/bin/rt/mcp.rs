@@ -17,8 +17,8 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::*};
 const ENV_WANT: &[u8] = b"COREPLANE_RT_MCP";
 const ENV_SOCKET: &[u8] = b"COREPLANE_ARBITER_SOCKET";
 
-// procinfo as crates/vcore/src/layout.rs lays it out (its OFFSET_* constants, checked by a test
-// there; this no_std binary links no crate of ours but the runtime's library).
+// procinfo and procdata as crates/vcore/src/layout.rs lays them out (its OFFSET_* constants,
+// checked by a test there; this no_std binary links no crate of ours but the runtime's library).
 const OFFSET_HELD: usize = 20;
 const OFFSET_FREE_CORES: usize = 24;
 const OFFSET_GENERATION: usize = 28;
@@ -27,6 +27,9 @@ const VCORE_INFO_SIZE: usize = 16;
 const MAX_VCORES: usize = 64;
 const VCORE_PREEMPT_PENDING: u32 = 2;
 const PROCINFO_SIZE: usize = PAGE;
+const QUEUE_SIZE: usize = 1152;
+const OFFSET_QUEUE_CONS: usize = 64;
+const PROCDATA_SIZE: usize = 18 * PAGE;
 
 const SOCKET: usize = 41;
 const CONNECT: usize = 42;
@@ -42,14 +45,17 @@ const SCM_RIGHTS: i32 = 1;
 const FUTEX_WAIT_SHARED: usize = 0;
 const STACK_SIZE: usize = 32 * 1024;
 
-/// The monitor's connection to the arbiter, the mapped procinfo page and the vcores wanted.
+/// The monitor's connection to the arbiter, the mapped procinfo and procdata pages and the
+/// vcores wanted.
 struct Monitor {
     fd: AtomicI32,
     procinfo: AtomicUsize,
+    procdata: AtomicUsize,
     want: AtomicU32,
 }
 
-static MONITOR: Monitor = Monitor { fd: AtomicI32::new(-1), procinfo: AtomicUsize::new(0), want: AtomicU32::new(0) };
+static MONITOR: Monitor =
+    Monitor { fd: AtomicI32::new(-1), procinfo: AtomicUsize::new(0), procdata: AtomicUsize::new(0), want: AtomicU32::new(0) };
 
 extern "C" {
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
@@ -71,12 +77,13 @@ pub fn start(root: bool) {
     }
     // EINVAL when the MCP holds no compute core yet: the threads keep the cores they were given.
     unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&others), others.as_ptr() as usize) };
-    let Some((fd, procinfo)) = attach(&socket) else {
+    let Some((fd, procinfo, procdata)) = attach(&socket) else {
         sys::write_all(2, b"coreplane-rt: --mcp: cannot attach to the arbiter; the program's cores will not follow its MCP's\n");
         return;
     };
     MONITOR.fd.store(fd, Relaxed);
     MONITOR.procinfo.store(procinfo, Relaxed);
+    MONITOR.procdata.store(procdata, Relaxed);
     MONITOR.want.store(want, Relaxed);
     let Some(stack) = sys::map_anon(STACK_SIZE) else { return };
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
@@ -117,8 +124,8 @@ fn from_environment(socket: &mut [u8; 108]) -> Option<u32> {
 }
 
 /// Connects to the arbiter at `path` and attaches: (the connection, moved out of the way of the
-/// program's descriptors, and the read-only procinfo page), or None.
-fn attach(path: &[u8; 108]) -> Option<(i32, usize)> {
+/// program's descriptors, the read-only procinfo page, procdata), or None.
+fn attach(path: &[u8; 108]) -> Option<(i32, usize, usize)> {
     let fd = unsafe { syscall3(SOCKET, AF_UNIX, SOCK_STREAM_CLOEXEC, 0) };
     if fd < 0 {
         return None;
@@ -137,16 +144,21 @@ fn attach(path: &[u8; 108]) -> Option<(i32, usize)> {
     let connected = unsafe { syscall3(CONNECT, fd as usize, addr.as_ptr() as usize, 2 + path_len + 1) } == 0;
     let mut fds = [-1i32; 2];
     let attached = connected && send(fd, b"{\"op\":\"attach\",\"wait_ms\":0}\n") && receive_fds(fd, &mut fds);
-    let page = if attached && fds[0] >= 0 {
-        unsafe { syscall6(MMAP, 0, PROCINFO_SIZE, PROT_READ, MAP_SHARED, fds[0] as usize, 0) }
-    } else {
-        -1
-    };
+    let (mut info, mut data) = (-1, -1);
+    if attached && fds[0] >= 0 && fds[1] >= 0 {
+        info = unsafe { syscall6(MMAP, 0, PROCINFO_SIZE, PROT_READ, MAP_SHARED, fds[0] as usize, 0) };
+        data = unsafe { syscall6(MMAP, 0, PROCDATA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1] as usize, 0) };
+    }
     for f in fds.iter().filter(|&&f| f >= 0) {
         unsafe { syscall3(CLOSE, *f as usize, 0, 0) };
     }
-    if page > 0 {
-        return Some((fd, page as usize));
+    if info > 0 && data > 0 {
+        return Some((fd, info as usize, data as usize));
+    }
+    for (page, size) in [(info, PROCINFO_SIZE), (data, PROCDATA_SIZE)] {
+        if page > 0 {
+            unsafe { syscall3(MUNMAP, page as usize, size, 0) };
+        }
     }
     unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
     None
@@ -232,11 +244,16 @@ fn word(procinfo: usize, offset: usize) -> &'static AtomicU32 {
 }
 
 /// Yields every vcore the arbiter warned of, its CPU out of the cpuset; then asks for what the
-/// launcher asked for while cores are free. False when the arbiter is gone.
+/// launcher asked for while cores are free. The notification queues are emptied unread (procinfo
+/// says all the monitor needs), so the arbiter counts no notification dropped. False when the
+/// arbiter is gone.
 fn follow(procinfo: usize) -> bool {
     let mut digits = [0u8; 20];
     let mut line = [0u8; 96];
+    let procdata = MONITOR.procdata.load(Relaxed);
     for v in 0..MAX_VCORES {
+        let queue = procdata + v * QUEUE_SIZE;
+        word(queue, OFFSET_QUEUE_CONS).store(word(queue, 0).load(Acquire), Release);
         if word(procinfo, OFFSET_VCORES + v * VCORE_INFO_SIZE + 4).load(Acquire) == VCORE_PREEMPT_PENDING {
             let n = sys::concat(&[b"{\"op\":\"yield\",\"vcore\":", sys::fmt_u64(v as u64, &mut digits), b",\"retain\":false}\n"], &mut line);
             if !call(&line[..n]) {
