@@ -114,3 +114,22 @@ def test_tlb_shootdowns_are_charged_once_a_process_delegates(tmp_path):
     unknown = cli_json("project", str(PROFILES / "bzip2.json"), "--calibration", str(FIXTURE), "--delegate", "all")
     assert unknown["calibration"]["shootdowns"] is None
     assert any("no count of TLB flushes" in w for w in unknown["warnings"]), unknown["warnings"]
+
+
+def test_project_gives_the_answer_at_each_placement_calibration_saw(tmp_path):
+    # Session 9: the host moved the vCPUs during calibration (round trips of 150 and 530 ns at no
+    # forward cost). The answer stays the calibration's; beside it, the answer at either end.
+    doc = json.loads(FIXTURE.read_text())
+    args = ("project", str(PROFILES / "bzip2.json"), "--delegate", "all")
+    assert "placements" not in cli_json(*args, "--calibration", str(FIXTURE))["answer"]   # an older file: none
+    for placements, seen in (([150.0, 160.0, 530.0], True), ([150.0, 200.0], False)):
+        path = tmp_path / "placed.json"
+        path.write_text(json.dumps({**doc, "calibration": {**doc["calibration"], "placements_ns": placements}}))
+        answer = cli_json(*args, "--calibration", str(path))["answer"]
+        assert ("placements" in answer) == seen
+        if seen:
+            ends = answer["placements"]
+            assert ends["round_trip_ns"] == [150.0, 530.0] and ends["speedup"][0] > ends["speedup"][1]
+            assert ends["time_ns"][0] < ends["time_ns"][1]
+    none = cli_json("project", str(PROFILES / "bzip2.json"), "--delegate", "none", "--calibration", str(path))
+    assert "placements" not in none["answer"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from bisect import bisect_right
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from coreplane.core import documents
@@ -41,6 +41,10 @@ class Calibration:
     child_delegating_ns: float
     gammas: dict[float, float]
     trials_per_ms: float
+    # The round trip at F = 0 of each calibration run (its mean, as `forward` is the mean of all;
+    # sorted; session 9): the host moves the vCPUs between placements whose round trips differ
+    # 3-4×, so one figure is not the machine's.
+    placements_ns: list[float] = field(default_factory=list)
 
     def fc_ns(self, forward_cost_ns: float, statistic: str = "mean") -> float:
         """f_c (one way) for a run at forward cost F: the micro-benchmark's at F, or, for an F
@@ -86,6 +90,19 @@ class Calibration:
         forward[0] = measured
         return replace(self, forward=forward)
 
+    def placement_range(self) -> tuple[float, float] | None:
+        """The fastest and slowest placement's round trip at F = 0 when calibration saw the host
+        move the vCPUs (the slowest ≥ 1.5× the fastest), else None."""
+        if not self.placements_ns or min(self.placements_ns) <= 0:
+            return None
+        low, high = min(self.placements_ns), max(self.placements_ns)
+        return (low, high) if high >= 1.5 * low else None
+
+    def at_round_trip(self, round_trip_ns: float) -> Calibration:
+        """This calibration as if every call at F = 0 took `round_trip_ns` (a placement's)."""
+        rt = round_trip_ns
+        return self.with_handoff(ForwardCost(self.forward[0].trials, self.forward[0].native_ns, rt, rt, rt, rt))
+
     def gamma(self, emulated: float) -> float:
         """The gain gain_synth -g G really gives (measured compute ratio); 1 for no emulation."""
         return self.gammas.get(float(emulated), 1.0) if emulated != 1.0 else 1.0
@@ -128,6 +145,7 @@ class Calibration:
                 startup_delegating_ns=float(need("startup_delegating_ns")), child_ns=float(need("child_ns")),
                 child_delegating_ns=float(need("child_delegating_ns")),
                 gammas={float(k): float(v) for k, v in need("gammas").items()},
+                placements_ns=[float(x) for x in doc.get("placements_ns", [])],
                 trials_per_ms=float(need("trials_per_ms")))
         except (AttributeError, TypeError, ValueError) as exc:
             raise CoreplaneError(f"{source}: calibration: malformed ({exc})") from None

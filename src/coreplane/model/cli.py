@@ -72,6 +72,12 @@ def _render(doc: dict) -> None:
     a = doc["answer"]
     console.print(f"answer: speedup [bold]{a['speedup']:.4f}[/] ({human_ns(a['time_ns'])}) by the {a['model']} model, "
                   "the one `coreplane validate` scores as its headline", highlight=False)
+    if a.get("placements"):
+        pl = a["placements"]
+        speed = "–".join("saturated" if x is None else f"{x:.4f}" for x in pl["speedup"])
+        console.print(f"the host moved the vCPUs while calibrating (round trip {human_ns(pl['round_trip_ns'][0])} to "
+                      f"{human_ns(pl['round_trip_ns'][1])} at no forward cost): speedup {speed} between those "
+                      "placements; which one a run gets is the host's choice", highlight=False)
     for warning in doc["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     for path in doc["plots"]:
@@ -130,14 +136,24 @@ def project(
         used = None
     else:
         cal = stored.calibration
-        cost = delegated_run(prof, pol, cal, gamma, forward_cost)
-        fc = cost.fc_ns
         # The profile was taken under the runtime: its wall time already holds the start-up of
         # its own run and the interposition of every call, which a run under the runtime pays
         # again the same way; only the start-up's difference is added.
         recorded = profiled_startup_ns(prof, cal)
-        models = project_all(prof, gamma, fc, pol, delegates, compute, control, spin_ns=cal.spin_ns(forward_cost),
-                             startup_ns=cost.added_ns - recorded)
+
+        def calibrated(c):
+            cost = delegated_run(prof, pol, c, gamma, forward_cost)
+            return cost, project_all(prof, gamma, cost.fc_ns, pol, delegates, compute, control,
+                                     spin_ns=c.spin_ns(forward_cost), startup_ns=cost.added_ns - recorded)
+        cost, models = calibrated(cal)
+        fc = cost.fc_ns
+        placements = cal.placement_range()
+        if placements and pol.kind != "none":
+            # The answer where the host puts the vCPUs at either end of what calibration saw.
+            ends = [calibrated(cal.at_round_trip(rt))[1]["answer"] for rt in placements]
+            models["answer"]["placements"] = {"round_trip_ns": list(placements),
+                                              "speedup": [a["speedup"] for a in ends],
+                                              "time_ns": [a["time_ns"] for a in ends]}
         used = {"file": str(stored.path), "machine": stored.machine, "created": stored.created, "fc_ns": fc,
                 "round_trip_ns": 2 * fc, "spin_ns": cal.spin_ns(forward_cost),
                 "startup_ns": cost.startup_ns, "profiled_startup_ns": recorded, "shootdowns": shootdown_count(prof),

@@ -203,6 +203,8 @@ def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Ca
         forward[f] = forward_cost(ns, native)
         cpu_per_call[f] = cpu / count
         trials[f] = len(ns)
+    placements = sorted(max(0.0, float(np.mean(_trials([p])[0])) - native_median)
+                        for p in stdout.get("null-fc0", []))
     # A caller whose delegated call blocks burns CPU only while it polls, then sleeps.
     _, blocked_cpu, blocked_count = _trials(need("null-blocked", stdout))
     # The polling window: the first gap whose median round trip is past half-way from warm to
@@ -235,4 +237,4 @@ def analyse(out: Path, forward_costs: tuple[int, ...], gammas: set[float]) -> Ca
         startup_ns=startup, startup_delegating_ns=startup_delegating, child_ns=child,
         child_delegating_ns=child_delegating,
         gammas={g: compute[1.0] / compute[g] for g in compute},
-        trials_per_ms=GAMMA_TRIALS * GAMMA_PHASES / (compute[1.0] / 1e6))
+        trials_per_ms=GAMMA_TRIALS * GAMMA_PHASES / (compute[1.0] / 1e6), placements_ns=placements)
