@@ -13,6 +13,7 @@ from coreplane.map.comm import CommGraph
 BYTE_HOP_NS = 1.5
 NEIGHBOURS_CONSIDERED = 8  # k: the heaviest partners of a process that steer its placement
 CANDIDATE_CORES = 8  # m: free cores examined per placement
+FAR_RING = 4  # past this distance a walk looks for room over the whole machine at once (vectorised)
 UNFOLD_ROWS = 256  # cores whose distances to every core are computed at once (O(C) memory)
 
 
@@ -113,23 +114,24 @@ def _walk(comm, topo, capacity, byte_hop_ns, partners, traffic, sharing, order, 
     def with_room(core: int, m: int) -> list[int]:
         """The first m cores with room by distance from core (ties by core number), read ring by
         ring from the first core that may have room (the full ones before it are skipped for good)."""
-        (d, i), out, k = first_room[core], [], 1
-        while len(out) < m and d <= topo.max_distance:
-            last = min(d + k, topo.max_distance + 1)  # rings d..last-1: 1, 2, 4, ... at a time
-            span = [ring(core, e) for e in range(d, last)]
-            cores = (span[0] if len(span) == 1 else np.concatenate(span))[i:]
-            room = np.flatnonzero(free[cores] > 0)  # one numpy step per read, however full the rings
+        (d, i), out = first_room[core], []
+        while len(out) < m and d <= min(FAR_RING, topo.max_distance):
+            cores = ring(core, d)[i:]
+            room = np.flatnonzero(free[cores] > 0)  # one numpy step per ring, however full it is
             if not out:
-                first_room[core] = (last, 0)
-                if len(room):
-                    e, j = d, i + int(room[0])
-                    while j >= len(span[e - d]):
-                        j -= len(span[e - d])
-                        e += 1
-                    first_room[core] = (e, j)
+                first_room[core] = (d, i + int(room[0])) if len(room) else (d + 1, 0)
             out += cores[room[:m - len(out)]].tolist()
-            d, i, k = last, 0, 2 * k
-        return out
+            d, i = d + 1, 0
+        if len(out) == m or d > topo.max_distance:
+            return out
+        # beyond FAR_RING the rings are many and long: every core with room at once, vectorised
+        # (the same m cores, in the same order, as reading on ring by ring)
+        spare = np.flatnonzero(free > 0)
+        dist = topo.distance(core, spare)
+        if len(spare) > m:  # the m nearest, ties at the m-th distance by core number
+            near = dist <= np.partition(dist, m - 1)[m - 1]
+            spare, dist = spare[near], dist[near]
+        return spare[np.lexsort((spare, dist))[:m]].tolist()
 
     def start_core() -> int:
         if not unfolded and dist_to_placed[0] == unset:  # nothing placed yet: near first_core
