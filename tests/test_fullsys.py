@@ -302,6 +302,18 @@ def test_stacks_table_gives_mpi_as_ratios_to_sockets():
                         "44.00 / 46.00 |")
 
 
+def test_link_table_per_stack_and_interval():
+    import pandas as pd
+    from coreplane.fullsys.figures import link_markdown
+    rows = [{"stack": stack, "link": link, "metric": m, "median": v}
+            for stack in ("--mpi", "--sockets") for link in (0, 1000)
+            for m, v in (("region_ns", 44e6 + 1000 * link), ("kernel_share", 0.1), ("polling_share", 0.0),
+                         ("network_share", 0.05), ("tcp_retransmitted", 0))]
+    table = link_markdown(pd.DataFrame(rows)).splitlines()
+    assert table[2] == "| own TCP sockets (dmm) | 0 | 44.00 | 10.00 % | 0.00 % | 5.00 % | 0 |"
+    assert table[5] == "| Open MPI (mpimm) | 1000 | 45.00 | 10.00 % | 0.00 % | 5.00 % | 0 |"
+
+
 def test_speedups_on_the_common_clock():
     import pandas as pd
     from coreplane.fullsys.figures import speedups

@@ -215,10 +215,52 @@ def stack_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
     return str(save(fig, path)), stack_markdown(table)
 
 
+# The link interval's parameter (examples/sweeps/fullsys-link.info), µs of virtual time.
+LINK = "link"
+
+
+def link_markdown(table) -> str:
+    """Per stack and link interval (medians): the region on the common clock, the kernel's share,
+    its polling and network-stack parts, and node 0's TCP retransmissions."""
+    median = table.set_index([STACK, LINK, "metric"])["median"]
+    lines = ["| stack | link interval (µs) | region (ms, common clock) | kernel share | polling | network stack | "
+             "node 0's TCP retransmissions |", "|---|---|---|---|---|---|---|"]
+    for stack in sorted(table[STACK].unique(), key=lambda st: list(STACK_NAMES).index(st) if st in STACK_NAMES else 9):
+        for link in sorted(table[LINK].unique()):
+            get = lambda metric: median.get((stack, link, metric), np.nan)
+            lines.append(f"| {STACK_NAMES.get(stack, stack)} | {link} | {get(REGION) / 1e6:.2f} | {100 * get(SHARE):.2f} % | "
+                         f"{100 * get('polling_share'):.2f} % | {100 * get('network_share'):.2f} % | "
+                         f"{get('tcp_retransmitted'):.0f} |")
+    return "\n".join(lines)
+
+
+def link_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
+    """The region on the common clock and the kernel's share against the link interval, a line per
+    stack; the Markdown table (link_markdown)."""
+    table = dse.summary(sweep, metrics=[SHARE, REGION, "network_share", "polling_share", "tcp_retransmitted"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    for stack, rows in table.groupby(STACK):
+        share = rows[rows["metric"] == SHARE].sort_values(LINK)
+        region = rows[rows["metric"] == REGION].sort_values(LINK)
+        label = STACK_NAMES.get(stack, stack)
+        left.plot(region[LINK], region["median"] / 1e6, "-o", label=label)
+        right.plot(share[LINK], 100 * share["median"], "-o", label=label)
+    for ax in (left, right):
+        ax.set_xscale("symlog", linthresh=100)
+    style(left, "link interval [µs of virtual time]", "region on the common clock [ms]", f"simulated, {note}")
+    style(right, "link interval [µs of virtual time]", "kernel share of instructions [%]", f"simulated, {note}")
+    left.legend(fontsize=7)
+    return str(save(fig, path)), link_markdown(table)
+
+
 def draw(sweep: Path, out: Path, note: str) -> dict:
     """The sweep's figures as PNGs in `out` and the Markdown table: Figs. 6-8 for a sweep of the L2's
-    size, the stacks compared for a sweep of the messaging stack, the speedup and Fig. 9 for a
+    size, the link interval's effect for a sweep of it, the stacks compared for a sweep of the
+    messaging stack, the speedup and Fig. 9 for a
     sweep on the common clock, otherwise the kernel share against nodes and the kernel's parts."""
+    if LINK in parameter_names(sweep):
+        figure, table = link_sweep(sweep, out / "fullsys-link.png", note)
+        return {"figures": [figure], "table": table}
     if STACK in parameter_names(sweep):
         figure, table = stack_sweep(sweep, out / "fullsys-mpi.png", note)
         return {"figures": [figure], "table": table}

@@ -1,4 +1,4 @@
-"""Kernel code in the region of interest by function and by part of the kernel (network stack, device queues, data copies, memory management, scheduling, interrupts and timers, kernel entry and locks), from the osact plugin's kernel blocks named with the guest's own /proc/kallsyms."""
+"""Kernel code in the region of interest by function and by part of the kernel (polling, network stack, device queues, data copies, memory management, scheduling, interrupts and timers, kernel entry and locks), from the osact plugin's kernel blocks named with the guest's own /proc/kallsyms."""
 
 import bisect
 import re
