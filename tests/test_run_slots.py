@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
+import test_stress
 from conftest import CLI, build_program
 from test_stress import watched
 
 THREADS = 4300  # more than the runtime's 4096 request slots
 FORWARD_COST_NS = 5000
+# 4300 threads started under the runtime: 5-10 s at load 7, over 20 s at load 15.
+CHURN_WATCHDOG_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +23,11 @@ def slot_churn(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("ending", ["churn", "killed"])
-def test_threads_beyond_the_slot_count_still_delegate(slot_churn, ending, tmp_path):
+def test_threads_beyond_the_slot_count_still_delegate(slot_churn, ending, tmp_path, monkeypatch):
     # A delegated call takes at least twice the forward cost (the delegate spends it on both
     # ways), a local one about 1 us. Before: the 204 threads after the 4096th had no slot and
     # made their calls locally (local_threads=204), whichever way the threads ended.
+    monkeypatch.setattr(test_stress, "WATCHDOG_S", CHURN_WATCHDOG_S)
     prof = tmp_path / "p.json"
     run = watched(CLI + ["run", "--delegate", "getppid", "--forward-cost", str(FORWARD_COST_NS), "--profile",
                          str(prof), "--", str(slot_churn), ending, str(THREADS), "2", str(2 * FORWARD_COST_NS)])
