@@ -325,7 +325,7 @@ fn reserve_scratch() {
 /// the cache either way; they do not evict its data), closed, and moved back, over the empty
 /// range, the same way (the scratch range stays mapped, so nothing else is placed there between
 /// steps). False, nothing changed, where the kernel refuses the first move (a run spanning two
-/// of its mappings, an old kernel).
+/// of its mappings, an old kernel) or the opening.
 fn zero_moved(addr: usize, len: usize) -> bool {
     const MOVE: usize = MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP;
     let scratch = SCRATCH.load(Relaxed);
@@ -335,15 +335,17 @@ fn zero_moved(addr: usize, len: usize) -> bool {
     let opened = unsafe { syscall3(MPROTECT, scratch, len, PROT_READ | PROT_WRITE) } == 0;
     if opened {
         unsafe { zero_streaming(scratch, len) };
-        if unsafe { syscall3(MPROTECT, scratch, len, PROT_NONE) } != 0 {
-            sys::die(&[b"memory pool: cannot close zeroed pages"]);
-        }
     }
-    if unsafe { syscall6(MREMAP, scratch, len, len, MOVE, addr, 0) } != addr as isize {
-        // The pages are out of the program's reach, not lost to it: it never gets them back.
-        sys::die(&[b"memory pool: cannot move zeroed pages back into the pool"]);
+    // Never moved back open (a program thread could write into them before they are handed out).
+    let closed = !opened || unsafe { syscall3(MPROTECT, scratch, len, PROT_NONE) } == 0;
+    if closed && unsafe { syscall6(MREMAP, scratch, len, len, MOVE, addr, 0) } == addr as isize {
+        return opened;
     }
-    opened
+    // Out of mappings (vm.max_map_count) for the way back: the pool's range is still mapped,
+    // empty and closed, so it reads as zero (its next user faults fresh pages in); the pages
+    // left here are dropped, and the next move replaces this range.
+    unsafe { syscall3(MADVISE, scratch, len, MADV_DONTNEED) };
+    true
 }
 
 /// Zeroes [at, at + len) (page-aligned, open) with non-temporal 16-byte stores.
