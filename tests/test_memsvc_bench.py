@@ -131,3 +131,9 @@ def test_memcorpus_takes_the_section_command_line(tmp_path, capsys):
                                                "cpu_ratio": 1.0, "identical": True, "linux_consistent": True}]}))
     memcorpus.main(["--from", str(saved)])
     assert "| run:true | 1.000 | 1.010 | 1.010 | 1.000 | yes |" in capsys.readouterr().out
+
+
+def test_fig6_leaves_out_the_fifo_configuration_where_it_is_refused():
+    from coreplane.bench import memsvc_latency
+    assert "pool-fifo+neighbour" in memsvc_latency.cell_configs(True)
+    assert memsvc_latency.cell_configs(False) == ["linux", "pool", "linux+neighbour", "pool+neighbour"]
