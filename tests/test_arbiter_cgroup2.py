@@ -12,6 +12,7 @@ arbiter-cgroup2` fetches both; else skipped)."""
 import pytest
 
 from coreplane.arbiter import guest
+from coreplane.core.cpulist import parse_cpu_list
 
 REPO = guest.REPO_ROOT
 
@@ -73,3 +74,39 @@ def test_max_rows_with_three_compute_cores_in_a_guest():
     assert all(s["cores"] == 3 and s["n"] == 5 and 0 < s["min_us"] <= s["p50_us"] <= s["p99_us"]
                for s in doc["ops"].values()), doc
     assert "not comparable" in doc["label"] and set(doc["shape"]) and all(v > 0 for v in doc["shape"].values())
+
+
+# The guest's /init for the runtime's following with 3 compute cores (a 5 s warning).
+FOLLOW_INIT = r"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin LD_LIBRARY_PATH=/lib COREPLANE_ARBITER_SOCKET=/run/arbiter.sock
+mount -t devtmpfs dev /dev; mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t cgroup2 none /sys/fs/cgroup
+/bin/coreplane-arbiter --state-dir /run --warn-us 5000000 2>/arbiter.log & ARB=$!
+for i in $(seq 200); do [ -S /run/arbiter.sock ] && break; sleep 0.05; done
+timeout 150 /bin/check
+echo "CHECK check exit $?"
+kill -TERM $ARB; wait $ARB
+poweroff -f
+"""
+
+
+def test_runtime_follows_three_compute_cores_in_a_guest(tmp_path):
+    """A delegating program launched on one core of its MCP: its runtime asks for the 2 free cores,
+    gives 2 back at once to a provisioned MCP (yielded, not preempted at the 5 s deadline) and asks
+    again when that one dies, with no delegated call wrong (tests/programs/arbiter_follow_guest.c).
+    The guest's kernel (6.1) resets every thread's CPUs to the whole cpuset at each cpuset write
+    (6.2 on keeps the requested mask), so there the worker may use the control core too."""
+    programs = {"check": REPO / "tests/programs/arbiter_follow_guest.c",
+                "arbiter_follow": REPO / "tests/programs/arbiter_follow.c"}
+    image = guest.initramfs(tmp_path, FOLLOW_INIT, programs, extra=("coreplane-exec", "coreplane-rt"))
+    lines = guest.boot(image, cpus=4, timeout=240)
+    text = "\n".join(lines)
+    steps = {line.split(":")[0][len("CHECK "):]: line for line in lines if ": held" in line}
+    for step, held in (("grown", 3), ("shrunk", 1), ("regrown", 3)):
+        assert f"held {held}," in steps.get(step, ""), text
+    for step in ("grown", "regrown"):
+        assert {1, 2, 3} <= set(parse_cpu_list(steps[step].split()[-1])), text
+    assert "CHECK handed over: yielded 2, preempted 0" in lines, text
+    calls = next(line for line in lines if line.startswith("CHECK calls")).split()
+    assert int(calls[2]) > 0 and calls[4] == "0", text
+    assert "CHECK check exit 0" in lines, text

@@ -28,6 +28,7 @@ static void *worker(void *arg) {
 int main(void) {
     pthread_t t;
     if (pthread_create(&t, NULL, worker, (void *)(long)getppid()) != 0) return 1;
+    while (atomic_load(&worker_tid) == 0) sched_yield();  /* its tid names its status file */
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
         char path[64], allowed[256] = "";

@@ -52,9 +52,10 @@ def missing() -> str | None:
     return None
 
 
-def initramfs(tmp: Path, init: str, programs: dict[str, Path]) -> Path:
+def initramfs(tmp: Path, init: str, programs: dict[str, Path], extra: tuple[str, ...] = ()) -> Path:
     """An initramfs of busybox, the arbiter, the vcore library, `programs` (name -> C source,
-    built against the library) in /bin, the host's shared libraries they need, and `init`."""
+    built against the library) and coreplane's binaries named in `extra` in /bin, the host's
+    shared libraries they need, and `init`."""
     root = tmp / "root"
     for d in ("bin", "lib", "lib64", "proc", "sys", "run", "dev"):
         (root / d).mkdir(parents=True)
@@ -64,6 +65,9 @@ def initramfs(tmp: Path, init: str, programs: dict[str, Path]) -> Path:
     shutil.copy(arbiter, root / "bin" / "coreplane-arbiter")
     shutil.copy(library, root / "lib" / library.name)
     built = []
+    for name in extra:
+        built.append(root / "bin" / name)
+        shutil.copy(binaries.locate(name), built[-1])
     for name, source in programs.items():
         exe = root / "bin" / name
         cc = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-I", str(VCORE_INCLUDE), "-o", str(exe), str(source),
@@ -73,7 +77,8 @@ def initramfs(tmp: Path, init: str, programs: dict[str, Path]) -> Path:
         built.append(exe)
     # The guest has no root file system of its own.
     for exe in (arbiter, library, *built):
-        for line in subprocess.run(["ldd", str(exe)], capture_output=True, text=True, check=True).stdout.splitlines():
+        # (ldd fails on a static binary, which needs nothing)
+        for line in subprocess.run(["ldd", str(exe)], capture_output=True, text=True).stdout.splitlines():
             path = next((w for w in line.split() if w.startswith("/")), None)
             if path and "coreplane" not in path:
                 shutil.copy(path, root / ("lib64" if "ld-linux" in path else "lib") / Path(path).name)
@@ -89,12 +94,16 @@ def initramfs(tmp: Path, init: str, programs: dict[str, Path]) -> Path:
 def boot(image: Path, cpus: int, timeout: float = 300) -> list[str]:
     """Boots the guest (TCG, `cpus` vCPUs) until its init powers it off; the console's lines that
     carry CHECK or ROW, from there on (the first line starts with the firmware's escapes)."""
-    guest = subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-smp", str(cpus), "-m", "512", "-nographic",
-                            "-no-reboot", "-kernel", str(kernel()), "-initrd", str(image), "-append",
-                            "console=ttyS0 quiet panic=-1"],
-                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    try:
+        output = subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-smp", str(cpus), "-m", "512", "-nographic",
+                                 "-no-reboot", "-kernel", str(kernel()), "-initrd", str(image), "-append",
+                                 "console=ttyS0 quiet panic=-1"],
+                                capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL).stdout
+    except subprocess.TimeoutExpired as expired:  # what it said until then, and that it hung
+        said = expired.stdout or b""
+        output = (said.decode(errors="replace") if isinstance(said, bytes) else said) + f"\nCHECK TIMEOUT after {timeout:g} s"
     lines = []
-    for line in guest.stdout.splitlines():
+    for line in output.splitlines():
         at = min((i for i in (line.find("CHECK"), line.find("ROW ")) if i >= 0), default=-1)
         if at >= 0:
             lines.append(line[at:].strip())
