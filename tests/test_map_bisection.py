@@ -136,16 +136,17 @@ def test_rebalancing_brings_half_0_to_exactly_what_is_wanted():
     assert halves.held() == 61
 
 
-@pytest.mark.parametrize("seed", range(20_000, 20_004))
-def test_the_multilevel_split_of_a_3d_stencil_is_exact_and_cuts_little(seed):
-    # an 8x8x4 stencil halved: the plane across its long side cuts 32 pairs; the growth on the fine
-    # graph alone cut 40-59 on 12 of 20 seeds, up to 2x the plane on 8x8x8
-    comm = families.generate("stencil3d", 256, seed)
-    procs, inner = list(range(comm.n)), _part(comm)
-    halves = _bisect(procs, dict.fromkeys(procs, 1), dict.fromkeys(procs, 0.0), inner, 1, 128, 8)
-    assert halves.held() == 128
-    cut = sum(1 for p in procs if halves.side[p] == 0 for q, _ in inner[p] if halves.side[q] == 1)
-    assert cut <= 48, cut
+def test_the_multilevel_split_of_a_3d_stencil_is_exact_and_cuts_little():
+    # an 8x8x4 stencil halved: the plane across its long side cuts 32 pairs; grown on the fine graph
+    # alone (session 8) the split found it on 7 of these 20 seeds, mean 42.9 pairs, worst 59
+    cuts = []
+    for seed in range(20):
+        comm = families.generate("stencil3d", 256, seed)
+        procs, inner = list(range(comm.n)), _part(comm)
+        halves = _bisect(procs, dict.fromkeys(procs, 1), dict.fromkeys(procs, 0.0), inner, 1, 128, 2)
+        assert halves.held() == 128
+        cuts.append(sum(1 for p in procs if halves.side[p] == 0 for q, _ in inner[p] if halves.side[q] == 1))
+    assert cuts.count(32) >= 10 and np.mean(cuts) <= 40 and max(cuts) <= 52, cuts
 
 
 def test_greedy_rb_within_1_2_of_scotch_on_3d_stencils_folded_onto_other_shapes():
