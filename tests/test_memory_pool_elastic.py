@@ -3,6 +3,7 @@ free, scrubbing, heap), `cell status` shows them for the cell's processes, a cel
 its runs' pools, and bad budgets or huge page requests are one-line errors."""
 
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -80,6 +81,25 @@ def test_freed_memory_goes_back_to_the_kernel_under_pressure(semantics, give_bac
         assert f["given_back"] == 8 * MIB and resident < f["in_use"] + 6 * MIB
     else:
         assert f["given_back"] == 0 and resident >= f["in_use"] + 8 * MIB
+
+
+def test_the_launcher_grants_growth_only_to_its_own_processes(semantics):
+    # coreplane-exec (the CLI replaces itself with it) listens on @coreplane-grow-PID for its
+    # run's pools; a process outside its run (this test) is refused: closed, nothing granted.
+    held = Holding([*CLI, "run", "--memory", "pool", "--memory-budget", "64M", "--memory-grow", "64M", "--",
+                    str(semantics), "hold"])
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(10)
+            s.connect(f"\0coreplane-grow-{held.proc.pid}")
+            try:
+                s.send((1024).to_bytes(8, "little"))
+                answer = s.recv(8)
+            except (BrokenPipeError, ConnectionResetError):
+                answer = b""
+    finally:
+        assert held.finish() == "hold ok\n"
+    assert answer == b""
 
 
 def test_a_process_without_a_pool_publishes_nothing():

@@ -152,6 +152,17 @@ def test_exhaustion_is_enomem_and_memory_comes_back(semantics, memory):
 
 
 @pytest.mark.parametrize("memory", MEMORY_MODES)
+def test_the_pool_grows_by_what_the_launcher_grants(semantics, memory):
+    # --memory-grow: a pool at its budget asks coreplane-exec for more before it says ENOMEM;
+    # the run's allowance (64 MiB) bounds it. Before, the pool never grew past its budget.
+    proc = run_cli("run", "--memory", memory, "--memory-budget", "64M", "--memory-grow", "64M", "--",
+                   str(semantics), "exhaust", timeout=60)
+    words = proc.stdout.split()
+    assert proc.returncode == 0 and words[:2] == ["exhaust", "ok"], proc.stdout + proc.stderr
+    assert 124 <= int(words[2]) <= 128 and " ".join(words[3:]) == "Cannot allocate memory"
+
+
+@pytest.mark.parametrize("memory", MEMORY_MODES)
 def test_the_heap_counts_in_the_budget(semantics, memory):
     # brk is served from the pool: the heap's pages count in the budget, and beyond it sbrk
     # fails with ENOMEM as Linux's would at its limit (natively the loop reaches its 128 MiB).

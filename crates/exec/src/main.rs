@@ -4,6 +4,7 @@
 
 mod cores;
 mod mapping;
+mod growth;
 mod memory;
 mod merge;
 mod policy;
@@ -76,6 +77,10 @@ struct Args {
     /// needs CAP_SYS_NICE or RLIMIT_RTPRIO, checked before the program starts).
     #[arg(long, value_enum, default_value_t = memory::ScrubberPriority::Normal)]
     scrubber_priority: memory::ScrubberPriority,
+    /// How much the run's pools may grow beyond their budgets altogether (K, M, G), granted by
+    /// coreplane-exec as each pool reaches its budget (0: a pool never grows; see growth.rs).
+    #[arg(long, default_value = "0", value_parser = growth::parse_allowance)]
+    memory_grow: u64,
     /// Profile: count the TLB flushes of the program's own address spaces (the model charges each
     /// once a delegate polls). Enabling the kernel tracepoint costs ≈ 40 ms per run here (the
     /// kernel patches its code), outside the profile's wall time.
@@ -263,6 +268,10 @@ fn main() {
     if pool && args.scrubber_priority == memory::ScrubberPriority::Fifo {
         cfg += ";scrf=1";
     }
+    let growth = (pool && args.memory_grow > 0).then(|| growth::listen().unwrap_or_else(|e| fail(e)));
+    if growth.is_some() {
+        cfg += &format!(";grow={};gsup={}", args.memory_grow, std::process::id());
+    }
     if std::env::var_os(CELL_MLOCK_VARIABLE).is_some_and(|v| v == "1") {
         std::env::remove_var(CELL_MLOCK_VARIABLE);
         cfg += ";lock=1";
@@ -296,6 +305,9 @@ fn main() {
         unsafe { libc::_exit(127) };
     }
     CHILD.store(pid, Ordering::Relaxed);
+    if let Some(growth) = growth {
+        growth.serve(args.memory_grow);
+    }
     if let Some(online) = online {
         online.follow(pid);
     }

@@ -85,6 +85,10 @@ pub struct Config<'a> {
     /// The pool's scrubber runs under SCHED_FIFO priority 1 (`--scrubber-priority fifo`), ahead
     /// of every ordinary task on the control cores; else as an ordinary task.
     pub scrubber_fifo: bool,
+    /// Bytes the pool may grow beyond `memory_pool` when `memory_supervisor` grants them.
+    pub memory_grow: u64,
+    /// The pid of the supervisor (coreplane-exec) that grants growth (0: none).
+    pub memory_supervisor: u32,
 }
 
 impl Config<'_> {
@@ -123,6 +127,8 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         memory_give_back: DEFAULT_GIVE_BACK,
         lock_memory: false,
         scrubber_fifo: false,
+        memory_grow: 0,
+        memory_supervisor: 0,
     };
     let mut rest = text;
     while !rest.is_empty() {
@@ -150,6 +156,8 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"give" => cfg.memory_give_back = parse_u64(value).filter(|n| *n <= 100)? as u32,
             b"lock" => cfg.lock_memory = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"scrf" => cfg.scrubber_fifo = parse_u64(value).filter(|n| *n <= 1)? == 1,
+            b"grow" => cfg.memory_grow = parse_u64(value)?,
+            b"gsup" => cfg.memory_supervisor = parse_u64(value).filter(|n| *n <= u32::MAX as u64)? as u32,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,
         }
@@ -203,5 +211,8 @@ mod tests {
         assert!(parse(b"khz=12;mem=1G").is_none());
         assert!(parse(b"khz=12;scrf=1").unwrap().scrubber_fifo && !parse(b"khz=12").unwrap().scrubber_fifo);
         assert!(parse(b"khz=12;scrf=2").is_none());
+        let grow = parse(b"khz=12;grow=67108864;gsup=4242").unwrap();
+        assert_eq!((grow.memory_grow, grow.memory_supervisor), (64 << 20, 4242));
+        assert!(parse(b"khz=12;gsup=4294967296").is_none());
     }
 }

@@ -61,6 +61,9 @@ def run(
     scrubber_priority: str = typer.Option("normal", "--scrubber-priority", metavar="normal|fifo", help="The pool's "
                                           "scrubber as an ordinary task on the control cores, or under SCHED_FIFO "
                                           "priority 1, ahead of ordinary tasks there (needs CAP_SYS_NICE)."),
+    memory_grow: str = typer.Option("0", "--memory-grow", metavar="SIZE", help="How much the run's pools may "
+                                    "grow beyond --memory-budget altogether, granted by the launcher as each "
+                                    "pool reaches its budget (0: never)."),
     cell: bool = typer.Option(None, "--cell/--no-cell", help="Give the compute cores to the program exclusively "
                               "(default: yes when compute cores are given and running as root)."),
     mapping: Path = typer.Option(None, "--map", metavar="FILE", help="Pin each thread and process where a mapping "
@@ -86,6 +89,7 @@ def run(
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads, profile,
                     cell, time_every, null_page_sled, vdso, mapping, online_map)
     opts.memory, opts.memory_budget, opts.scrubber_priority = memory, memory_budget, scrubber_priority
+    opts.memory_grow = memory_grow
     resolved = check(opts)
     if mcp:
         from coreplane.arbiter.mcp import become_mcp

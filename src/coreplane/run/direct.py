@@ -10,7 +10,7 @@ from coreplane.core import binaries, vocabulary as v
 PASSED = {v.DELEGATE: True, "--local": True, v.FORWARD_COST: True, v.COMPUTE_CORES: True,
           v.CONTROL_CORES: True, v.DELEGATE_THREADS: True, "--profile": True, "--time-every": True,
           "--null-page-sled": False, "--vdso": True, "--memory": True, "--memory-budget": True,
-          "--scrubber-priority": True, "--online-map": True}
+          "--scrubber-priority": True, "--memory-grow": True, "--online-map": True}
 NO_CELL = "--no-cell"
 # coreplane-exec prints its errors with this prefix instead of its own name.
 ERROR_PREFIX_VARIABLE = "COREPLANE_ERROR_PREFIX"

@@ -40,6 +40,7 @@ class RunOptions:
     memory: str = "linux"  # "pool": anonymous memory served by the runtime's memory service (--memory)
     memory_budget: str = "1G"  # the pool's size (--memory-budget)
     scrubber_priority: str = "normal"  # "fifo": the pool's scrubber under SCHED_FIFO 1 (--scrubber-priority)
+    memory_grow: str = "0"  # what the run's pools may grow by, granted by coreplane-exec (--memory-grow)
 
 
 @dataclass
@@ -78,7 +79,7 @@ def exec_argv(opts: RunOptions) -> list[str]:
             "--time-every", str(opts.time_every), "--vdso", opts.vdso]
     if opts.memory != "linux":
         argv += ["--memory", opts.memory, "--memory-budget", opts.memory_budget,
-                 "--scrubber-priority", opts.scrubber_priority]
+                 "--scrubber-priority", opts.scrubber_priority, "--memory-grow", opts.memory_grow]
     if opts.local:
         argv += ["--local", ",".join(opts.local)]
     if opts.compute_cores:

@@ -32,6 +32,7 @@
 //! same thread goes to the kernel (mmap) or fails with ENOMEM (munmap, mremap of pool memory).
 
 mod demand;
+mod grow;
 mod lock;
 mod scrub;
 mod stats;
@@ -110,6 +111,9 @@ static mut POOL: Option<Pool> = None;
 static POOL_LOCK: OwnerLock = OwnerLock::new();
 /// The budget from the configuration (0: no pool); the pool is reserved at its first use.
 static BUDGET: AtomicU64 = AtomicU64::new(0);
+/// Bytes the pool may grow beyond its budget when the supervisor grants them (see `grow`): its
+/// address space is reserved for budget and growth together.
+static GROW: AtomicU64 = AtomicU64::new(0);
 /// Set once POOL is complete: other threads may look at it from then on.
 static READY: AtomicBool = AtomicBool::new(false);
 /// The pool's address range, fixed once READY: calls outside it never take the lock.
@@ -216,6 +220,8 @@ pub fn enabled() -> bool {
 /// freed memory goes back to the kernel while the memory pressure is `give_back` % or more.
 pub fn start(bytes: u64, on_demand: bool, give_back: u32) {
     BUDGET.store(bytes, Relaxed);
+    GROW.store(crate::env::config().memory_grow, Relaxed);
+    grow::configure(crate::env::config().memory_supervisor);
     demand::choose(on_demand);
     scrub::give_back_at(give_back);
 }
@@ -231,16 +237,17 @@ fn ensure_reserved() -> bool {
         return false;
     }
     if !enabled() {
-        reserve(budget);
+        reserve(budget, GROW.load(Relaxed));
     }
     POOL_LOCK.release();
     true
 }
 
-/// Reserves the pool of `bytes` (rounded up to huge pages), PROT_NONE and not populated, after
-/// a heap of as much address space, with their bookkeeping; called under the lock.
-fn reserve(bytes: u64) {
-    let heap = (bytes as usize).next_multiple_of(HUGE_PAGE);
+/// Reserves the pool of `bytes` and the `growth` it may be granted (rounded up to huge pages),
+/// PROT_NONE and not populated, after a heap of as much address space, with their bookkeeping;
+/// called under the lock.
+fn reserve(bytes: u64, growth: u64) {
+    let heap = ((bytes + growth) as usize).next_multiple_of(HUGE_PAGE);
     let size = 2 * heap;
     let pages = size / PAGE;
     let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
@@ -288,7 +295,7 @@ fn reserve(bytes: u64) {
             heap_top: 0,
             heap_lazy_end: 0,
             held: 0,
-            budget_pages: heap / PAGE,
+            budget_pages: (bytes as usize).next_multiple_of(HUGE_PAGE) / PAGE,
             any_foreign: false,
         });
     }
@@ -320,6 +327,7 @@ pub fn after_fork_parent(taken: bool) {
 pub fn child_after_fork() {
     POOL_LOCK.reset();
     WAITERS.store(0, Relaxed);
+    grow::child_after_fork();
     if enabled() {
         scrub::child_after_fork();
     }
@@ -421,6 +429,17 @@ impl Pool {
         }
     }
 
+    /// The budget raised for a request of `n` pages the pool cannot hold (see `grow`): by what
+    /// is missing, at least an eighth of the budget, within the reservation. Whether it was.
+    fn grow(&mut self, n: usize) -> bool {
+        let want = (self.held + n).saturating_sub(self.budget_pages).max(self.budget_pages / 8);
+        let room = self.heap_pages - self.budget_pages;
+        let granted = if room == 0 { 0 } else { grow::ask(want.min(room).next_multiple_of(HUGE_PAGES).min(room)) };
+        self.budget_pages += granted.min(room);
+        self.publish();
+        self.held + n <= self.budget_pages
+    }
+
     /// Queues a run (PROT_NONE already) for the scrubber; false when the queue is full.
     fn push_dirty(&mut self, first: u32, pages: usize) -> bool {
         if self.ring_len == RING {
@@ -515,6 +534,7 @@ fn allocate(n: usize) -> Result<usize, isize> {
                 wait_for_scrubber(guard);
                 waited = true;
             }
+            Taken::Exhausted if pool.grow(n) => {}
             Taken::Exhausted => return Err(-ENOMEM),
         }
     }

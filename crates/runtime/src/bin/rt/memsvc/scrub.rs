@@ -228,7 +228,8 @@ fn open_mem() {
     unsafe { MEM = (fd, dev, ino) };
 }
 
-fn identity(fd: isize) -> Option<(u64, u64)> {
+/// The (st_dev, st_ino) of `fd`, to tell whether a descriptor of the service's is still its own.
+pub(super) fn identity(fd: isize) -> Option<(u64, u64)> {
     let mut st = [0u64; 18];
     let r = unsafe { syscall3(FSTAT, fd as usize, st.as_mut_ptr() as usize, 0) };
     (r == 0).then_some((st[0], st[1]))

@@ -1,0 +1,136 @@
+//! Growth granted by the supervisor (`--memory-grow SIZE`): coreplane-exec, which outlives the
+//! program, holds the run's allowance and grants pool pages to its processes as their pools reach
+//! their budgets (the runtime's side: crates/runtime/src/bin/rt/memsvc/grow.rs). It listens on
+//! the abstract Unix socket "coreplane-grow-PID" (SOCK_SEQPACKET; abstract: nothing left behind)
+//! from before the program starts, and answers each process's requests on a thread of its own:
+//! a request is the pages wanted (u64, little-endian), the answer the pages granted (0:
+//! refused). A process is served only if SO_PEERCRED says it is this user's and a descendant of
+//! this process; a grant never takes the allowance below zero, nor the machine's MemAvailable
+//! below a sixteenth of its memory.
+
+use std::sync::{Arc, Mutex};
+
+const PAGE: u64 = 4096;
+
+/// `--memory-grow`: 0 (no growth) or a size.
+pub fn parse_allowance(text: &str) -> Result<u64, String> {
+    if text.trim() == "0" {
+        Ok(0)
+    } else {
+        crate::memory::parse_size(text)
+    }
+}
+
+/// The listening socket, made before the program starts (connections wait in its backlog).
+pub struct Growth {
+    fd: i32,
+}
+
+/// Listens for the run's requests.
+pub fn listen() -> Result<Growth, String> {
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(format!("--memory-grow: socket: {}", std::io::Error::last_os_error()));
+    }
+    let (addr, len) = address(std::process::id());
+    let ok = unsafe {
+        libc::bind(fd, &addr as *const libc::sockaddr_un as *const libc::sockaddr, len) == 0 && libc::listen(fd, 64) == 0
+    };
+    if !ok {
+        let e = std::io::Error::last_os_error();
+        unsafe { libc::close(fd) };
+        return Err(format!("--memory-grow: cannot listen on @coreplane-grow-{}: {e}", std::process::id()));
+    }
+    Ok(Growth { fd })
+}
+
+/// The abstract address "\0coreplane-grow-PID" and its length.
+fn address(pid: u32) -> (libc::sockaddr_un, libc::socklen_t) {
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let name = format!("coreplane-grow-{pid}");
+    for (i, b) in name.bytes().enumerate() {
+        addr.sun_path[i + 1] = b as libc::c_char;
+    }
+    (addr, (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t)
+}
+
+impl Growth {
+    /// Serves the run's processes from now on, on threads of this process, with an allowance
+    /// of `bytes`.
+    pub fn serve(self, bytes: u64) {
+        let allowance = Arc::new(Mutex::new(bytes / PAGE));
+        std::thread::spawn(move || loop {
+            let conn = unsafe { libc::accept4(self.fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+            if conn < 0 {
+                continue;
+            }
+            if !ours(conn) {
+                unsafe { libc::close(conn) };
+                continue;
+            }
+            let allowance = Arc::clone(&allowance);
+            std::thread::spawn(move || answer(conn, &allowance));
+        });
+    }
+}
+
+/// Whether the peer of `conn` is this user's process and one of this process's descendants.
+fn ours(conn: i32) -> bool {
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    let got = unsafe {
+        libc::getsockopt(conn, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut libc::ucred as *mut libc::c_void, &mut len)
+    };
+    if got != 0 || cred.uid != unsafe { libc::getuid() } {
+        return false;
+    }
+    let me = std::process::id() as i32;
+    let mut pid = cred.pid;
+    for _ in 0..64 {
+        if pid == me {
+            return true;
+        }
+        match parent(pid) {
+            Some(p) if p > 1 => pid = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The parent of `pid` (field 4 of /proc/PID/stat, after the command's closing parenthesis).
+fn parent(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Answers one process's requests until it goes.
+fn answer(conn: i32, allowance: &Mutex<u64>) {
+    let mut request = [0u8; 8];
+    while unsafe { libc::read(conn, request.as_mut_ptr() as *mut libc::c_void, 8) } == 8 {
+        let wanted = u64::from_le_bytes(request);
+        let granted = {
+            let mut left = allowance.lock().unwrap();
+            let granted = wanted.min(*left).min(spare_pages());
+            *left -= granted;
+            granted
+        };
+        if unsafe { libc::write(conn, granted.to_le_bytes().as_ptr() as *const libc::c_void, 8) } != 8 {
+            break;
+        }
+    }
+    unsafe { libc::close(conn) };
+}
+
+/// Pages the machine can spare: MemAvailable above a sixteenth of MemTotal.
+fn spare_pages() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = |key: &str| {
+        text.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    match (kib("MemAvailable:"), kib("MemTotal:")) {
+        (Some(avail), Some(total)) => (avail.saturating_sub(total / 16)) * 1024 / PAGE,
+        _ => 0,
+    }
+}
