@@ -20,6 +20,14 @@ def _part(comm) -> dict[int, list[tuple[int, float]]]:
                         traffic.data[traffic.indptr[p]:traffic.indptr[p + 1]].tolist())) for p in range(comm.n)}
 
 
+def _pulled_geometric(seed: int, n: int):
+    """A random geometric graph of n processes as one part, each pulled at random: (rng, procs, inner, pull)."""
+    rng = np.random.default_rng(seed)
+    comm = families.generate("geometric", n, seed)
+    procs = list(range(comm.n))
+    return rng, procs, _part(comm), dict(zip(procs, rng.normal(0, 2000, comm.n).tolist()))
+
+
 @pytest.mark.parametrize("dims", [(8, 8), (16, 8), (16, 16)])
 def test_a_stencil_that_matches_the_mesh_is_mapped_one_hop_per_message(dims):
     topo = parse_spec(f"mesh:{dims[0]}x{dims[1]}")
@@ -55,12 +63,9 @@ def test_bucket_queue_pops_the_highest_current_gain_and_drops_stale_entries():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_swap_pass_never_raises_the_cost_of_a_split(seed):
-    rng = np.random.default_rng(seed)
-    comm = families.generate("geometric", 128, seed)
-    procs, inner = list(range(comm.n)), _part(comm)
-    pull = dict(zip(procs, rng.normal(0, 2000, comm.n).tolist()))
+    rng, procs, inner, pull = _pulled_geometric(seed, 128)
     halves = _Halves(procs, pull, inner, 2)
-    for p in rng.choice(comm.n, 64, replace=False).tolist():
+    for p in rng.choice(len(procs), 64, replace=False).tolist():
         halves.move(p)
     before = halves.cost()
     improved = _swap_pass(halves)
@@ -101,18 +106,14 @@ def test_greedy_rb_within_1_2_of_scotch_on_the_small_development_family():
     assert summary["greedy-rb"]["violations"] == 0
 
 
-
 @pytest.mark.parametrize("seed", range(3))
 def test_a_coarse_split_costs_what_its_projection_costs(seed):
     # heavy-edge matching merges pairs: sizes and pulls add up, and the cost of any split of the
     # coarse graph is the cost of the same split of the processes (edges inside a pair never cut)
-    rng = np.random.default_rng(seed)
-    comm = families.generate("geometric", 200, seed)
-    procs, inner = list(range(comm.n)), _part(comm)
-    pull = dict(zip(procs, rng.normal(0, 2000, comm.n).tolist()))
+    rng, procs, inner, pull = _pulled_geometric(seed, 200)
     size = dict.fromkeys(procs, 1)
     cprocs, csize, cpull, cinner, merged = _coarsen(procs, size, pull, inner)
-    assert len(cprocs) <= 0.9 * len(procs) and sum(csize.values()) == comm.n
+    assert len(cprocs) <= 0.9 * len(procs) and sum(csize.values()) == len(procs)
     assert sorted(p for c in cprocs for p in merged[c]) == procs
     assert sum(cpull.values()) == pytest.approx(sum(pull.values()))
     coarse, fine = _Halves(cprocs, cpull, cinner, 3, csize), _Halves(procs, pull, inner, 3, size)
