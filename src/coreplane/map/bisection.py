@@ -135,8 +135,9 @@ def _bisect(procs, size, pull, inner, h01, want, passes, coarsened: bool = False
     them (exactly, when every size is 1), by multilevel bisection: while the graph has more than
     COARSEST vertices and shrinks, pairs joined by their heaviest edge are merged (_coarsen), the
     coarse graph is split, and its split projected back and improved here (rebalanced, then swap
-    passes). The coarsest graph is split by greedy growth, two ways (by gain, breadth-first),
-    each improved by swap passes, the cheaper kept. A growth on the fine graph alone was blind to
+    passes). The coarsest graph is split by greedy growth, by gain and breadth-first (and, if it
+    stands for a larger graph, by gain from GROWTH_SEEDS far-apart vertices), each rebalanced and
+    improved by swap passes, the cheapest kept. A growth on the fine graph alone was blind to
     shape: from a corner of a 3-D stencil, by gain, it grew a box that reached the middle and
     then spilled over in slabs, cutting 2x the 64 edges of the plane that halves an 8x8x8 grid
     (greedy-rb 1.22-1.26x Scotch on such stencils on non-square tori); on the coarse graph a few
@@ -370,7 +371,7 @@ def _by_pull(halves: _Halves, procs) -> list[int]:
 
 
 def _grow_breadth_first(halves: _Halves, want: int, seed: None = None) -> None:
-    """Half 0 grown breadth-first from the processes pulled towards it (the most pulled first) or,
+    """(`seed` is never given: the growths are called alike.) Half 0 grown breadth-first from the processes pulled towards it (the most pulled first) or,
     if none is, from a rim: weights aside, so it does not follow heavy edges into tendrils (by
     gain, a geometric graph's root cut was 3x Scotch's)."""
     procs, pull, inner = halves.procs, halves.pull, halves.inner
