@@ -10,6 +10,10 @@
 //                          with it
 //   strict_unseen joined   the main thread joins the strict thread, which exits with code 0,
 //                          then exits with pthread_exit: status 0, after "joined"
+//   strict_unseen second   a second strict thread exits with code 0 first (joined), then the
+//                          first is killed by the kernel (a forbidden call; joined), then the
+//                          main thread, now the last, exits with exit(2) code 5: status 5,
+//                          after "joined both"
 #define _GNU_SOURCE
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -18,7 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static volatile int main_tid;
+static volatile int main_tid, go;
 static int fds[2];
 static const char *mode;
 
@@ -35,6 +39,15 @@ static long fresh_site_getppid(void)
     return r;
 }
 
+static void *second_strict_thread(void *arg)
+{
+    (void)arg;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_STRICT, 0, NULL) != 0)
+        syscall(SYS_exit, 2);
+    fresh_site_exit(0);
+    return NULL;
+}
+
 static void *strict_thread(void *arg)
 {
     (void)arg;
@@ -43,6 +56,11 @@ static void *strict_thread(void *arg)
     (void)write(fds[1], "s", 1);
     if (strcmp(mode, "joined") == 0)
         fresh_site_exit(0);
+    if (strcmp(mode, "second") == 0) {
+        while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE))
+            ;
+        fresh_site_getppid();
+    }
     while (__atomic_load_n(&main_tid, __ATOMIC_ACQUIRE) != 0) /* cleared at the main thread's exit */
         ;
     if (strcmp(mode, "killed") == 0)
@@ -55,8 +73,9 @@ int main(int argc, char **argv)
 {
     char c;
     pthread_t t;
-    if (argc != 2 || (strcmp(argv[1], "last") && strcmp(argv[1], "killed") && strcmp(argv[1], "joined"))) {
-        fprintf(stderr, "usage: strict_unseen last|killed|joined\n");
+    if (argc != 2 || (strcmp(argv[1], "last") && strcmp(argv[1], "killed") && strcmp(argv[1], "joined") &&
+                      strcmp(argv[1], "second"))) {
+        fprintf(stderr, "usage: strict_unseen last|killed|joined|second\n");
         return 2;
     }
     mode = argv[1];
@@ -66,6 +85,17 @@ int main(int argc, char **argv)
     syscall(SYS_set_tid_address, &main_tid);
     if (pthread_create(&t, NULL, strict_thread, NULL) != 0 || read(fds[0], &c, 1) != 1)
         return 4;
+    if (strcmp(mode, "second") == 0) {
+        pthread_t second;
+        if (pthread_create(&second, NULL, second_strict_thread, NULL) != 0 || pthread_join(second, NULL) != 0)
+            return 6;
+        __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+        if (pthread_join(t, NULL) != 0)
+            return 5;
+        printf("joined both\n");
+        fflush(stdout);
+        syscall(SYS_exit, 5);
+    }
     if (strcmp(mode, "joined") == 0) {
         if (pthread_join(t, NULL) != 0)
             return 5;

@@ -26,9 +26,12 @@ const FUTEX_WAKE_SHARED: usize = 1;
 const STACK_SIZE: usize = 16 * 1024;
 
 /// The one watched thread of process `pid` (one at a time: a second strict thread among others
-/// is left as before), its tid words, and what it left at its exit.
+/// has no watcher; its exit(2) is counted, but an end by the kernel's SIGKILL is not, and if it
+/// ends last, no thread ends the process), its tid words, and what it left at its exit.
 struct Watch {
     pid: AtomicI32,
+    /// The watched thread.
+    tid: AtomicI32,
     /// The program's tid word (0: none), cleared by the watcher.
     program_word: AtomicUsize,
     /// The tid word the kernel clears at the thread's exit.
@@ -41,6 +44,7 @@ struct Watch {
 
 static WATCH: Watch = Watch {
     pid: AtomicI32::new(0),
+    tid: AtomicI32::new(0),
     program_word: AtomicUsize::new(0),
     own_word: AtomicU32::new(0),
     seen: AtomicBool::new(false),
@@ -65,6 +69,7 @@ pub fn watch(t: &Thread) {
     WATCH.own_word.store(t.tid as u32, Relaxed);
     unsafe { syscall3(SET_TID_ADDRESS, WATCH.own_word.as_ptr() as usize, 0, 0) };
     WATCH.program_word.store(word, Relaxed);
+    WATCH.tid.store(t.tid, Relaxed);
     WATCH.seen.store(false, Relaxed);
     WATCH.last.store(false, Relaxed);
     WATCH.pid.store(t.pid, Release);
@@ -81,10 +86,11 @@ pub fn watching(pid: i32) -> bool {
     WATCH.pid.load(Acquire) == pid
 }
 
-/// The watched thread `t` exits with `code`; `last`: it is the last program thread. Plain
-/// stores: the thread may make no other call.
+/// Strict-mode thread `t` exits with `code`; `last`: it is the last program thread. Plain
+/// stores: the thread may make no other call. Only the watched thread's exit is recorded: a
+/// second strict thread's (unwatched) must not make the watched one's later end look seen.
 pub fn exiting(t: &Thread, last: bool, code: usize) {
-    if watching(t.pid) {
+    if watching(t.pid) && WATCH.tid.load(Relaxed) == t.tid {
         WATCH.code.store(code, Relaxed);
         WATCH.last.store(last, Relaxed);
         WATCH.seen.store(true, Release);
@@ -104,12 +110,9 @@ extern "C" fn watcher(_: usize) {
         }
         unsafe { syscall6(FUTEX, WATCH.own_word.as_ptr() as usize, FUTEX_WAIT_SHARED, v as usize, 0, 0, 0) };
     }
-    let word = WATCH.program_word.load(Relaxed);
-    // As the kernel's clear at a thread's exit: a write that may fail, then one shared wake.
-    // Through the watcher's own tid: a leader that has ended has no memory to write to (ESRCH).
-    if word != 0 && sys::write_program(sys::gettid(), word, &0u32.to_ne_bytes()) {
-        unsafe { syscall3(FUTEX, word, FUTEX_WAKE_SHARED, 1) };
-    }
+    // Before the program's word is cleared: a thread that joins the watched one and then exits
+    // must find it gone from the count (it is then the last one; strict_unseen second ended
+    // with SIGKILL instead of the main thread's code).
     let pid = WATCH.pid.load(Relaxed);
     if !WATCH.seen.load(Acquire) {
         // Killed by the kernel (SIGKILL): the process dies of it too if the thread was its last.
@@ -119,6 +122,12 @@ extern "C" fn watcher(_: usize) {
     } else if WATCH.last.load(Relaxed) {
         crate::profile::end_process(WATCH.code.load(Relaxed) as u64 & 0xff);
         sys::exit_group(WATCH.code.load(Relaxed));
+    }
+    let word = WATCH.program_word.load(Relaxed);
+    // As the kernel's clear at a thread's exit: a write that may fail, then one shared wake.
+    // Through the watcher's own tid: a leader that has ended has no memory to write to (ESRCH).
+    if word != 0 && sys::write_program(sys::gettid(), word, &0u32.to_ne_bytes()) {
+        unsafe { syscall3(FUTEX, word, FUTEX_WAKE_SHARED, 1) };
     }
     let parked = 0u32;
     loop {
