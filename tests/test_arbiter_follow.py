@@ -84,14 +84,16 @@ def test_delegating_program_follows_its_cores(arbiter, tmp_path_factory):
         assert (counters["yielded_in_time"], counters["preempted"]) == (1, 0), (counters, handed_over_s)
         assert holds(arbiter, launcher) == []
         wait_for(lambda: parse_cpu_list(follower.ask()["allowed"]) == control)
+        # The worker notes its CPU after each call: it has run on the control core once it says so.
+        wait_for(lambda: follower.ask()["cpu"] in control)
         moved = follower.ask()
-        assert moved["cpu"] in control
 
         # The provisioned MCP ends: its core is free, and the runtime asks for it again.
         provisioned.kill()
         provisioned = None
         wait_for(lambda: holds(arbiter, launcher) == [cpu], seconds=10)
         wait_for(lambda: parse_cpu_list(follower.ask()["allowed"]) == [cpu])
+        wait_for(lambda: follower.ask()["cpu"] == cpu)
         last = follower.ask()
         assert last["wrong"] == 0 and last["calls"] > moved["calls"] > first["calls"]
         counters = status(arbiter)["counters"]
