@@ -131,5 +131,7 @@ def test_project_gives_the_answer_at_each_placement_calibration_saw(tmp_path):
             ends = answer["placements"]
             assert ends["round_trip_ns"] == [150.0, 530.0] and ends["speedup"][0] > ends["speedup"][1]
             assert ends["time_ns"][0] < ends["time_ns"][1]
+    path.write_text(json.dumps({**doc, "calibration": {**doc["calibration"], "placements_ns": [150.0, 530.0]}}))
+    assert "placements" in cli_json(*args, "--calibration", str(path))["answer"]
     none = cli_json("project", str(PROFILES / "bzip2.json"), "--delegate", "none", "--calibration", str(path))
     assert "placements" not in none["answer"]

@@ -97,6 +97,22 @@ def test_a_run_is_predicted_with_the_round_trip_measured_around_it():
     assert around < plain
 
 
+def test_a_failed_probe_is_left_out_not_fatal(tmp_path, monkeypatch):
+    # Round 1: the probe before the run wrote its trials, the one after failed and left an empty
+    # file; round 2: both failed. Round 1 is predicted from the probe that worked (1000 trials);
+    # round 2 keeps the round's figures. Scoring goes on either way.
+    from coreplane.validate import calibrate
+    good = {"call": "getppid", "trials": 1000, "thread_cpu_ns": 1, "ns": [470.0] * 1000}
+    for r, before in ((1, json.dumps(good)), (2, "")):
+        (tmp_path / str(r)).mkdir()
+        (tmp_path / str(r) / HANDOFF_FILES[0]).write_text(before)
+        (tmp_path / str(r) / HANDOFF_FILES[1]).write_text("")
+    monkeypatch.setattr(calibrate.rounds, "run_files_by_round",
+                        lambda out, name: {"tiny|all|fc0|g1": {r: tmp_path / str(r) / name for r in (1, 2)}})
+    found = calibrate.handoffs(tmp_path, {}, 70.0)["tiny|all|fc0|g1"]
+    assert set(found) == {1} and found[1].trials == 1000 and found[1].mean == pytest.approx(400.0)
+
+
 def test_the_probes_around_a_run_keep_its_exit_status(tmp_path):
     # The real probes (coreplane-exec delegating null_call's getppid) around a run that fails.
     machine = Machine.resolve(None, None, None)

@@ -151,14 +151,20 @@ def per_round(out: Path, forward_costs: tuple[int, ...]) -> dict[int, RoundCalib
 def handoffs(out: Path, per_round_: dict[int, RoundCalibration], native_call_ns: float) -> dict[str, dict[int, ForwardCost]]:
     """Per case and round, the round trip at no forward cost measured around that run
     (commands.handoff_bracket: both probes' trials, minus the round's native call), for the runs
-    that have the probes (validations made before session 9 have none)."""
+    that have the probes (validations made before session 9 have none). A probe that failed
+    (its file empty or cut short: the run itself still counts) is left out, and a run left with
+    fewer than MIN_TRIALS trials keeps the round's figures."""
     result: dict[str, dict[int, ForwardCost]] = {}
     for case, by_round in rounds.run_files_by_round(out, commands.HANDOFF_FILES[0]).items():
         for r, before in by_round.items():
-            files = [p for p in (before, before.with_name(commands.HANDOFF_FILES[1])) if p.exists()]
-            if not files:
+            trials = []
+            for path in (before, before.with_name(commands.HANDOFF_FILES[1])):
+                try:
+                    trials += _trials([path])[0]
+                except (OSError, CoreplaneError, KeyError, TypeError):
+                    continue
+            if len(trials) < MIN_TRIALS:
                 continue
-            trials, _, _ = _trials(files)
             native = per_round_[r].native_call_ns if r in per_round_ else native_call_ns
             result.setdefault(case, {})[r] = forward_cost(trials, [native])
     return result

@@ -116,7 +116,8 @@ def handoff_bracket(run: str, machine: Machine) -> str:
     differs 3-4× (150 against 530 ns, docs/benchmarks.md) within minutes, inside a validation
     round; a program making 77,000 delegated calls (tar) then takes 116-146 ms in one placement
     and 147-211 ms in the other, so a round trip measured at the round's start mispredicts the
-    runs after a move. The probes cost ≈ 10 ms a run, outside its measured wall time."""
+    runs after a move. Each probe is a process started under the runtime and 1000 calls, 10-40 ms
+    depending on load, outside the run's measured wall time."""
     def probe(name: str) -> str:
         argv = [str(workload("null_call")), "-n", str(MIN_TRIALS)]
         opts = RunOptions(command=argv, delegate="getppid", forward_cost_ns=0, compute_cores=machine.compute,
