@@ -45,7 +45,9 @@ def variant_packages(suite: str) -> tuple[str, ...]:
 
 
 def built(path: Path) -> Path:
-    """`path` if `make fullsys-setup` has built it, else a one-line error saying so."""
+    """`path` if make has built it, else a one-line error naming the target that builds it
+    (`make fullsys-mpi-setup` for the OpenMPI baseline's programs, `make fullsys-setup` else)."""
     if not path.exists():
-        raise CoreplaneError(f"{path} is missing: run `make fullsys-setup` first")
+        target = "fullsys-mpi-setup" if path.name in MPI_PROGRAMS else "fullsys-setup"
+        raise CoreplaneError(f"{path} is missing: run `make {target}` first")
     return path

@@ -9,7 +9,7 @@ from coreplane.core import machine
 from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys import activity, guest, image, kernelparts, snapshot, timing, workdisk
-from coreplane.fullsys.paths import GUEST_PROGRAMS, LOCKSTEP_PLUGIN, MPI_PROGRAMS, OPENMPI, PLUGIN, RUNS, built
+from coreplane.fullsys.paths import GUEST_PROGRAMS, LOCKSTEP_PLUGIN, MPI_PROGRAMS, OPENMPI, PLUGIN, PROGRAMS, RUNS, built
 
 RESULT = re.compile(r"coreplane-(?:matmul|dmm|dfmm|mpimm) n=(\d+) .*checksum=(\S+)")
 # The distributed multiplies' region on the guest's monotonic clock (virtual ns), start and end.
@@ -196,6 +196,8 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
                              "--quantum and the distributed multiply (no --dataflow, one thread)")
     idle_sleep = nodes > 1 and not common_clock if idle_sleep is None else idle_sleep
     plugin = built(PLUGIN)
+    for name in GUEST_PROGRAMS + (MPI_PROGRAMS if mpi else ()):
+        built(PROGRAMS / name)   # before the image, whose build can take minutes
     img = image.ensure(suite)
     out = RUNS / f"{suite}-N{nodes}-n{size}-t{threads}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     port = MCAST_PORTS[0] + os.getpid() % MCAST_PORTS[1]
