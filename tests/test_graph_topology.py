@@ -67,11 +67,16 @@ def test_host_tree_from_sysfs(tmp_path):
 def test_closed_form_distances_and_rings_are_the_hop_table(spec):
     # the mapping methods read distances, rings and row sums in closed form (O(C) tables); each
     # must be what the C x C table says
+    import networkx as nx
     import numpy as np
 
     t = parse_spec(spec)
     every = np.arange(t.n_cores)
     table = t.distance(every[:, None], every[None, :])
+    # the reference is independent of distance(): shortest paths over the topology's links
+    links = nx.Graph(t.links())
+    lengths = dict(nx.all_pairs_shortest_path_length(links))
+    assert np.array_equal(table, [[lengths[a][b] for b in every] for a in every])
     assert np.array_equal(table, t.hops) and table.max() == t.max_distance
     assert all(t.hop(a, b) == table[a, b] for a in range(t.n_cores) for b in range(t.n_cores))
     assert np.array_equal(t.total_hops, table.sum(axis=1))

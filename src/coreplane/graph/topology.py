@@ -150,7 +150,9 @@ class Topology:
 
     @cached_property
     def max_distance(self) -> int:
-        """The largest hop count between two cores."""
+        """A bound on the hop count between two cores: the largest on a mesh and a torus; on a
+        tree, twice its depth, which a level of arity 1 makes more than any pair has (tree:1,4
+        gives 4 where no pair is more than 2 apart). Used to bound loops."""
         if self.kind == "mesh":
             return self.dims[0] + self.dims[1] - 2
         if self.kind == "torus":

@@ -57,7 +57,8 @@ def link_loads(comm: CommGraph, topo: Topology, placement: np.ndarray) -> dict[t
 def evaluate(comm: CommGraph, topo: Topology, placement: np.ndarray, model: NocModel = NocModel()) -> dict:
     """Every metric of one placement, as a JSON-able dict."""
     placement = np.asarray(placement, dtype=np.int64)
-    hops = topo.hops[placement[comm.src], placement[comm.dst]].astype(float)
+    # distance() in closed form, not the C x C table (O(C²) memory the mapping avoided).
+    hops = topo.distance(placement[comm.src], placement[comm.dst]).astype(float)
     total = float(comm.weight.sum())
     hop_bytes = float((comm.weight * hops).sum())
     loads = link_loads(comm, topo, placement)
