@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CLI, build_program, run_cli
+from coreplane.bench import memsvc_latency
+from coreplane.core import binaries
 from coreplane.doctor.probes import userfaultfd
 from test_stress import watched
 
@@ -94,13 +96,18 @@ def test_untouched_memory_goes_back_without_the_scrubber(semantics, memory):
 
 
 def fifo_allowed() -> bool:
-    """Whether this process may take SCHED_FIFO 1 (then undone), as the scrubber would."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-    except PermissionError:
-        return False
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    return True
+    """Whether coreplane-exec may run the scrubber under SCHED_FIFO here (its own check, which
+    leaves this process's scheduling alone)."""
+    exe = binaries.locate("coreplane-exec")
+    return exe is not None and memsvc_latency.fifo_allowed(str(exe))
+
+
+def test_memory_service_options_without_a_pool_are_one_line():
+    # Without --memory pool there is no scrubber and no pool to grow: the options would be ignored.
+    for option in (["--scrubber-priority", "fifo"], ["--memory-grow", "64M"]):
+        proc = run_cli("run", *option, "--", "true")
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert option[0] in proc.stderr
 
 
 @pytest.mark.skipif(not fifo_allowed(), reason="SCHED_FIFO refused here (it needs CAP_SYS_NICE or RLIMIT_RTPRIO)")

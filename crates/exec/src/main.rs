@@ -198,6 +198,13 @@ fn main() {
     if pool && args.scrubber_priority == memory::ScrubberPriority::Fifo {
         memory::check_fifo().unwrap_or_else(|e| fail(e));
     }
+    // Options of the memory service without it would be silently ignored.
+    if !pool && args.scrubber_priority == memory::ScrubberPriority::Fifo {
+        fail("--scrubber-priority fifo: there is no scrubber without --memory pool or pool-demand");
+    }
+    if !pool && args.memory_grow > 0 {
+        fail("--memory-grow: only a pool grows; add --memory pool or pool-demand");
+    }
     let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating || pool)
         .unwrap_or_else(|e| fail(e));
     let placement = args.placement.as_deref().map(|p| cores::check_placement(p).unwrap_or_else(|e| fail(e)));
