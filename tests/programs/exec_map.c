@@ -21,11 +21,10 @@ int main(int argc, char **argv)
     memset(code, 0xcc, sizeof code); // int3 before and after, room for the runtime's patch
     const unsigned char fn[] = {0xb8, SYS_getppid, 0, 0, 0, 0x0f, 0x05, 0xc3};
     memcpy(code + 64, fn, sizeof fn);
-    char path[] = "/tmp/exec_map_XXXXXX";
-    int fd = mkstemp(path);
+    // A memfd, not a file in /tmp: a /tmp mounted noexec refuses PROT_EXEC mappings of its files.
+    int fd = memfd_create("exec_map", MFD_CLOEXEC);
     if (fd < 0 || write(fd, code, sizeof code) != sizeof code)
         return 2;
-    unlink(path);
     void *text = mmap(NULL, sizeof code, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
     close(fd);
     if (text == MAP_FAILED)
