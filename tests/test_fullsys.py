@@ -185,8 +185,9 @@ def test_mpirsh_runs_a_command_and_waits_for_what_it_left(mpirsh, tmp_path):
     finally:
         server.kill()
         server.wait()
-    assert client.returncode == 0 and client.stdout == "hello 42\n"
-    # the server exits with the command's status only after the command's orphan has ended
+    # both exit with the command's status (the agent as ssh does), and only after the command's
+    # orphan has ended
+    assert client.returncode == 3 and client.stdout == "hello 42\n", client.stderr
     assert status == 3 and marker.read_text() == "left\n"
 
 

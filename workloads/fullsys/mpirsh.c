@@ -3,9 +3,11 @@
  *   mpirsh serve ADDRESS   a node's server, listening on its ADDRESS only: accepts one command,
  *                          runs it with `sh -c` (standard output and error on the connection),
  *                          waits for it and for everything it started (a child subreaper: a
- *                          daemonised orted too), exits with its status.
+ *                          daemonised orted too), sends its status after its output (a trailer
+ *                          of TRAILER_MAGIC and the status), exits with it.
  *   mpirsh HOST WORD...    the agent, as mpirun calls ssh: runs WORD... joined by spaces on HOST's
- *                          server, copies what it prints to standard output, exits at its end.
+ *                          server, copies what it prints to standard output, exits with its status
+ *                          as ssh does (so mpirun sees a remote daemon that failed to start at once).
  *                          HOST's server may not listen yet (its guest still starting): retried.
  * Both listen or connect on TCP port 7017, or on $MPIRSH_PORT (a test's free port on the host).
  * No authentication: the guests' network is a QEMU segment of their own, with no route out.
@@ -25,6 +27,9 @@
 #include <unistd.h>
 
 enum { DEFAULT_PORT = 7017, MAX_COMMAND = 1 << 20 };
+/* After the command's output: these 8 bytes, then its status as 4 bytes in network order. */
+static const char TRAILER_MAGIC[8] = {'\0', 'M', 'P', 'I', 'R', 'S', 'H', '\0'};
+enum { TRAILER = sizeof TRAILER_MAGIC + 4 };
 
 static uint16_t port(void)
 {
@@ -94,13 +99,19 @@ static int serve(const char *address)
         execl("/bin/sh", "sh", "-c", command, (char *)NULL);
         _exit(127);
     }
-    close(fd);  /* the connection ends when the command's last holder of it exits */
     int status = 255, any_status;
     for (pid_t done; (done = wait(&any_status)) > 0 || errno == EINTR;) {
         if (done == child) {
             status = WIFEXITED(any_status) ? WEXITSTATUS(any_status) : 128 + WTERMSIG(any_status);
         }
     }
+    /* Everything the command started has ended: its status goes last on the connection. */
+    char trailer[TRAILER];
+    uint32_t wire = htonl((uint32_t)status);
+    memcpy(trailer, TRAILER_MAGIC, sizeof TRAILER_MAGIC);
+    memcpy(trailer + sizeof TRAILER_MAGIC, &wire, sizeof wire);
+    transfer(fd, trailer, sizeof trailer, 1);
+    close(fd);
     return status;
 }
 
@@ -138,15 +149,31 @@ static int run_remote(const char *host, int words, char **word)
     transfer(fd, &wire, sizeof wire, 1);
     transfer(fd, command, strlen(command), 1);
     shutdown(fd, SHUT_WR);
+    /* The last TRAILER bytes received are held back: at the end they are the status, not output. */
+    char held[TRAILER + sizeof buffer];
+    size_t kept = 0;
     for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) != 0;) {
         if (n < 0 && errno != EINTR) {
             die("receive");
         }
         if (n > 0) {
-            transfer(1, buffer, (size_t)n, 1);
+            memcpy(held + kept, buffer, (size_t)n);
+            kept += (size_t)n;
+            if (kept > TRAILER) {
+                transfer(1, held, kept - TRAILER, 1);
+                memmove(held, held + kept - TRAILER, TRAILER);
+                kept = TRAILER;
+            }
         }
     }
-    return 0;
+    uint32_t status;
+    if (kept < TRAILER || memcmp(held, TRAILER_MAGIC, sizeof TRAILER_MAGIC) != 0) {
+        transfer(1, held, kept, 1);
+        fprintf(stderr, "mpirsh: %s's server ended without the command's status\n", host);
+        return 255;
+    }
+    memcpy(&status, held + sizeof TRAILER_MAGIC, sizeof status);
+    return (int)ntohl(status);
 }
 
 int main(int argc, char **argv)
