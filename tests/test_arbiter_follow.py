@@ -105,3 +105,21 @@ def test_delegating_program_follows_its_cores(arbiter, tmp_path_factory):
         follower.end()
     assert follower.proc.returncode == 0, follower.proc.stderr.read()
     wait_for(lambda: not status(arbiter)["mcps"])
+
+
+@pytest.mark.parametrize("policy", ["all", "getppid"])
+def test_a_last_exit_of_a_followed_program_ends_it(arbiter, tmp_path_factory, policy):
+    # The review's case: under getppid the program delegated nothing, so no delegate existed, and
+    # its last thread's exit(2) left the process alive with the monitor parked (SIGTERM could not
+    # end it either). It ends with the thread's status now, under either policy.
+    exe = build_program(tmp_path_factory, "mcp_sysexit")
+    proc = subprocess.Popen([*CLI, "run", "--mcp", "--max", "1", "--delegate", policy, "--arbiter-state-dir",
+                             str(arbiter.state_dir), "--", str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    assert proc.returncode == 3 and out == "bye\n", err

@@ -48,6 +48,8 @@ const STACK_SIZE: usize = 32 * 1024;
 /// The monitor's connection to the arbiter, the mapped procinfo and procdata pages and the
 /// vcores wanted.
 struct Monitor {
+    /// The process whose monitor thread runs (a forked child has none).
+    pid: AtomicI32,
     fd: AtomicI32,
     procinfo: AtomicUsize,
     procdata: AtomicUsize,
@@ -55,7 +57,7 @@ struct Monitor {
 }
 
 static MONITOR: Monitor =
-    Monitor { fd: AtomicI32::new(-1), procinfo: AtomicUsize::new(0), procdata: AtomicUsize::new(0), want: AtomicU32::new(0) };
+    Monitor { pid: AtomicI32::new(0), fd: AtomicI32::new(-1), procinfo: AtomicUsize::new(0), procdata: AtomicUsize::new(0), want: AtomicU32::new(0) };
 
 extern "C" {
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
@@ -89,7 +91,15 @@ pub fn start(root: bool) {
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
     if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, monitor_main, 0) } < 0 {
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
+    } else {
+        MONITOR.pid.store(sys::getpid(), Release);
     }
+}
+
+/// Whether process `pid` runs the monitor thread, which takes no signal and never ends by
+/// itself: its last program thread's exit(2) must end the process (process::exit_thread).
+pub fn monitoring(pid: i32) -> bool {
+    MONITOR.pid.load(Acquire) == pid
 }
 
 /// Finds ENV_WANT (returned) and ENV_SOCKET (copied NUL-terminated into `socket`) in this

@@ -575,7 +575,7 @@ pub fn set_tsc(a: &[usize; 6]) -> isize {
 }
 
 /// exit(2) of one thread. The last program thread's ends the process when the runtime's own
-/// threads (delegates, the memory pool's scrubber) would keep it alive (they take no signal
+/// threads (delegates, the memory pool's scrubber, the strict watcher, an MCP's monitor) would keep it alive (they take no signal
 /// either, so not even SIGTERM would end it), with its own code, as the kernel ends a process
 /// whose threads all called exit(2).
 pub fn exit_thread(code: usize) -> ! {
@@ -585,7 +585,8 @@ pub fn exit_thread(code: usize) -> ! {
         crate::strict_watch::exiting(t, last, code);
         unsafe { syscall3(EXIT, code, 0, 0) };
     }
-    if last && (delegate::has_delegates(t.pid) || crate::memsvc::has_scrubber() || crate::strict_watch::watching(t.pid)) {
+    if last && (delegate::has_delegates(t.pid) || crate::memsvc::has_scrubber() || crate::strict_watch::watching(t.pid)
+                || crate::mcp::monitoring(t.pid)) {
         exit_group(code);
     }
     delegate::release_slots(t);

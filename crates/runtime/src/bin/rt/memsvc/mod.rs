@@ -104,6 +104,9 @@ enum Taken {
     Block(u32),
     /// The scrubber will return enough pages.
     Wait,
+    /// The request would pass the budget (the supervisor may raise it: `grow`).
+    OverBudget,
+    /// Within the budget, but no block of the size is left (fragmented): growing cannot help.
     Exhausted,
 }
 
@@ -402,7 +405,7 @@ impl Pool {
     /// realloc of a growing perl hash wait for the scrubber: 10x the context switches.)
     fn take(&mut self, n: usize, waited: bool) -> Taken {
         if self.held + n > self.budget_pages {
-            return Taken::Exhausted; // the heap holds the rest of the budget
+            return Taken::OverBudget; // the heap holds the rest of the budget
         }
         if let Some(first) = self.buddy.alloc(n) {
             return Taken::Block(first);
@@ -437,7 +440,8 @@ impl Pool {
         let granted = if room == 0 { 0 } else { grow::ask(want.min(room).next_multiple_of(HUGE_PAGES).min(room)) };
         self.budget_pages += granted.min(room);
         self.publish();
-        self.held + n <= self.budget_pages
+        // Only a raise that makes room is worth another try (true without one looped for ever).
+        granted > 0 && self.held + n <= self.budget_pages
     }
 
     /// Queues a run (PROT_NONE already) for the scrubber; false when the queue is full.
@@ -534,8 +538,8 @@ fn allocate(n: usize) -> Result<usize, isize> {
                 wait_for_scrubber(guard);
                 waited = true;
             }
-            Taken::Exhausted if pool.grow(n) => {}
-            Taken::Exhausted => return Err(-ENOMEM),
+            Taken::OverBudget if pool.grow(n) => {}
+            Taken::OverBudget | Taken::Exhausted => return Err(-ENOMEM),
         }
     }
 }
