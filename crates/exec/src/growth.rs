@@ -63,6 +63,8 @@ impl Growth {
         std::thread::spawn(move || loop {
             let conn = unsafe { libc::accept4(self.fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
             if conn < 0 {
+                // EMFILE and the like persist: wait a little rather than spin on a CPU.
+                std::thread::sleep(std::time::Duration::from_millis(10));
                 continue;
             }
             if !ours(conn) {

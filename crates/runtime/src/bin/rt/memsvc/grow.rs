@@ -96,7 +96,16 @@ pub fn ask(pages: usize) -> usize {
     let request = (pages as u64).to_le_bytes();
     let mut answer = [0u8; 8];
     let sent = unsafe { syscall3(WRITE, fd as usize, request.as_ptr() as usize, 8) } == 8;
-    if !sent || unsafe { syscall3(READ, fd as usize, answer.as_mut_ptr() as usize, 8) } != 8 {
+    let mut got = if sent { unsafe { syscall3(READ, fd as usize, answer.as_mut_ptr() as usize, 8) } } else { -1 };
+    // A handled signal ends a read with a time-out (SO_RCVTIMEO) in EINTR even under SA_RESTART:
+    // the answer is still coming, and the grant is already out of the allowance.
+    while got == -EINTR {
+        got = unsafe { syscall3(READ, fd as usize, answer.as_mut_ptr() as usize, 8) };
+    }
+    if got != 8 {
+        // A late answer would be read as the next request's: the connection goes (remade next time).
+        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+        CONN.store(-1, Relaxed);
         return 0;
     }
     u64::from_le_bytes(answer) as usize
