@@ -43,13 +43,17 @@ impl ScrubberPriority {
 /// Whether this process may run a thread under SCHED_FIFO priority 1, as the runtime's scrubber
 /// does under `--scrubber-priority fifo`: tried on this thread, then undone.
 pub fn check_fifo() -> Result<(), String> {
+    // What this process runs under now, put back after the trial: the program inherits it (a
+    // `chrt -f 10 coreplane run ...` program must run at FIFO 10, as natively).
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    let mut param = libc::sched_param { sched_priority: 0 };
+    unsafe { libc::sched_getparam(0, &mut param) };
     let fifo = libc::sched_param { sched_priority: 1 };
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) } != 0 {
         let e = std::io::Error::last_os_error();
         return Err(format!("--scrubber-priority fifo: SCHED_FIFO refused ({e}; it needs CAP_SYS_NICE or RLIMIT_RTPRIO)"));
     }
-    let other = libc::sched_param { sched_priority: 0 };
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &other) };
+    unsafe { libc::sched_setscheduler(0, policy.max(0), &param) };
     Ok(())
 }
 
