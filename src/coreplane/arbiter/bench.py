@@ -95,7 +95,13 @@ def measure(trials: int, fifo: int | None = None) -> dict:
     """Every operation, `trials` times where it is short (a tenth, at least 50, where it is not),
     against a private arbiter at SCHED_FIFO priority `fifo` (0: ordinary scheduling; None: its default)."""
     os.sched_setaffinity(0, {CONTROL_CPU})
-    state = Path(tempfile.mkdtemp(prefix="coreplane-arbiter-bench-"))
+    # The private arbiter's state directory goes with the measurement (one was left per run).
+    with tempfile.TemporaryDirectory(prefix="coreplane-arbiter-bench-") as state:
+        return _operations(Path(state), trials, fifo)
+
+
+def _operations(state: Path, trials: int, fifo: int | None) -> dict:
+    """`measure`'s trials against a private arbiter whose state is in `state`."""
     os.environ["COREPLANE_ARBITER_SOCKET"] = str(state / "arbiter.sock")
     short, slow = trials, max(trials // 10, 50)
     out = {}
