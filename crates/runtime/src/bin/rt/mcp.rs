@@ -31,15 +31,9 @@ const QUEUE_SIZE: usize = 1152;
 const OFFSET_QUEUE_CONS: usize = 64;
 const PROCDATA_SIZE: usize = 18 * PAGE;
 
-const SOCKET: usize = 41;
-const CONNECT: usize = 42;
 const RECVMSG: usize = 47;
-const FCNTL: usize = 72;
-const F_DUPFD_CLOEXEC: usize = 1030;
-const AF_UNIX: usize = 1;
-const SOCK_STREAM_CLOEXEC: usize = 1 | 0o2000000;
+const SOCK_STREAM: usize = 1;
 const MSG_CMSG_CLOEXEC: usize = 0x4000_0000;
-const SOL_SOCKET: i32 = 1;
 const SCM_RIGHTS: i32 = 1;
 /// A shared futex wait: the waker is the arbiter, another process.
 const FUTEX_WAIT_SHARED: usize = 0;
@@ -136,24 +130,14 @@ fn from_environment(socket: &mut [u8; 108]) -> Option<u32> {
 /// Connects to the arbiter at `path` and attaches: (the connection, moved out of the way of the
 /// program's descriptors, the read-only procinfo page, procdata), or None.
 fn attach(path: &[u8; 108]) -> Option<(i32, usize, usize)> {
-    let fd = unsafe { syscall3(SOCKET, AF_UNIX, SOCK_STREAM_CLOEXEC, 0) };
+    let path_len = unsafe { sys::cstr_len(path.as_ptr()) };
+    let fd = sys::unix_connect(SOCK_STREAM, &path[..(path_len + 1).min(path.len())]);
     if fd < 0 {
         return None;
     }
-    // Far from the numbers a program expects to get (a shell's `exec 3>file` would replace fd 3).
-    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
-    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    if high < 0 {
-        return None;
-    }
-    let fd = high as i32;
-    let mut addr = [0u8; 110];
-    addr[0] = AF_UNIX as u8;
-    addr[2..].copy_from_slice(&path[..]);
-    let path_len = unsafe { sys::cstr_len(path.as_ptr()) };
-    let connected = unsafe { syscall3(CONNECT, fd as usize, addr.as_ptr() as usize, 2 + path_len + 1) } == 0;
+    let fd = fd as i32;
     let mut fds = [-1i32; 2];
-    let attached = connected && send(fd, b"{\"op\":\"attach\",\"wait_ms\":0}\n") && receive_fds(fd, &mut fds);
+    let attached = send(fd, b"{\"op\":\"attach\",\"wait_ms\":0}\n") && receive_fds(fd, &mut fds);
     let (mut info, mut data) = (-1, -1);
     if attached && fds[0] >= 0 && fds[1] >= 0 {
         info = unsafe { syscall6(MMAP, 0, PROCINFO_SIZE, PROT_READ, MAP_SHARED, fds[0] as usize, 0) };
@@ -194,7 +178,7 @@ fn receive_fds(fd: i32, fds: &mut [i32; 2]) -> bool {
         len += n as usize;
         let control_len = unsafe { core::ptr::read_volatile(&msg[5]) };
         let (level, kind) = (control[1] as u32 as i32, (control[1] >> 32) as u32 as i32);
-        if control_len >= 16 && level == SOL_SOCKET && kind == SCM_RIGHTS {
+        if control_len >= 16 && level == SOL_SOCKET as i32 && kind == SCM_RIGHTS {
             let count = ((control[0] as usize).saturating_sub(16) / 4).min(4);
             let words = [control[2] as u32 as i32, (control[2] >> 32) as u32 as i32, control[3] as u32 as i32, (control[3] >> 32) as u32 as i32];
             for (i, &received) in words[..count].iter().enumerate() {

@@ -10,13 +10,8 @@
 use crate::sys::*;
 use core::sync::atomic::{AtomicIsize, AtomicU32, Ordering::*};
 
-const SOCKET: usize = 41;
-const CONNECT: usize = 42;
 const SETSOCKOPT: usize = 54;
-const AF_UNIX: usize = 1;
 const SOCK_SEQPACKET: usize = 5;
-const SOCK_CLOEXEC: usize = 0o2000000;
-const SOL_SOCKET: usize = 1;
 const SO_RCVTIMEO: usize = 20;
 
 /// The supervisor's pid (0: no growth).
@@ -42,42 +37,22 @@ pub fn child_after_fork() {
 
 /// Connects to the supervisor, out of the way of the program's descriptor numbers.
 fn connect(pid: u32) -> isize {
-    let fd = unsafe { syscall3(SOCKET, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return -1;
-    }
-    // struct sockaddr_un: the family, then "\0coreplane-grow-PID" (abstract: no file to leave).
-    let mut addr = [0u8; 110];
-    addr[0] = AF_UNIX as u8;
-    let mut len = 3;
-    for &c in b"coreplane-grow-" {
-        addr[len] = c;
-        len += 1;
-    }
-    let mut digits = [0u8; 10];
-    let (mut n, mut k) = (pid, 0);
-    loop {
-        digits[k] = b'0' + (n % 10) as u8;
-        k += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in (0..k).rev() {
-        addr[len] = digits[i];
-        len += 1;
-    }
+    // "\0coreplane-grow-PID": an abstract name, no file to leave behind.
+    let mut path = [0u8; 40];
+    let prefix = b"\0coreplane-grow-";
+    path[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 20];
+    let digits = crate::sys::fmt_u64(pid as u64, &mut digits);
+    path[prefix.len()..prefix.len() + digits.len()].copy_from_slice(digits);
+    let fd = crate::sys::unix_connect(SOCK_SEQPACKET, &path[..prefix.len() + digits.len()]);
     let timeout: [i64; 2] = [1, 0]; // struct timeval: 1 s
-    let ok = unsafe {
-        syscall3(CONNECT, fd as usize, addr.as_ptr() as usize, len) == 0
-            && syscall6(SETSOCKOPT, fd as usize, SOL_SOCKET, SO_RCVTIMEO, timeout.as_ptr() as usize, 16, 0) == 0
-    };
-    if !ok {
+    if fd >= 0
+        && unsafe { syscall6(SETSOCKOPT, fd as usize, SOL_SOCKET, SO_RCVTIMEO, timeout.as_ptr() as usize, 16, 0) } != 0
+    {
         unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
         return -1;
     }
-    super::out_of_the_way(fd)
+    fd
 }
 
 /// Asks the supervisor for `pages` more; the pages granted (0: refused, or no supervisor).

@@ -772,18 +772,6 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
 /// Zeros to write or copy from (the scrubber's writes, the fault handler's batches).
 static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
-/// `fd` moved to 900 or above, away from the numbers programs expect to get (itself if not).
-fn out_of_the_way(fd: isize) -> isize {
-    const FCNTL: usize = 72;
-    const F_DUPFD_CLOEXEC: usize = 1030;
-    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
-    if high < 0 {
-        return fd;
-    }
-    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    high
-}
-
 extern "C" {
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
 }
