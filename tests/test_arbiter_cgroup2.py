@@ -77,17 +77,7 @@ def test_max_rows_with_three_compute_cores_in_a_guest():
 
 
 # The guest's /init for the runtime's following with 3 compute cores (a 5 s warning).
-FOLLOW_INIT = r"""#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin LD_LIBRARY_PATH=/lib COREPLANE_ARBITER_SOCKET=/run/arbiter.sock
-mount -t devtmpfs dev /dev; mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t cgroup2 none /sys/fs/cgroup
-/bin/coreplane-arbiter --state-dir /run --warn-us 5000000 2>/arbiter.log & ARB=$!
-for i in $(seq 200); do [ -S /run/arbiter.sock ] && break; sleep 0.05; done
-timeout 150 /bin/check
-echo "CHECK check exit $?"
-kill -TERM $ARB; wait $ARB
-poweroff -f
-"""
+FOLLOW_INIT = guest.init_script(5_000_000, "timeout 150 /bin/check\necho \"CHECK check exit $?\"\n")
 
 
 def test_runtime_follows_three_compute_cores_in_a_guest(tmp_path):

@@ -18,19 +18,21 @@ VCORE_INCLUDE = REPO_ROOT / "crates" / "vcore" / "include"
 MAX_TABLES = REPO_ROOT / "crates" / "vcore" / "bench" / "max_tables.c"
 LABEL = "emulated (QEMU TCG), not comparable to hardware times"
 
-# /init for the max rows: the arbiter with no warning time on loans (ROS's preempt-and-get).
-MAX_TABLES_INIT = r"""#!/bin/busybox sh
+def init_script(warn_us: int, body: str, after: str = "") -> str:
+    """A guest's /init: busybox, cgroup2 mounted alone, an arbiter with `--warn-us warn_us` started
+    and waited for, then `body` (shell lines), the arbiter stopped, `after`, power off."""
+    return (r"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin LD_LIBRARY_PATH=/lib COREPLANE_ARBITER_SOCKET=/run/arbiter.sock
 mount -t devtmpfs dev /dev; mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t cgroup2 none /sys/fs/cgroup
-/bin/coreplane-arbiter --state-dir /run --warn-us 0 2>/arbiter.log & ARB=$!
-for i in $(seq 200); do [ -S /run/arbiter.sock ] && break; sleep 0.05; done
-/bin/max_tables TRIALS
-echo "CHECK max_tables exit $?"
-kill -TERM $ARB; wait $ARB
-echo "CHECK arbiter said: $(head -1 /arbiter.log)"
-poweroff -f
-"""
+""" + f"/bin/coreplane-arbiter --state-dir /run --warn-us {warn_us} 2>/arbiter.log & ARB=$!\n"
+            + "for i in $(seq 200); do [ -S /run/arbiter.sock ] && break; sleep 0.05; done\n"
+            + body + "kill -TERM $ARB; wait $ARB\n" + after + "poweroff -f\n")
+
+
+# /init for the max rows: the arbiter with no warning time on loans (ROS's preempt-and-get).
+MAX_TABLES_INIT = init_script(0, "/bin/max_tables TRIALS\necho \"CHECK max_tables exit $?\"\n",
+                              after='echo "CHECK arbiter said: $(head -1 /arbiter.log)"\n')
 
 
 def kernel() -> Path | None:
