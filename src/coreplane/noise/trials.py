@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -100,11 +101,20 @@ def io_neighbour(stack: ExitStack, writer_mib: int = 8) -> dict:
 
 
 def _end_group(proc: subprocess.Popen) -> None:
+    """Kills a loop's process group and waits until none of it is left: the gcc or dd it ran is
+    the loop's child, reaped by init (not by us) after the kill, and was seen still exiting."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.wait()
+    give_up = time.monotonic() + 5
+    while time.monotonic() < give_up:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
 
 
 def barrier(threads: int, noise: str, placement: str, steps: int = 1000, quantum_us: int = 1000) -> dict:
