@@ -68,6 +68,16 @@ def _projections(doc: dict) -> str:
             "added forward cost).</p>" + table(pd.DataFrame(rows)) + figs)
 
 
+def _noise(v: dict) -> str:
+    """The validation's measurement-noise floor as a sentence ("" for documents from before it)."""
+    floor = v.get("noise_floor_pct") or {}
+    if floor.get("all") is None:
+        return ""
+    return (f" The measurements' own noise (a bootstrap over the rounds: the MAPE even a model that knew every true "
+            f"speedup would show against them) is {pct(floor['all'])} (sequential {pct(floor['sequential'])}, "
+            f"multithreaded {pct(floor['multithreaded'])}).")
+
+
 def _validation(v: dict) -> str:
     goal = v["goal"]
     mape = pd.DataFrame([{"model": MODEL_NAMES[m], "MAPE": pct(v["mape"][m]["mape_pct"]),
@@ -79,7 +89,7 @@ def _validation(v: dict) -> str:
                               "γ fit (median)": fits["per_program"].get(p), "γ of the others": fits["loo"].get(p),
                               **{MODEL_NAMES[m]: pct(e[m]) for m in ("naive", "refined", "closed", "closed:loo")}}
                              for p, e in v["per_program"].items()])
-    cols = ["case", "n", "run_cv", "measured", "naive", "refined", "queueing", "closed", "refined:loo", "closed:loo"]
+    cols = ["case", "n", "run_cv", "noise", "measured", "naive", "refined", "queueing", "closed", "refined:loo", "closed:loo"]
     rows = pd.DataFrame(v["rows"])[cols] if v["rows"] else pd.DataFrame(columns=cols)
     figs = "".join(_img(f, Path(f).stem) for f in v["figures"])
     verdict = "met" if goal["met"] else "not met"
@@ -90,7 +100,7 @@ def _validation(v: dict) -> str:
             f"({v['fc_statistic']}), γ from the gain_synth calibration (1 for real programs); the fitted rows solve γ on "
             f"measured speedups (paper 002 Table 4), in-sample (median of all programs) and leave-one-out. "
             f"Goal (MAPE ≤ {goal['target_pct']:g} % for the {MODEL_NAMES[HEADLINE]}): <b>{verdict}</b>, "
-            f"{pct(goal['mape_pct'])}.</p>")
+            f"{pct(goal['mape_pct'])}.{_noise(v)}</p>")
     extra = ""
     if v["skipped"]:
         extra += "<h3>Skipped (projected too long)</h3>" + table(pd.DataFrame(v["skipped"]))

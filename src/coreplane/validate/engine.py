@@ -264,6 +264,8 @@ def summarize(prep: Prepared, rows: list[dict], fits: dict, skipped: list[dict],
         "mape": {m: predict.mape(rows, m) for m in models},
         "mape_sequential": {m: predict.mape(seq, m)["mape_pct"] for m in models},
         "mape_multithreaded": {m: predict.mape(mt, m)["mape_pct"] for m in models},
+        "noise_floor_pct": {"all": predict.noise_floor(rows), "sequential": predict.noise_floor(seq),
+                            "multithreaded": predict.noise_floor(mt)},
         "mape_by_statistic": {f"{m}@{st}": predict.mape(rows, f"{m}@{st}")["mape_pct"]
                               for m in ("refined", "closed") for st in calibrate.STATISTICS},
         "per_program": per_program,

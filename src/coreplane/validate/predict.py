@@ -182,6 +182,8 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
             for model, value in at(gamma, st).items():
                 if model in ("refined", "closed"):
                     row[f"{model}@{st}"] = value
+        row["noise"] = measurement_noise([s.native_by_round[r] for r in rounds_of[c.case]],
+                                         [walls[c.case][r] for r in rounds_of[c.case]])
         row["gamma_fit"] = fitted_gamma(s, c, cal, meas, statistic)
         rows.append(row)
     fits = _aggregate([r for r in rows if r["gamma_fit"] is not None])
@@ -211,6 +213,27 @@ def _aggregate(rows: list[dict]) -> dict:
     loo = leave_one_out(per_program) if len(per_program) > 1 else {}
     return {"per_program": per_program, "median": median, "loo": loo,
             "per_case": {r["case"]: r["gamma_fit"] for r in rows}}
+
+
+def measurement_noise(natives: list[float], walls: list[float], draws: int = 2000) -> float | None:
+    """How far a configuration's measured speedup (the median over rounds of native ÷ run, one
+    pair per round) lies from its true value by chance alone, estimated by a bootstrap over the
+    rounds (pairs kept together: a round's native and run share its vCPU placement): the mean
+    |bootstrap median ÷ measured − 1|. Averaged over rows it is the MAPE a model that knew every
+    true speedup would still show against these measurements. None with fewer than 2 rounds."""
+    if len(natives) < 2:
+        return None
+    ratios = np.asarray(natives, dtype=float) / np.asarray(walls, dtype=float)
+    measured = float(np.median(ratios))
+    # A fixed seed: the same stored runs give the same figure when they are scored again.
+    picks = np.random.default_rng(0).integers(0, len(ratios), size=(draws, len(ratios)))
+    return float(np.mean(np.abs(np.median(ratios[picks], axis=1) / measured - 1.0)))
+
+
+def noise_floor(rows: list[dict]) -> float | None:
+    """The mean of the rows' measurement noise, in percent (see `measurement_noise`)."""
+    known = [r["noise"] for r in rows if r.get("noise") is not None]
+    return 100.0 * float(np.mean(known)) if known else None
 
 
 def mape(rows: list[dict], model: str) -> dict:

@@ -45,6 +45,11 @@ def render_mape(doc: dict) -> None:
                       pct(m["accuracy_pct"]), pct(m["max_pct"]), pct(doc["mape_sequential"][model]),
                       pct(doc["mape_multithreaded"][model]), str(m["missing"]))
     console.print(table)
+    floor = doc.get("noise_floor_pct") or {}
+    if floor.get("all") is not None:
+        console.print(f"measurement noise (bootstrap over the rounds; the MAPE even a model that knew every true speedup "
+                      f"would show here): {pct(floor['all'])}, sequential {pct(floor['sequential'])}, "
+                      f"multithreaded {pct(floor['multithreaded'])}", highlight=False)
 
 
 def render_programs(doc: dict) -> None:
