@@ -33,6 +33,10 @@ class Tracker:
         total = self.progress.tasks[self.task].total or 0
         self.progress.update(self.task, total=max(total, self.completed + pending))
 
+    def describe(self, description: str) -> None:
+        """A new text before the bar (the job's plan changed)."""
+        self.progress.update(self.task, description=description)
+
     def done(self, note: str | None = None) -> None:
         """One unit finished; `note` replaces the text beside the bar (e.g. failures so far)."""
         self.progress.update(self.task, advance=1, **({"note": note} if note is not None else {}))

@@ -29,6 +29,10 @@ def _render(doc: dict) -> None:
 def study(
     quick: bool = typer.Option(False, "--quick", help="The quick suite and grid (CI: about 2 minutes)."),
     repetitions: int = typer.Option(5, "--repetitions", "-r", help="Rounds of every configuration."),
+    until_noise: float = typer.Option(2.0, "--until-noise", metavar="PCT", help="After --repetitions rounds, more "
+                                      "while the measurements' own noise floor (a bootstrap over the rounds) is "
+                                      "above PCT percent (0: no more; ignored with --quick)."),
+    max_repetitions: int = typer.Option(15, "--max-repetitions", help="The most rounds --until-noise runs."),
     nice: int = typer.Option(None, "--nice", help="Autogroup nice of every run (default -20 as root)."),
     out: Path = typer.Option(None, "--out", help="Output directory (default studies/study-TIME)."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted study in --out."),
@@ -36,7 +40,8 @@ def study(
 ) -> None:
     """Profile, project and validate the bundled workloads and real Debian programs, and write an HTML report:
     what delegating which calls would cost or gain each program, and how well the models predicted it."""
-    options = engine.Options(quick=quick, repetitions=repetitions, max_run_s=1.0 if quick else 3.0,
+    options = engine.Options(quick=quick, repetitions=repetitions, until_noise_pct=None if quick or not until_noise
+                             else until_noise, max_repetitions=max_repetitions, max_run_s=1.0 if quick else 3.0,
                              nice=engine.default_nice() if nice is None else (nice or None),
                              progress=not json_out, resume=resume)
     doc = pipeline.run(out or engine.default_out("studies", "study"), options)

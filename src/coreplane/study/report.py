@@ -95,7 +95,7 @@ def _validation(v: dict) -> str:
     verdict = "met" if goal["met"] else "not met"
     text = (f"<h2>Validation</h2><p>{len(v['rows'])} configurations (policy × forward cost × emulated γ) of "
             f"{goal['programs']} programs ({goal['multithreaded_programs']} multithreaded), each run "
-            f"{v['repetitions']} times natively and under the runtime, in rounds. Speedup = median native time / median "
+            f"{v.get('rounds') or v['repetitions']} times natively and under the runtime, in rounds. Speedup = median native time / median "
             f"time under the runtime. Predictions use estimated parameters: f_c from the micro-benchmark "
             f"({v['fc_statistic']}), γ from the gain_synth calibration (1 for real programs); the fitted rows solve γ on "
             f"measured speedups (paper 002 Table 4), in-sample (median of all programs) and leave-one-out. "

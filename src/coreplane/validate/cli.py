@@ -23,6 +23,10 @@ def validate(
     quick: bool = typer.Option(False, "--quick", help="Fewer configurations and forward costs, 1 s runs at most "
                                "(the quick suite unless SUITE is given)."),
     repetitions: int = typer.Option(5, "--repetitions", "-r", help="Rounds: every configuration runs once per round."),
+    until_noise: float = typer.Option(None, "--until-noise", metavar="PCT", help="After --repetitions rounds, more "
+                                      "while the measurements' own noise floor (a bootstrap over the rounds) is "
+                                      "above PCT percent."),
+    max_repetitions: int = typer.Option(15, "--max-repetitions", help="The most rounds --until-noise runs."),
     statistic: str = typer.Option("mean", "--fc-statistic", help="Summary of the micro-benchmark used as f_c: "
                                   "min | median | mean | max."),
     max_run: float = typer.Option(None, "--max-run", metavar="SECONDS", help="Skip configurations projected to run "
@@ -44,9 +48,9 @@ def validate(
         return
     name = suite or ("quick" if quick else "default")
     chosen = suites.load(name)
-    options = engine.Options(quick=quick, repetitions=repetitions, statistic=statistic,
-                             max_run_s=max_run or (1.0 if quick else 3.0), compute_cores=compute_cores,
-                             control_cores=control_cores, nice=engine.default_nice() if nice is None else (nice or None),
+    options = engine.Options(quick=quick, repetitions=repetitions, until_noise_pct=until_noise,
+                             max_repetitions=max_repetitions, statistic=statistic,
+                             max_run_s=max_run or (1.0 if quick else 3.0), compute_cores=compute_cores, control_cores=control_cores, nice=engine.default_nice() if nice is None else (nice or None),
                              progress=not json_out, resume=resume)
     doc = engine.validate(chosen, out or engine.default_out("validations", chosen.name), options)
     emit(doc, json_out, render)

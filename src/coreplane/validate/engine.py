@@ -23,12 +23,16 @@ FORMAT = "coreplane-validation/1"
 
 @dataclass
 class Options:
-    """How a validation runs. `repetitions` rounds of every case (at least 5 for the goal);
-    `statistic` is the summary of the micro-benchmark used as f_c; `max_run_s` skips
-    configurations projected to run longer; `nice` is the autogroup nice of every run."""
+    """How a validation runs. `repetitions` rounds of every case (at least 5 for the goal), then
+    more, up to `max_repetitions`, while the measurements' noise floor (predict.noise_floor) is
+    above `until_noise_pct` (None: no more); `statistic` is the summary of the micro-benchmark
+    used as f_c; `max_run_s` skips configurations projected to run longer; `nice` is the
+    autogroup nice of every run."""
 
     quick: bool = False
     repetitions: int = 5
+    until_noise_pct: float | None = None
+    max_repetitions: int = 15
     statistic: str = "mean"
     max_run_s: float = 3.0
     compute_cores: str | None = None
@@ -40,6 +44,10 @@ class Options:
     def check(self) -> None:
         if self.repetitions < 1:
             raise CoreplaneError(f"--repetitions {self.repetitions}: at least 1")
+        if self.until_noise_pct is not None and self.until_noise_pct <= 0:
+            raise CoreplaneError(f"--until-noise {self.until_noise_pct}: must be positive")
+        if self.until_noise_pct is not None and self.max_repetitions < self.repetitions:
+            raise CoreplaneError(f"--max-repetitions {self.max_repetitions}: below --repetitions {self.repetitions}")
         if self.statistic not in calibrate.STATISTICS:
             raise CoreplaneError(f"--fc-statistic {self.statistic}: use {', '.join(calibrate.STATISTICS)}")
         if self.max_run_s <= 0:
@@ -170,12 +178,25 @@ def measure(prep: Prepared) -> dict:
         configs += chosen
         skipped += skip
         cases += plan.validation_cases(p, prep.argv[p.name], chosen, prep.machine, out_dir(out, p))
-    rounds.run("validate", cases, out / "validate", opts.repetitions, 1, _timeout(opts), opts.progress)
+    more = None
+    if opts.until_noise_pct is not None:
+        def more() -> bool:
+            floor = noise_now(out / "validate", configs)
+            return floor is None or floor > opts.until_noise_pct
+    rounds.run("validate", cases, out / "validate", opts.repetitions, 1, _timeout(opts), opts.progress,
+               more=more, max_rounds=opts.max_repetitions)
     doc = score(prep, configs, skipped)
     prep.timings["validate_s"] = time.monotonic() - started
     doc["timings_s"] = prep.timings
     (out / "validation.json").write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
     return doc
+
+
+def noise_now(out: Path, configs: list[plan.Config]) -> float | None:
+    """The noise floor (percent) of the runs stored so far in `out`: whether another round is worth it."""
+    walls = rounds.walls_by_round(out)
+    return predict.noise_floor([{"noise": predict.round_noise(walls.get(plan.native_case(c.program), {}),
+                                                              walls.get(c.case, {}))} for c in configs])
 
 
 def score(prep: Prepared, configs: list[plan.Config], skipped: list[dict], figures_dir: Path | None = None) -> dict:
@@ -258,7 +279,9 @@ def summarize(prep: Prepared, rows: list[dict], fits: dict, skipped: list[dict],
     natives = {p.name: measured.get(plan.native_case(p.name)) for p in prep.suite.programs}
     return {
         "format": FORMAT, "suite": prep.suite.name, "source": prep.suite.source, "out": str(prep.out),
-        "quick": prep.options.quick, "repetitions": prep.options.repetitions, "fc_statistic": prep.options.statistic,
+        "quick": prep.options.quick, "repetitions": prep.options.repetitions,
+        "rounds": max((r["n"] for r in rows), default=0),
+        "until_noise_pct": prep.options.until_noise_pct, "fc_statistic": prep.options.statistic,
         "machine": {**describe(), **prep.machine.as_dict()},
         "calibration": prep.calibration.to_dict(),
         "mape": {m: predict.mape(rows, m) for m in models},

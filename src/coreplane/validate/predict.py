@@ -182,8 +182,7 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
             for model, value in at(gamma, st).items():
                 if model in ("refined", "closed"):
                     row[f"{model}@{st}"] = value
-        row["noise"] = measurement_noise([s.native_by_round[r] for r in rounds_of[c.case]],
-                                         [walls[c.case][r] for r in rounds_of[c.case]])
+        row["noise"] = round_noise(s.native_by_round, walls.get(c.case, {}))
         row["gamma_fit"] = fitted_gamma(s, c, cal, meas, statistic)
         rows.append(row)
     fits = _aggregate([r for r in rows if r["gamma_fit"] is not None])
@@ -228,6 +227,13 @@ def measurement_noise(natives: list[float], walls: list[float], draws: int = 200
     # A fixed seed: the same stored runs give the same figure when they are scored again.
     picks = np.random.default_rng(0).integers(0, len(ratios), size=(draws, len(ratios)))
     return float(np.mean(np.abs(np.median(ratios[picks], axis=1) / measured - 1.0)))
+
+
+def round_noise(native_by_round: dict[int, float], run_by_round: dict[int, float]) -> float | None:
+    """`measurement_noise` of one configuration from its runs and its program's native runs, by
+    round (the rounds both have)."""
+    both = sorted(set(native_by_round) & set(run_by_round))
+    return measurement_noise([native_by_round[r] for r in both], [run_by_round[r] for r in both])
 
 
 def noise_floor(rows: list[dict]) -> float | None:

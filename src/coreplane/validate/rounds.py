@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,10 +40,12 @@ def spec(name: str, cases: list[Case], workdir: Path, timeout_s: float) -> dict:
 
 
 def run(name: str, cases: list[Case], out: Path, rounds: int, warmups: int, timeout_s: float,
-        progress: bool, strict: bool = False) -> dict:
+        progress: bool, strict: bool = False, more: Callable[[], bool] | None = None,
+        max_rounds: int | None = None) -> dict:
     """Runs every case `rounds` times, one round after another (the experiment engine's repetition
     target grows by one per round, and `resume` keeps what earlier rounds stored); `warmups` runs
-    of each case precede the first round. Returns the engine's summary of the last round.
+    of each case precede the first round. After `rounds`, further rounds follow while `more()`
+    says so, up to `max_rounds`. Returns the engine's summary of the last round.
     `strict`: a failed run (after the engine's retries) stops everything, naming the case."""
     doc = spec(name, cases, out.parent, timeout_s)
     summary: dict = {}
@@ -51,7 +54,12 @@ def run(name: str, cases: list[Case], out: Path, rounds: int, warmups: int, time
         # stored before do not run again, and the sweeps raise the total only when they retry.
         tracker = Tracker(progress_bars, f"{name} ({rounds} rounds of {len(cases)})",
                           total=max(0, len(cases) * (rounds + warmups) - _stored_ok(out)))
-        for r in range(1, rounds + 1):
+        r = 0
+        while r < rounds or (more is not None and r < (max_rounds or rounds) and more()):
+            r += 1
+            if r > rounds:
+                tracker.expect(len(cases))
+                tracker.describe(f"{name} (round {r}, at most {max_rounds}, of {len(cases)})")
             doc["repetitions"], doc["warmups"] = r, warmups if r == 1 else 0
             summary = dse.run_sweep(doc, out, resume=True, progress=tracker)
             if strict and summary["failed"]:
