@@ -25,7 +25,9 @@
 //!   (munmap succeeds, mprotect ENOMEM, mremap EFAULT).
 //! What differs: /proc/self/maps shows the pool as anonymous mappings, its free parts `---p`,
 //! and no `[heap]` (the break is in the pool; /proc/PID/stat's start_brk is the kernel's);
-//! budget exhaustion is ENOMEM (mmap) or a break that does not move (brk); MAP_FIXED into free pool pages, and
+//! budget exhaustion is ENOMEM (mmap) or a break that does not move (brk), but a request within
+//! the budget that the pool has no block for (fragmented) is mapped by the kernel, outside the
+//! pool and not held to its budget (mremap moves the pages there); MAP_FIXED into free pool pages, and
 //! mremap with MREMAP_FIXED or MREMAP_DONTUNMAP on pool memory, fail with ENOMEM / EINVAL;
 //! madvise is left to the kernel (DONTNEED on pool memory is correct: the pages read as zero
 //! and fault in again; on free pool pages it returns 0 where Linux says ENOMEM). A mapping call from a program signal handler that interrupted the service in the
@@ -73,6 +75,13 @@ const SCRUB_FROM: usize = 1024;
 /// Freed runs waiting for the scrubber, oldest first.
 const RING: usize = 4096;
 
+/// The allocator's address space, in multiples of what the pool may hold (budget and growth).
+/// A buddy allocator rounds blocks to their alignment: with only the budget's space, 20 MiB then
+/// 40 MiB in a 64 MiB pool found no aligned block for the second (ENOMEM, where Linux maps it).
+/// Address space costs nothing here (PROT_NONE, not populated; 9 bytes of bookkeeping per page,
+/// populated only where used); what still finds no block goes to the kernel (see `mmap`).
+const SPREAD: usize = 2;
+
 
 /// The pool and its allocator; only touched under `POOL_LOCK`.
 /// Its reservation starts with the heap (pages [0, heap_pages), the program break's), then the
@@ -106,7 +115,8 @@ enum Taken {
     Wait,
     /// The request would pass the budget (the supervisor may raise it: `grow`).
     OverBudget,
-    /// Within the budget, but no block of the size is left (fragmented): growing cannot help.
+    /// Within the budget, but no block of the size is left (fragmented): growing cannot help;
+    /// the kernel maps it instead (`allocate` answers None).
     Exhausted,
 }
 
@@ -248,10 +258,10 @@ fn ensure_reserved() -> bool {
 
 /// Reserves the pool of `bytes` and the `growth` it may be granted (rounded up to huge pages),
 /// PROT_NONE and not populated, after a heap of as much address space, with their bookkeeping;
-/// called under the lock.
+/// called under the lock. The allocator's part has SPREAD times the address space it may hold.
 fn reserve(bytes: u64, growth: u64) {
     let heap = ((bytes + growth) as usize).next_multiple_of(HUGE_PAGE);
-    let size = 2 * heap;
+    let size = heap + SPREAD * heap;
     let pages = size / PAGE;
     let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     let raw = unsafe { syscall6(MMAP, 0, size + HUGE_PAGE, PROT_NONE, flags, usize::MAX, 0) };
@@ -517,8 +527,9 @@ fn pages_returned() {
 }
 
 /// `n` pages from the pool, open for reading and writing; waits while the scrubber will return
-/// enough, else ENOMEM.
-fn allocate(n: usize) -> Result<usize, isize> {
+/// enough; ENOMEM past the budget; None when the budget holds them but the pool has no block for
+/// them (fragmented): the caller has the kernel map them, as Linux would.
+fn allocate(n: usize) -> Result<Option<usize>, isize> {
     let mut waited = false;
     loop {
         let Some((guard, pool)) = Guard::take() else { return Err(-ENOMEM) };
@@ -532,20 +543,23 @@ fn allocate(n: usize) -> Result<usize, isize> {
                 }
                 pool.held += n;
                 pool.publish();
-                return Ok(addr);
+                return Ok(Some(addr));
             }
             Taken::Wait => {
                 wait_for_scrubber(guard);
                 waited = true;
             }
             Taken::OverBudget if pool.grow(n) => {}
-            Taken::OverBudget | Taken::Exhausted => return Err(-ENOMEM),
+            Taken::OverBudget => return Err(-ENOMEM),
+            Taken::Exhausted => return Ok(None),
         }
     }
 }
 
 /// mmap: anonymous private read-write memory without an address is served from the pool;
-/// MAP_FIXED over pool pages is checked; anything else is the kernel's (None).
+/// MAP_FIXED over pool pages is checked; anything else is the kernel's (None), and so is a
+/// request the budget holds but the fragmented pool has no block for (mapped outside the pool
+/// and its budget; the profile counts it as a local mmap, not a served one).
 pub fn mmap(a: &[usize; 6]) -> Option<isize> {
     let (addr, len, prot, flags) = (a[0], a[1], a[2], a[3]);
     if flags & MAP_FIXED != 0 {
@@ -559,7 +573,8 @@ pub fn mmap(a: &[usize; 6]) -> Option<isize> {
         return None; // no pool, or a signal handler interrupted the service: the kernel serves it
     }
     Some(match allocate(pages_of(len)) {
-        Ok(addr) => {
+        Ok(None) => return None,
+        Ok(Some(addr)) => {
             if flags & MAP_POPULATE != 0 {
                 // Fresh or dropped pages are not populated yet (an old kernel's EINVAL: they
                 // fault in at first touch).
@@ -754,15 +769,28 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
     if flags & MREMAP_MAYMOVE == 0 {
         return Some(-ENOMEM);
     }
-    let new = match allocate(new_pages) {
-        Ok(p) => p,
+    let (new, in_pool) = match allocate(new_pages) {
+        Ok(Some(p)) => (p, true),
+        Ok(None) => {
+            // Fragmented: the pages move into a mapping of the kernel's, outside the pool.
+            let flags = MAP_PRIVATE | MAP_ANONYMOUS;
+            let r = unsafe { syscall6(MMAP, 0, new_pages * PAGE, PROT_READ | PROT_WRITE, flags, usize::MAX, 0) };
+            if failed(r) {
+                return Some(r);
+            }
+            (r as usize, false)
+        }
         Err(e) => return Some(e),
     };
     let moved = unsafe {
         syscall6(MREMAP, old, old_pages * PAGE, old_pages * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, new, 0)
     };
     if failed(moved) {
-        munmap(new, new_pages * PAGE);
+        if in_pool {
+            munmap(new, new_pages * PAGE);
+        } else {
+            unsafe { syscall3(MUNMAP, new, new_pages * PAGE, 0) };
+        }
         return Some(moved);
     }
     munmap(old, old_pages * PAGE);
