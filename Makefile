@@ -16,7 +16,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
                 age fzf hexyl ruby lua5.4 tcl stress-ng ltrace
 
-.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 arbiter-guest-tables clean
+.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 heldout6 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 arbiter-guest-tables clean
 
 setup: apt venv rust workloads
 
@@ -61,11 +61,12 @@ demo: setup
 
 # The held-out suite (issue 13): programs the models were never tuned on; MAPE per model, the
 # `project` row being what `coreplane project` answers with its defaults (docs/benchmarks.md).
-# heldout5.toml is the unseen one (session 9, `make heldout5`); heldout4.toml (session 8, `make heldout4`) was looked at; heldout3.toml (session 7, `make heldout`) was looked at; heldout2.toml shaped session 7's model change
+# heldout6.toml is the unseen one (session 10, `make heldout6`); heldout5.toml (session 9, `make heldout5`) was looked at; heldout4.toml (session 8, `make heldout4`) was looked at; heldout3.toml (session 7, `make heldout`) was looked at; heldout2.toml shaped session 7's model change
 # (`make heldout2`); heldout.toml was looked at five times (`make heldout1`).
 HELDOUT3_PACKAGES := lrzip b3sum squashfs-tools fzf graphicsmagick ruby gdu lzop dcfldd pv xxd fdupes plocate exa mawk
 HELDOUT4_PACKAGES := age openjdk-17-jdk-headless erlang-base libvips-tools tarlz zpaq mbuffer diffutils openssl libc-bin e2fsprogs symlinks pax coreutils hunspell hunspell-en-us discount
 HELDOUT5_PACKAGES := x264 zstd rclone duperemove guile-3.0 gddrescue coreutils bsdextrautils jdupes acl libarchive-tools git lua5.4 groff-base imagemagick-6.q16
+HELDOUT6_PACKAGES := x265 ffmpeg webp hugo pypy3 hexyl coreutils flac rhash file bc tcl php-cli pandoc bsdextrautils
 HELDOUT_PACKAGES := pixz 7zip ugrep fd-find bzip3 miller tree ncdu rdfind attr datamash jq zip
 heldout: setup
 	$(call apt_install,$(HELDOUT3_PACKAGES))
@@ -81,6 +82,11 @@ heldout5: setup
 	$(call apt_install,$(HELDOUT5_PACKAGES))
 	@mkdir -p $(BENCH_OUT)
 	$(CLI) validate examples/suites/heldout5.toml --out target/heldout/heldout5-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout5.json
+
+heldout6: setup
+	$(call apt_install,$(HELDOUT6_PACKAGES))
+	@mkdir -p $(BENCH_OUT)
+	$(CLI) validate examples/suites/heldout6.toml --out target/heldout/heldout6-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout6.json
 
 heldout2: setup
 	$(call apt_install,$(HELDOUT_PACKAGES))
