@@ -86,7 +86,7 @@ heldout5: setup
 heldout6: setup
 	$(call apt_install,$(HELDOUT6_PACKAGES))
 	@mkdir -p $(BENCH_OUT)
-	$(CLI) validate examples/suites/heldout6.toml --out target/heldout/heldout6-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout6.json
+	$(CLI) validate examples/suites/heldout6.toml --until-noise 2 --out target/heldout/heldout6-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout6.json
 
 heldout2: setup
 	$(call apt_install,$(HELDOUT_PACKAGES))
