@@ -4,9 +4,11 @@
 //! the abstract Unix socket "coreplane-grow-PID" (SOCK_SEQPACKET; abstract: nothing left behind)
 //! from before the program starts, and answers each process's requests on a thread of its own:
 //! a request is the pages wanted (u64, little-endian), the answer the pages granted (0:
-//! refused). A process is served only if SO_PEERCRED says it is this user's and a descendant of
-//! this process; a grant never takes the allowance below zero, nor the machine's MemAvailable
-//! below a sixteenth of its memory.
+//! refused); a negative word (i64) gives pages back, unanswered. What a connection was granted
+//! and did not give back returns to the allowance when it closes (the process ended, exec'd, or
+//! dropped it). A process is served only if SO_PEERCRED says it is this user's and a descendant
+//! of this process; a grant never takes the allowance below zero, nor the machine's
+//! MemAvailable below a sixteenth of its memory.
 
 use std::sync::{Arc, Mutex};
 
@@ -107,21 +109,30 @@ fn parent(pid: i32) -> Option<i32> {
     stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Answers one process's requests until it goes.
+/// Answers one process's requests until it goes, then takes back what it still holds.
 fn answer(conn: i32, allowance: &Mutex<u64>) {
     let mut request = [0u8; 8];
+    let mut holds = 0u64;
     while unsafe { libc::read(conn, request.as_mut_ptr() as *mut libc::c_void, 8) } == 8 {
-        let wanted = u64::from_le_bytes(request);
+        let word = i64::from_le_bytes(request);
+        if word < 0 {
+            let back = word.unsigned_abs().min(holds);
+            holds -= back;
+            *allowance.lock().unwrap() += back;
+            continue;
+        }
         let granted = {
             let mut left = allowance.lock().unwrap();
-            let granted = wanted.min(*left).min(spare_pages());
+            let granted = (word as u64).min(*left).min(spare_pages());
             *left -= granted;
             granted
         };
+        holds += granted;
         if unsafe { libc::write(conn, granted.to_le_bytes().as_ptr() as *const libc::c_void, 8) } != 8 {
             break;
         }
     }
+    *allowance.lock().unwrap() += holds;
     unsafe { libc::close(conn) };
 }
 

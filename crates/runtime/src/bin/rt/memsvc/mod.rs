@@ -101,9 +101,10 @@ struct Pool {
     heap_top: usize,
     /// Pages [heap_top, heap_lazy_end) are above the break, closed but not zeroed (see `brk`).
     heap_lazy_end: usize,
-    /// Pages the program holds (heap and mapped), at most `budget_pages`.
+    /// Pages the program holds (heap and mapped), at most `budget()`.
     held: usize,
-    budget_pages: usize,
+    /// The budget the process started with; the supervisor's grants come on top (`budget`).
+    base_pages: usize,
     /// The program has mapped over pool pages it held (MAP_FIXED): some may be FOREIGN.
     any_foreign: bool,
 }
@@ -308,7 +309,7 @@ fn reserve(bytes: u64, growth: u64) {
             heap_top: 0,
             heap_lazy_end: 0,
             held: 0,
-            budget_pages: (bytes as usize).next_multiple_of(HUGE_PAGE) / PAGE,
+            base_pages: (bytes as usize).next_multiple_of(HUGE_PAGE) / PAGE,
             any_foreign: false,
         });
     }
@@ -355,7 +356,7 @@ impl Pool {
     /// Publishes the pool's figures (`stats`); under the lock.
     fn publish(&self) {
         stats::publish(&stats::Figures {
-            budget: (self.budget_pages * PAGE) as u64,
+            budget: (self.budget() * PAGE) as u64,
             in_use: (self.held * PAGE) as u64,
             scrubbing: (self.dirty_pages * PAGE) as u64,
             heap: (self.brk - self.base) as u64,
@@ -414,7 +415,7 @@ impl Pool {
     /// (Waiting while the free and the scrubber's pages merely add up to the request made every
     /// realloc of a growing perl hash wait for the scrubber: 10x the context switches.)
     fn take(&mut self, n: usize, waited: bool) -> Taken {
-        if self.held + n > self.budget_pages {
+        if self.held + n > self.budget() {
             return Taken::OverBudget; // the heap holds the rest of the budget
         }
         if let Some(first) = self.buddy.alloc(n) {
@@ -442,16 +443,39 @@ impl Pool {
         }
     }
 
+    /// Pages the process may hold: its own budget and what the supervisor granted this process
+    /// (a forked child starts with none of its parent's grants, see `grow`).
+    fn budget(&self) -> usize {
+        self.base_pages + grow::granted()
+    }
+
     /// The budget raised for a request of `n` pages the pool cannot hold (see `grow`): by what
-    /// is missing, at least an eighth of the budget, within the reservation. Whether it was.
+    /// is missing, at least an eighth of the budget, within the reservation. Whether the
+    /// request fits now.
     fn grow(&mut self, n: usize) -> bool {
-        let want = (self.held + n).saturating_sub(self.budget_pages).max(self.budget_pages / 8);
-        let room = self.heap_pages - self.budget_pages;
-        let granted = if room == 0 { 0 } else { grow::ask(want.min(room).next_multiple_of(HUGE_PAGES).min(room)) };
-        self.budget_pages += granted.min(room);
+        let budget = self.budget();
+        let want = (self.held + n).saturating_sub(budget).max(self.base_pages / 8);
+        let room = self.heap_pages.saturating_sub(budget);
+        if room > 0 {
+            grow::ask(want.min(room).next_multiple_of(HUGE_PAGES).min(room));
+        }
         self.publish();
         // Only a raise that makes room is worth another try (true without one looped for ever).
-        granted > 0 && self.held + n <= self.budget_pages
+        self.held + n <= self.budget()
+    }
+
+    /// After the program gave pages back: grants it no longer needs return to the supervisor's
+    /// allowance, for its other processes, once a quarter of the own budget is spare; an eighth
+    /// stays spare, so that a program freeing and mapping by turns does not ask at every map.
+    fn return_grants(&mut self) {
+        let (granted, spare) = (grow::granted(), self.budget().saturating_sub(self.held));
+        if granted > 0 && spare >= self.base_pages / 4 {
+            let back = (spare - self.base_pages / 8).min(granted) / HUGE_PAGES * HUGE_PAGES;
+            if back > 0 {
+                grow::give_back(back);
+                self.publish();
+            }
+        }
     }
 
     /// Queues a run (PROT_NONE already) for the scrubber; false when the queue is full.
@@ -610,7 +634,7 @@ fn brk(addr: usize) -> Option<isize> {
         if new_top > top {
             let n = new_top - top;
             let lazy = pool.heap_lazy_end.min(new_top).saturating_sub(top);
-            if pool.held + n > pool.budget_pages {
+            if pool.held + n > pool.budget() && !pool.grow(n) {
                 return Some(old as isize);
             }
             if (top + lazy..new_top).any(|i| pool.buddy.state(i) == DIRTY) {
@@ -633,6 +657,9 @@ fn brk(addr: usize) -> Option<isize> {
         pool.brk = addr;
         BREAK.store(addr, Relaxed);
         let start_scrubber = new_top < top && (scrub::running() || pool.dirty_pages >= SCRUB_FROM);
+        if new_top < top {
+            pool.return_grants();
+        }
         pool.publish();
         drop(guard);
         if start_scrubber {
@@ -702,6 +729,7 @@ pub fn munmap(addr: usize, len: usize) -> Option<isize> {
             continue;
         }
         let (base, end, start) = (pool.base, pool.end(), scrub::running() || pool.dirty_pages >= SCRUB_FROM);
+        pool.return_grants();
         pool.publish();
         drop(guard);
         pages_returned(); // an untouched run is free again at once
