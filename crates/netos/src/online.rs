@@ -94,10 +94,12 @@ impl Topology {
         let ints = |sep: char| -> Result<Vec<usize>, String> {
             rest.split(sep).map(|s| s.parse::<usize>().ok().filter(|&v| v > 0).ok_or_else(bad)).collect()
         };
-        let (cores, hop): (usize, Box<dyn Fn(usize, usize) -> u16 + Send + Sync>) = match kind {
+        let k = CANDIDATES + 1;
+        // per kind: the hop function, and each core's k nearest by (hops, core) in closed form
+        let (cores, hop, nearest): (usize, Box<dyn Fn(usize, usize) -> u16 + Send + Sync>, Vec<Vec<u32>>) = match kind {
             "mesh" | "torus" => {
                 let d = ints('x')?;
-                if d.len() != 2 {
+                if d.len() != 2 || d[0].checked_mul(d[1]).map_or(true, |c| c > MAX_CORES) {
                     return Err(bad());
                 }
                 let (x, y) = (d[0], d[1]);
@@ -106,35 +108,27 @@ impl Topology {
                     let d = a.abs_diff(b);
                     if wrap { d.min(n - d) } else { d }
                 };
-                (x * y, Box::new(move |a, b| (axis(a % x, b % x, x) + axis(a / x, b / x, y)) as u16))
+                let hop = move |a: usize, b: usize| (axis(a % x, b % x, x) + axis(a / x, b / x, y)) as u16;
+                let nearest = (0..x * y).map(|c| grid_nearest(c, x, y, wrap, k.min(x * y), &hop)).collect();
+                (x * y, Box::new(hop), nearest)
             }
             "tree" => {
                 let ar = ints(',')?;
-                let total: usize = ar.iter().product();
+                let total = ar.iter().try_fold(1usize, |t, &a| t.checked_mul(a)).filter(|&t| t <= MAX_CORES).ok_or_else(bad)?;
                 // leaf index digits, root first; crossing level i's switch costs 2*(L - i) hops
                 let levels = ar.len();
                 let strides: Vec<usize> = (0..levels).map(|i| ar[i + 1..].iter().product()).collect();
+                let nearest = (0..total).map(|c| tree_nearest(c, &strides, total, k.min(total))).collect();
                 (total, Box::new(move |a, b| {
                     let common = (0..levels).take_while(|&i| a / strides[i] == b / strides[i]).count();
                     (2 * (levels - common)) as u16
-                }))
+                }), nearest)
             }
             _ => return Err(bad()),
         };
-        if cores == 0 || cores > 1 << 16 {
+        if cores == 0 {
             return Err(bad());
         }
-        // O(C) memory: a row of distances at a time, never the C x C table
-        let nearest = (0..cores)
-            .map(|c| {
-                let mut row: Vec<u32> = (0..cores as u32).collect();
-                let k = (CANDIDATES + 1).min(cores);
-                row.select_nth_unstable_by_key(k - 1, |&d| (hop(c, d as usize), d));
-                row.truncate(k);
-                row.sort_by_key(|&d| (hop(c, d as usize), d));
-                row
-            })
-            .collect();
         // bit-reversed order: consecutive entries differ in their highest index bits, so they
         // land in different halves of the machine (different subtrees, far rows of a mesh)
         let bits = usize::BITS - (cores - 1).leading_zeros();
@@ -150,6 +144,64 @@ impl Topology {
     pub fn hops(&self, a: u32, b: u32) -> u16 {
         (self.hop)(a as usize, b as usize)
     }
+}
+
+/// The most cores a spec may have (the hop counts fit a u16 up to this size).
+pub const MAX_CORES: usize = 1 << 16;
+
+/// The k cores nearest core c of an x-by-y mesh (or torus, `wrap`) by (hops, core number), in
+/// that order: the diamond of radius r around c is enumerated, r growing until it holds k
+/// cores, so the work is O(k) per core (O(r^2) with r ~ sqrt(k); a narrow grid, O(k) rows of
+/// one), O(C) for the machine, where a row of every distance was O(C) per core, O(C^2) in all.
+fn grid_nearest(c: usize, x: usize, y: usize, wrap: bool, k: usize, hop: &dyn Fn(usize, usize) -> u16) -> Vec<u32> {
+    let (cx, cy) = ((c % x) as isize, (c / x) as isize);
+    let (xi, yi) = (x as isize, y as isize);
+    let mut radius = 0isize;
+    loop {
+        let mut found: Vec<u32> = Vec::new();
+        for dy in -radius..=radius {
+            let rest = radius - dy.abs();
+            for dx in -rest..=rest {
+                let (mut px, mut py) = (cx + dx, cy + dy);
+                if wrap {
+                    px = px.rem_euclid(xi);
+                    py = py.rem_euclid(yi);
+                } else if px < 0 || px >= xi || py < 0 || py >= yi {
+                    continue;
+                }
+                found.push((py * xi + px) as u32);
+            }
+        }
+        found.sort_unstable();
+        found.dedup(); // a torus's diamond wraps onto itself once it is wider than the torus
+        // every core within `radius` hops is in the diamond; once there are k, the k nearest are
+        if found.len() >= k || radius >= xi + yi {
+            found.sort_by_key(|&d| (hop(c, d as usize), d));
+            found.truncate(k);
+            return found;
+        }
+        radius += 1;
+    }
+}
+
+/// The k cores nearest leaf c of a tree (`strides[i]`: leaves under one switch of level i) by
+/// (hops, core number): the leaves of ever larger subtrees around c, each a contiguous range of
+/// core numbers, the new ones below c's range first: O(k + levels) per core.
+fn tree_nearest(c: usize, strides: &[usize], total: usize, k: usize) -> Vec<u32> {
+    let mut out = vec![c as u32];
+    let (mut lo, mut hi) = (c, c + 1);
+    for &stride in strides.iter().rev().chain(std::iter::once(&total)) {
+        if out.len() >= k {
+            break;
+        }
+        let (new_lo, new_hi) = (c / stride * stride, (c / stride + 1) * stride);
+        let below = (new_lo..lo).take(k - out.len());
+        out.extend(below.map(|d| d as u32));
+        let above = (hi..new_hi).take(k - out.len());
+        out.extend(above.map(|d| d as u32));
+        (lo, hi) = (new_lo, new_hi);
+    }
+    out
 }
 
 /// How a task came to be, as the launcher sees it.
@@ -450,6 +502,36 @@ mod tests {
         assert!(Topology::parse(&format!("tree:2,2@{none}")).err().unwrap().contains("'traffic'"));
         std::fs::remove_file(&file).unwrap();
         std::fs::remove_file(&none).unwrap();
+    }
+
+    #[test]
+    fn nearest_cores_in_closed_form_are_those_of_every_distance_sorted() {
+        // the O(C) tables against the O(C^2) definition: every core's row of distances sorted
+        // by (hops, core), cut at CANDIDATES + 1; narrow, odd, wrapped-onto-itself and tiny shapes
+        for spec in ["mesh:7x5", "mesh:1x13", "mesh:2x2", "torus:6x4", "torus:5x3", "torus:3x1", "torus:9x9",
+                     "tree:2,3,4", "tree:32", "tree:3", "tree:2,2,2,2,2", "tree:4,1,3"] {
+            let topo = Topology::parse(spec).unwrap();
+            for c in 0..topo.cores as u32 {
+                let mut row: Vec<u32> = (0..topo.cores as u32).collect();
+                row.sort_by_key(|&d| (topo.hops(c, d), d));
+                row.truncate(CANDIDATES + 1);
+                assert_eq!(topo.nearest[c as usize], row, "{spec}, core {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_largest_machines_a_spec_allows_are_built_and_no_larger() {
+        for spec in ["mesh:256x256", "torus:256x256", "tree:16,16,16,16"] {
+            let topo = Topology::parse(spec).unwrap();
+            assert_eq!(topo.cores, MAX_CORES);
+            let last = (MAX_CORES - 1) as u32;
+            assert_eq!(topo.nearest[last as usize][0], last, "{spec}: a core is its own nearest");
+            assert!(topo.nearest[last as usize][1..].iter().all(|&d| topo.hops(last, d) <= 4), "{spec}");
+        }
+        for spec in ["mesh:257x256", "tree:16,16,16,17", "mesh:18446744073709551615x2"] {
+            assert!(Topology::parse(spec).is_err(), "{spec}");
+        }
     }
 
     #[test]
