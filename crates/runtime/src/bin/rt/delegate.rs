@@ -522,7 +522,7 @@ fn handlers_done(t: &Thread) -> u64 {
 /// round-trip ticks, queued ticks), or None when the call must run locally (no slot left, as
 /// counted in the profile, or a process that shares its parent's memory).
 pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64, u64)> {
-    if t.local_only {
+    if t.calls_locally() {
         return None;
     }
     ensure_pool(t.pid);

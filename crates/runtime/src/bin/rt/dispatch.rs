@@ -46,9 +46,9 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
         PRCTL if a[0] == PR_SET_SECCOMP && a[1] == 1 /* SECCOMP_MODE_STRICT */ => process::strict_mode(nr, a),
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
-        PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a)),
+        PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a), 0),
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
-        SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => filtered_from_now(run(nr, a)),
+        SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => filtered_from_now(run(nr, a), a[1]),
         MMAP | MUNMAP | MPROTECT | MREMAP | crate::memsvc::BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,
         // A mapping at a place the kernel picks replaces nothing, so it changes no answer of
         // `textmap`, unless it executes: new text (a JIT's, or a library dlopen maps whole with
@@ -83,11 +83,16 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
     }
 }
 
-/// A seccomp filter (or strict mode) now applies to the calling thread, and not to the
-/// delegates, so from now on its calls are made where the filter sees them: locally.
-fn filtered_from_now(result: isize) -> isize {
-    if result >= 0 {
-        thread::current().local_only = true;
+/// A seccomp filter now applies to the calling thread (to every thread with
+/// SECCOMP_FILTER_FLAG_TSYNC), and not to the delegates, so from now on its calls are made where
+/// the filter sees them: locally. Installed means 0, or a listener's descriptor
+/// (SECCOMP_FILTER_FLAG_NEW_LISTENER); a TSYNC that failed returns the tid of a thread it could
+/// not synchronise.
+fn filtered_from_now(result: isize, flags: usize) -> isize {
+    const TSYNC: usize = 1;
+    const NEW_LISTENER: usize = 8;
+    if result == 0 || (result > 0 && flags & NEW_LISTENER != 0) {
+        thread::current().now_filtered(flags & TSYNC != 0);
     }
     result
 }

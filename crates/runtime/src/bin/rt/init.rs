@@ -31,6 +31,9 @@ pub fn start() {
         crate::memsvc::start(env::config().memory_pool, env::config().memory_on_demand, env::config().memory_give_back);
     }
     let t = thread::start_thread();
+    if sys::seccomp_filtered() {
+        t.now_filtered(false);
+    }
     app_threads::start(t);
     let (key, children) = match unsafe { env::TASK_ENV } {
         p if p.is_null() => (placement::Key::ROOT, 0),

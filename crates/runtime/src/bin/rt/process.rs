@@ -25,6 +25,8 @@ struct ChildStart {
     key: Key,
     /// A vfork child's own memory (`VforkBlock`), or 0.
     vfork_block: usize,
+    /// The creator is under a seccomp filter of the program's, which the child inherits.
+    filtered: bool,
 }
 
 global_asm!(
@@ -88,6 +90,9 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
         // delegate pool too, but not the file table: it makes its calls itself until it execs.
         t.local_only = start.flags & CLONE_THREAD == 0;
+        if start.filtered {
+            t.now_filtered(false);
+        }
         if let Some(b) = block {
             t.lent_stack = b.lend_signal_stack();
         }
@@ -210,6 +215,7 @@ fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64, vfork_block: &Option<V
         (*start).flags = flags;
         (*start).key = placement::child_key(&mut thread::current().place);
         (*start).vfork_block = vfork_block.as_ref().map_or(0, |b| b.0);
+        (*start).filtered = thread::current().filtered;
     }
     sp
 }

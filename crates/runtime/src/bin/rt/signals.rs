@@ -110,11 +110,11 @@ fn without_sigsys(set: usize, size: usize, copy: &mut u64) -> usize {
 /// the set is then read directly: one call costing a null call (≈ 0.2 µs here). Elsewhere
 /// another thread may unmap the set between that check and the read, and the runtime would
 /// fault where natively the call fails with EFAULT: the kernel copies it (process_vm_readv,
-/// ≈ 2.4 µs). A thread under a seccomp filter of the program's (local_only), which might refuse
-/// the check, copies too.
+/// ≈ 2.4 µs). A thread under a seccomp filter of the program's, which would see the check (and
+/// might kill the process for it), copies too.
 fn read_sigset(set: usize) -> Option<u64> {
     let t = thread::current();
-    if !t.local_only && crate::app_threads::memory_private(t) {
+    if !t.is_filtered() && crate::app_threads::memory_private(t) {
         match unsafe { syscall6(RT_SIGPROCMASK, usize::MAX /* how = -1 */, set, 0, SIGSET_SIZE, 0, 0) } {
             r if r == -EINVAL => return Some(u64::from_ne_bytes(unsafe { core::ptr::read_volatile(set as *const [u8; 8]) })),
             r if r == -EFAULT => return None,

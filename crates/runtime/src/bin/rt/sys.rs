@@ -170,6 +170,13 @@ pub fn map_anon(len: usize) -> Option<*mut u8> {
     (p >= 0 || p < -4095).then_some(p as *mut u8)
 }
 
+/// Whether a seccomp filter applies to the calling thread (PR_GET_SECCOMP says 2). Filters
+/// survive execve, so a program may start under one (its launcher's, a container's).
+pub fn seccomp_filtered() -> bool {
+    const PR_GET_SECCOMP: usize = 21;
+    unsafe { syscall3(PRCTL, PR_GET_SECCOMP, 0, 0) == 2 }
+}
+
 /// The calling thread's id.
 pub fn gettid() -> i32 {
     unsafe { syscall3(GETTID, 0, 0, 0) as i32 }

@@ -35,8 +35,13 @@ pub struct Thread {
     pub last_signo: i32,
     /// The program's own GS base (ARCH_SET_GS is virtualised).
     pub program_gs: usize,
-    /// Never delegate: this thread is a process that shares its parent's memory.
+    /// Never delegate: this thread is a process that shares its parent's memory, or is
+    /// `filtered`, or in strict mode, or its rdtsc faults (see `calls_locally`).
     pub local_only: bool,
+    /// Under a seccomp filter of the program's (installed by this thread, inherited from the
+    /// thread that created it or across execve, or synchronised onto it): the filter must see
+    /// its calls, so they are made here, and it must see none of the runtime's own.
+    pub filtered: bool,
     /// In seccomp strict mode: the kernel kills the thread for any call but read, write, exit
     /// and rt_sigreturn, the runtime's own too (see `process::strict_mode`).
     pub strict: bool,
@@ -55,6 +60,31 @@ pub struct Thread {
     /// (the call's frame) while one is (`fastpath`, label 5): a handler on its own signal stack
     /// that interrupted that call then makes its calls where it is, not over the call's frames.
     pub rt_sp: usize,
+}
+
+/// A filter was installed with SECCOMP_FILTER_FLAG_TSYNC: the kernel put it on every thread of
+/// the process, which each thread's `filtered` does not show. Survives fork, as filters do.
+static EVERY_THREAD_FILTERED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+impl Thread {
+    /// Whether the thread's calls must be made where it is, never delegated.
+    pub fn calls_locally(&self) -> bool {
+        self.local_only || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether a seccomp filter of the program's applies to this thread.
+    pub fn is_filtered(&self) -> bool {
+        self.filtered || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A filter now applies to this thread (to every thread of the process with `everywhere`).
+    pub fn now_filtered(&mut self, everywhere: bool) {
+        self.filtered = true;
+        self.local_only = true;
+        if everywhere {
+            EVERY_THREAD_FILTERED.store(true, core::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 /// The calling thread's state.
