@@ -4,7 +4,8 @@
 //! answered from it by the buddy allocator (coreplane_runtime::buddy) with one mprotect, munmap
 //! hands the pages to the scrubber (`scrub`), a thread on a control core that makes them zero
 //! again (or, when the run looks untouched, drops them itself: free at once, see
-//! `Pool::looks_untouched`), and mremap moves page tables, not bytes. brk is served from a heap at the start of the
+//! `Pool::looks_untouched`; a thread that would wait for it zeroes a step itself, see `scrub`),
+//! and mremap moves page tables, not bytes. brk is served from a heap at the start of the
 //! same reservation (see `brk`); the heap's pages and the mapped ones together are held to the
 //! budget. Freed pages the program had touched come back zeroed and populated, so memory that is
 //! reused does not fault; pages never handed out, or mostly left untouched, are filled at first
@@ -343,7 +344,7 @@ pub fn child_after_fork() {
     WAITERS.store(0, Relaxed);
     grow::child_after_fork();
     if enabled() {
-        scrub::child_after_fork();
+        scrub::child_after_fork(unsafe { (*core::ptr::addr_of_mut!(POOL)).as_mut().unwrap_unchecked() });
     }
     demand::child_after_fork();
 }
@@ -570,8 +571,24 @@ fn allocate(n: usize) -> Result<Option<usize>, isize> {
                 return Ok(Some(addr));
             }
             Taken::Wait => {
-                wait_for_scrubber(guard);
                 waited = true;
+                // Rather than sleep until the scrubber gets a CPU, zero a step of its queue here.
+                let Some(step) = scrub::claim(pool) else {
+                    wait_for_scrubber(guard);
+                    continue;
+                };
+                let base = pool.base;
+                drop(guard);
+                scrub::wake();
+                scrub::help(base, step);
+                let Some((guard, pool)) = Guard::take() else {
+                    scrub::helped(); // not reached: this thread let the lock go above
+                    return Err(-ENOMEM);
+                };
+                scrub::helped();
+                pool.scrubbed(step.0, step.1);
+                drop(guard);
+                pages_returned();
             }
             Taken::OverBudget if pool.grow(n) => {}
             Taken::OverBudget => return Err(-ENOMEM),
