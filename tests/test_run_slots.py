@@ -1,6 +1,7 @@
 """Delegate request slots are recycled: threads that come and go, more of them than the runtime
 has slots (4096), all delegate, whether they exit through the runtime or are killed unseen, and
-a delegated call does not outlive the thread that made it (tests/programs/slot_churn.c)."""
+a delegated call does not outlive the thread that made it, and a thread that once found no
+slot delegates again once one is free (tests/programs/slot_churn.c)."""
 
 import json
 from pathlib import Path
@@ -43,3 +44,18 @@ def test_a_delegated_read_ends_with_its_thread(slot_churn, policy):
     # dead thread, took the byte, and the main thread's read never ended (a hang, every run).
     run = watched(CLI + ["run", "--delegate", policy, "--", str(slot_churn), "abandon", "100"])
     assert (run.returncode, run.stdout) == (0, "ok\n"), run.stderr
+
+
+@pytest.mark.parametrize("ending", ["released", "killed"])
+def test_a_thread_that_found_no_slot_delegates_again_once_one_is_free(slot_churn, ending, tmp_path, monkeypatch):
+    # 4096 threads hold every slot while the main thread makes its first calls (local, counted),
+    # then end: through exit(2), which gives their slots back, or killed unseen, whose slots come
+    # free without notice (found at the 4096th call without one). Before: the main thread never
+    # looked again, its 8,196 calls were all local (then=local).
+    monkeypatch.setattr(test_stress, "WATCHDOG_S", CHURN_WATCHDOG_S)
+    prof = tmp_path / "p.json"
+    run = watched(CLI + ["run", "--delegate", "getppid", "--forward-cost", str(FORWARD_COST_NS), "--profile",
+                         str(prof), "--", str(slot_churn), "retry", "4096", str(2 * FORWARD_COST_NS), ending])
+    assert (run.returncode, run.stdout) == (0, "first=local then=delegated\nok\n"), run.stderr
+    slotless = json.loads(prof.read_text())["overhead"]["slotless_calls"]
+    assert slotless == (4 if ending == "released" else 4096)

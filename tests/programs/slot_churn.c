@@ -15,7 +15,13 @@
 //                                    then one byte is written and the main thread reads it. A
 //                                    read that outlived its thread (a delegate still making it)
 //                                    would take the byte: the main thread's read then never ends.
-// Prints "ok" (after local_threads=K) and exits 0.
+//   slot_churn retry HOLDERS NS released|killed   HOLDERS threads (4096: every request slot) each
+//                                    make a getppid call and wait; the main thread then makes 4
+//                                    calls, and after the holders ended (through exit, or killed
+//                                    by a filter of their own, unseen) 8192 more, and prints
+//                                    "first=local|delegated then=local|delegated": whether the
+//                                    shortest of the 4, and of the last 8, took less than NS.
+// Prints "ok" (after local_threads=K, or first/then) and exits 0.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <linux/filter.h>
@@ -40,33 +46,91 @@ static long now_ns(void)
     return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-static void *churn_thread(void *arg)
+// getppid CALLS times: whether the shortest of the last LAST took at least `ns` (delegated).
+static int delegated(long count, long last, long ns)
 {
     long shortest = -1;
-    for (long i = 0; i < calls; i++) {
+    for (long i = 0; i < count; i++) {
         long t0 = now_ns();
         syscall(SYS_getppid);
         long took = now_ns() - t0;
-        if (shortest < 0 || took < shortest)
+        if (i >= count - last && (shortest < 0 || took < shortest))
             shortest = took;
     }
-    if (shortest < delegated_ns)
+    return shortest >= ns;
+}
+
+static void die_unseen(void);
+
+static void *churn_thread(void *arg)
+{
+    if (!delegated(calls, calls, delegated_ns))
         local_threads++; // threads run one at a time
-    if (killed) {
-        // getpgid kills this thread, unseen by the runtime: the kernel ends it inside the call.
-        struct sock_filter code[] = {
-            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpgid, 0, 1),
-            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD),
-            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        };
-        struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-            return NULL;
-        syscall(SYS_getpgid, 0);
-        local_threads += 1000000; // not reached
-    }
+    if (killed)
+        die_unseen();
     return arg;
+}
+
+// Ends the calling thread, unseen by the runtime: getpgid is killed by a filter of the
+// thread's own (SECCOMP_RET_KILL_THREAD), and the kernel ends the thread inside the call.
+static void die_unseen(void)
+{
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpgid, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        return;
+    syscall(SYS_getpgid, 0);
+    local_threads += 1000000; // not reached
+}
+
+static pthread_mutex_t holders_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t holders_cond = PTHREAD_COND_INITIALIZER;
+static long holders_ready, holders_released;
+
+static void *holder(void *arg)
+{
+    syscall(SYS_getppid); // takes a request slot, kept until the thread ends
+    pthread_mutex_lock(&holders_lock);
+    holders_ready++;
+    pthread_cond_broadcast(&holders_cond);
+    while (!holders_released)
+        pthread_cond_wait(&holders_cond, &holders_lock);
+    pthread_mutex_unlock(&holders_lock);
+    if (killed)
+        die_unseen();
+    return arg;
+}
+
+static int retry(long holders, long ns)
+{
+    pthread_t *ts = calloc((size_t)holders, sizeof *ts);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    for (long i = 0; i < holders; i++)
+        if (pthread_create(&ts[i], &attr, holder, NULL) != 0)
+            return 2;
+    pthread_mutex_lock(&holders_lock);
+    while (holders_ready < holders)
+        pthread_cond_wait(&holders_cond, &holders_lock);
+    pthread_mutex_unlock(&holders_lock);
+    int first = delegated(4, 4, ns);
+    pthread_mutex_lock(&holders_lock);
+    holders_released = 1;
+    pthread_cond_broadcast(&holders_cond);
+    pthread_mutex_unlock(&holders_lock);
+    for (long i = 0; i < holders; i++)
+        if (pthread_join(ts[i], NULL) != 0)
+            return 2;
+    int then = delegated(8192, 8, ns);
+    printf("first=%s then=%s\n", first ? "delegated" : "local", then ? "delegated" : "local");
+    free(ts);
+    return 0;
 }
 
 static int pipe_fd[2];
@@ -149,12 +213,18 @@ int main(int argc, char **argv)
                 return 2;
         }
         printf("local_threads=%ld\n", local_threads);
+    } else if (argc == 5 && strcmp(argv[1], "retry") == 0) {
+        killed = strcmp(argv[4], "killed") == 0;
+        int rc = retry(atol(argv[2]), atol(argv[3]));
+        if (rc)
+            return rc;
     } else if (argc == 3 && strcmp(argv[1], "abandon") == 0) {
         int rc = abandon(atol(argv[2]));
         if (rc)
             return rc;
     } else {
-        fprintf(stderr, "usage: slot_churn churn|killed THREADS CALLS NS | abandon ROUNDS\n");
+        fprintf(stderr, "usage: slot_churn churn|killed THREADS CALLS NS | retry HOLDERS NS released|killed"
+                        " | abandon ROUNDS\n");
         return 2;
     }
     puts("ok");

@@ -29,6 +29,10 @@ pub struct Thread {
     pub slots: [u32; MAX_DEPTH],
     /// Delegated calls in progress on this thread.
     pub depth: u32,
+    /// Slots given back in the process when this thread last looked for one and found none
+    /// (`delegate::look_again`), and its calls made without one since it first found none.
+    pub slots_released_seen: u32,
+    pub slotless_calls: u32,
     /// Program signal handlers finished on this thread (their rt_sigreturn trapped).
     pub handlers_done: u64,
     /// Signal number of the most recent of those.
