@@ -402,18 +402,24 @@ pub fn retire(pid: i32) {
     SLEEP.work_seq.fetch_add(1, SeqCst);
     sys::futex_wake(&SLEEP.work_seq as *const AtomicU32 as *const u32, MAX_DELEGATES);
     for d in &DELEGATES[..n] {
-        // Gone from the thread group once the kernel no longer finds it (tgkill with signal 0).
-        while unsafe { syscall3(TGKILL, pid as usize, d.tid.load(Acquire) as usize, 0) } == 0 {
-            unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
-        }
+        reap(pid, d.tid.load(Acquire), d.stack.load(Relaxed), STACK_SIZE);
         d.tid.store(0, Relaxed);
-        unsafe { syscall3(MUNMAP, d.stack.load(Relaxed), STACK_SIZE, 0) };
     }
     POOL.delegates.store(0, Release);
     SLEEP.sleepers.store(0, Relaxed);
     SLEEP.retire.store(0, Release);
     POOL.pid.store(-pid, Release);
     unlock();
+}
+
+/// Waits until thread `tid` of process `pid`, told to end, is gone from the thread group (the
+/// kernel no longer finds it: tgkill with signal 0), then frees its stack of `stack_size` bytes
+/// at `stack`: for the runtime's own threads (the delegates, the memory service's).
+pub(crate) fn reap(pid: i32, tid: i32, stack: usize, stack_size: usize) {
+    while unsafe { syscall3(TGKILL, pid as usize, tid as usize, 0) } == 0 {
+        unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
+    }
+    unsafe { syscall3(MUNMAP, stack, stack_size, 0) };
 }
 
 fn all_busy() -> bool {

@@ -2,33 +2,30 @@
 //! pages, `textmap`), and what fork does with it. Its own module so that the fast path and
 //! fork (process) both use it without depending on each other.
 
-use core::sync::atomic::{AtomicU32, Ordering::*};
+use crate::owner_lock::OwnerLock;
 
-/// The thread holding the lock (its tid), 0 when none.
-static OWNER: AtomicU32 = AtomicU32::new(0);
+/// Held by a thread's tid.
+static LOCK: OwnerLock = OwnerLock::new();
+
+fn me() -> u32 {
+    crate::thread::current().tid as u32
+}
 
 /// Takes the lock for this thread; false if this thread holds it already (a program signal
 /// handler that ran while the thread was rewriting, and trapped or forked itself).
 pub fn lock() -> bool {
-    let me = crate::thread::current().tid as u32;
-    loop {
-        match OWNER.compare_exchange(0, me, Acquire, Relaxed) {
-            Ok(_) => return true,
-            Err(owner) if owner == me => return false,
-            Err(_) => core::hint::spin_loop(),
-        }
-    }
+    LOCK.acquire(me())
 }
 
 /// Takes the lock only if no thread holds it: a site's rewrite can wait for its next trap,
 /// where waiting here spun for as long as the holder (reading /proc/self/maps, ≈ 25 µs) was
 /// preempted (up to 1.4 ms in a JVM's start at load 9).
 pub fn try_lock() -> bool {
-    OWNER.compare_exchange(0, crate::thread::current().tid as u32, Acquire, Relaxed).is_ok()
+    LOCK.try_acquire(me())
 }
 
 pub fn unlock() {
-    OWNER.store(0, Release);
+    LOCK.release();
 }
 
 /// Around fork: no other thread may be half-way through a rewrite when the address space is
@@ -41,7 +38,9 @@ pub fn before_fork() -> bool {
 
 /// After fork, in the parent (`taken` as before_fork said) and in the child (always released).
 pub fn after_fork(taken: bool, child: bool) {
-    if taken || child {
+    if child {
+        LOCK.reset();
+    } else if taken {
         unlock();
     }
 }

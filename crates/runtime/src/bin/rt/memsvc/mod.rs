@@ -36,14 +36,13 @@
 
 mod demand;
 mod grow;
-mod lock;
 mod scrub;
 mod stats;
 
 use crate::sys::{self, *};
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use coreplane_runtime::buddy::{Buddy, DIRTY, FOREIGN, UNPOPULATED, USED};
-use lock::OwnerLock;
+use crate::owner_lock::OwnerLock;
 
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 const HUGE_PAGES: usize = HUGE_PAGE / PAGE;
@@ -876,14 +875,10 @@ impl Helper {
         self.tid.store(tid as i32, Release);
     }
 
-    /// Waits until the thread, told to end, is gone from the thread group (tgkill with signal
-    /// 0 no longer finds it, as `delegate::retire` waits), then frees its stack.
+    /// Waits until the thread, told to end, is gone, then frees its stack (`delegate::reap`).
     pub(crate) fn await_exit(&self) {
-        let pid = crate::thread::current().pid as usize;
-        while unsafe { syscall3(TGKILL, pid, self.tid.load(Acquire) as usize, 0) } == 0 {
-            unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
-        }
-        unsafe { syscall3(MUNMAP, self.stack.load(Relaxed), STACK_SIZE, 0) };
+        let pid = crate::thread::current().pid;
+        crate::delegate::reap(pid as i32, self.tid.load(Acquire), self.stack.load(Relaxed), STACK_SIZE);
         self.tid.store(0, Relaxed);
     }
 }

@@ -1,13 +1,14 @@
-//! The pool's lock, the one owner lock of the memory service.
-//! The word holds its holder's id, so a thread that finds its own id there (a signal handler that
-//! interrupted the service) is refused instead of deadlocking. Waiters spin briefly, then sleep on
-//! the word: the scrubber and the program may share one CPU, where spinning would burn the holder's
-//! time slice.
+//! The runtime's owner lock: a lock whose word holds its holder's id, so that a thread that finds
+//! its own id there (a program signal handler that interrupted the runtime while it held the
+//! lock) is refused instead of deadlocking. The memory pool's lock and the rewrite lock are
+//! such locks. Waiters spin briefly, then sleep on the word: the holder may share the waiter's
+//! CPU (the scrubber and the program), or be preempted (a rewrite reading /proc/self/maps),
+//! where spinning would burn the time the holder needs.
 
 use crate::sys;
 use core::sync::atomic::{AtomicU32, Ordering::*};
 
-/// Polls before a waiter sleeps (a few µs: the lock is held for bookkeeping only).
+/// Polls before a waiter sleeps (a few µs: these locks are held for bookkeeping only).
 const SPINS: u32 = 200;
 
 pub struct OwnerLock {
@@ -38,6 +39,11 @@ impl OwnerLock {
                 }
             }
         }
+    }
+
+    /// Takes the lock for `me` only if no thread holds it.
+    pub fn try_acquire(&self, me: u32) -> bool {
+        self.holder.compare_exchange(0, me, SeqCst, Relaxed).is_ok()
     }
 
     /// Whether `me` holds the lock.
