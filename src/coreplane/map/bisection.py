@@ -85,10 +85,7 @@ def bisection_map(comm: CommGraph, topo: Topology, capacity: int, passes: int = 
         left, right = domain[0], domain[1]
         c0, c1 = _cores(left), _cores(right)
         n = len(procs)
-        if n <= capacity * c0:
-            want = n  # all fit in the first half: keep them together
-        else:
-            want = min(max(round(n * c0 / (c0 + c1)), n - capacity * c1), capacity * c0)
+        want = share(n, c0, c1, capacity)
         r0, r1 = _rep(left), _rep(right)
         first = _split(procs, want, nbrs, wts, topo, rep_of, part_of, r0, r1, passes) if 0 < want < n else \
             (set(procs) if want == n else set())
@@ -102,10 +99,20 @@ def bisection_map(comm: CommGraph, topo: Topology, capacity: int, passes: int = 
     return placement
 
 
-def _split(procs, want, nbrs, wts, topo, rep_of, part_of, r0, r1, passes) -> set[int]:
+def share(n: int, c0: int, c1: int, capacity: int) -> int:
+    """Of n processes (or the sizes of coarse vertices) in a domain, how many its first half of
+    c0 cores takes (the second has c1): all of them if they fit (few processes on a large
+    machine stay compact), else a share proportional to the cores, within either half's room."""
+    if n <= capacity * c0:
+        return n
+    return min(max(round(n * c0 / (c0 + c1)), n - capacity * c1), capacity * c0)
+
+
+def _split(procs, want, nbrs, wts, topo, rep_of, part_of, r0, r1, passes, size=None) -> set[int]:
     """The `want` processes of `procs` that go to the half represented by core r0 (see
     bisection_map): the part's own graph, with each process's pull from its traffic outside the
-    part, split by _bisect."""
+    part, split by _bisect. `rep_of` and `part_of` need only be indexable (a multilevel caller
+    looks a coarse vertex's domain up); `size`: what each of procs stands for (1 each if None)."""
     me = part_of[procs[0]]
     # pull[p]: what p saves by being in half 0 rather than half 1 through its traffic outside the
     # part: hops looked up for the outside pairs only (O(E_S)), never a whole row of the hop table
@@ -126,7 +133,7 @@ def _split(procs, want, nbrs, wts, topo, rep_of, part_of, r0, r1, passes) -> set
         pulls = np.bincount(who, weights=np.asarray(out_w) * (topo.distance(r1, reps) - topo.distance(r0, reps)),
                             minlength=len(procs))
     pull = dict(zip(procs, pulls.tolist()))
-    halves = _bisect(procs, dict.fromkeys(procs, 1), pull, inner, topo.hop(r0, r1), want, passes)
+    halves = _bisect(procs, size or dict.fromkeys(procs, 1), pull, inner, topo.hop(r0, r1), want, passes)
     return {p for p in procs if halves.side[p] == 0}
 
 

@@ -184,7 +184,7 @@ def scaling(out: Path = typer.Option(..., "--out"), max_window: int = typer.Opti
 
 # scotch: its default mapping (may put two processes on a core meant for one); scotch-valid: the
 # reference of the goal, Scotch's mapping that respects the capacity (methods.scotch_valid)
-FAMILY_METHODS = ("scotch", "scotch-valid", "greedy", "greedy-swap", "greedy-rb", "portfolio")
+FAMILY_METHODS = ("scotch", "scotch-valid", "greedy", "greedy-swap", "greedy-rb", "greedy-ml", "portfolio")
 
 
 def family_rows(members: list, real: dict | None = None) -> list[dict]:
@@ -361,13 +361,13 @@ def gain_ci(out: Path = typer.Option(..., "--out"), pairs: int = typer.Option(40
 @app.command()
 def figures(bench: Path = typer.Option(..., "--bench"), out_dir: Path = typer.Option(..., "--figures")) -> None:
     """Draws netos-ipc.png, netos-quality.png, netos-scaling.png, netos-rb-scaling.png,
-    netos-family.png, netos-heldout.png and netos-proposal.png from the JSON results."""
+    netos-ml-scaling.png, netos-family.png, netos-heldout.png and netos-proposal.png from the JSON results."""
     from coreplane.map.plots import (family_figure, ipc_figure, proposal_figure, quality_figure, rb_scaling_figure,
                                      scaling_figure)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, fn in (("ipc", ipc_figure), ("quality", quality_figure), ("scaling", scaling_figure),
-                     ("rb-scaling", rb_scaling_figure), ("family", family_figure), ("heldout", family_figure),
-                     ("proposal", proposal_figure)):
+                     ("rb-scaling", rb_scaling_figure), ("ml-scaling", rb_scaling_figure), ("family", family_figure),
+                     ("heldout", family_figure), ("proposal", proposal_figure)):
         src = bench / f"netos-{name}.json"
         if src.is_file():
             fn(json.loads(src.read_text()), out_dir / f"netos-{name}.png")

@@ -96,8 +96,8 @@ def scaling_figure(doc: dict, path: Path) -> None:
 
 
 def rb_scaling_figure(doc: dict, path: Path) -> None:
-    """greedy-rb's CPU time per call against P (map.scaling), with c P log P fitted per kind, and
-    each point's time over its fit: flat if the time grows as P log P."""
+    """greedy-rb's (or the document's method's) CPU time per call against P (map.scaling), with
+    c P log P fitted per kind, and each point's time over its fit: flat if the time grows as P log P."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
     for (kind, f), style in zip(doc["fit_cpu"].items(), ("o", "s", "^")):
         p = np.array(f["processes"], dtype=float)
@@ -115,18 +115,19 @@ def rb_scaling_figure(doc: dict, path: Path) -> None:
     b.set_ylabel("time ÷ fitted c·shape")
     b.grid(True, alpha=0.3)
     b.legend(fontsize=6)
-    fig.suptitle(_title(doc, "greedy-rb time against P log P"), fontsize=9)
+    fig.suptitle(_title(doc, f"{doc.get('method', 'greedy-rb')} time against P log P"), fontsize=9)
     _save(fig, path)
 
 
 def family_figure(doc: dict, path: Path) -> None:
     """Hop-bytes ÷ those of Scotch's capacity-respecting mapping on every graph of the family,
-    against process count: the paper's greedy, greedy-swap, greedy-rb and the portfolio; time ÷
+    against process count: the paper's walks, greedy-swap, greedy-rb, greedy-ml and the portfolio; time ÷
     Scotch's time beside it. The development or the held-out family, as the document says."""
     rows = doc["rows"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     scotch_s = {r["graph"]: r["seconds"] for r in rows if r["method"] == "scotch-valid"}
-    for method, style in (("greedy", "o"), ("greedy-swap", "^"), ("greedy-rb", "s"), ("portfolio", "x")):
+    for method, style in (("greedy", "o"), ("greedy-swap", "^"), ("greedy-rb", "s"), ("greedy-ml", "D"),
+                          ("portfolio", "x")):
         sel = [r for r in rows if r["method"] == method]
         jitter = np.random.default_rng(0).uniform(0.93, 1.07, len(sel))
         left.scatter([r["processes"] * j for r, j in zip(sel, jitter)], [r["vs_scotch"] for r in sel],
