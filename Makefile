@@ -194,6 +194,7 @@ bench: setup
 	$(PY) -m coreplane.map.experiments family --out $(BENCH_OUT)/netos-family.json
 	$(PY) -m coreplane.map.experiments family --heldout --out $(BENCH_OUT)/netos-heldout.json   # graphs made after the tuning (issue 18)
 	$(PY) -m coreplane.map.scaling --out $(BENCH_OUT)/netos-rb-scaling.json   # greedy-rb's time, P = 256..8192, against P log P (issue 18)
+	$(PY) -m coreplane.map.scaling --method greedy-ml --out $(BENCH_OUT)/netos-ml-scaling.json   # greedy-ml's, against P, beside Scotch's (issue 18)
 	$(PY) -m coreplane.map.experiments gain --out $(BENCH_OUT)/netos-gain.json
 	$(PY) -m coreplane.map.experiments gain-ci --program dd --out $(BENCH_OUT)/netos-gain-ci.json   # paired, with a 95 % CI
 	$(PY) -m coreplane.map.experiments gain-ci --program ipc --out $(BENCH_OUT)/netos-gain-ci-ipc.json
