@@ -22,7 +22,7 @@ from coreplane.fullsys import guest
 from coreplane.fullsys.guest import console_tail
 from coreplane.fullsys.image import MMDEBSTRAP_OPTIONS, cache_key, mmdebstrap_options
 from coreplane.fullsys.paths import PROGRAMS, check_suite, variant_packages
-from coreplane.fullsys.run import common_region, node_script, tcp_counters, totals
+from coreplane.fullsys.run import common_region, node_script, tcp_counters, totals, workload_flags, workload_name
 
 
 def counts(tmp_path, closed=True, memory=True):
@@ -83,7 +83,9 @@ def test_openmpi_variant_adds_its_package_and_keys_its_own_image():
     (["--nodes", "9"], "--nodes 9: between 1 and 8"),
     (["--nodes", "4", "--size", "3"], "the size must be at least the number of nodes"),
     (["--nodes", "2", "--threads", "2"], "threads are for a single node's multiply"),
-    (["--nodes", "2", "--dataflow"], "the dataflow multiply runs on one node"),
+    (["--workload", "dfmm", "--mpi"], "--workload dfmm with --mpi: choose one"),
+    (["--workload", "mpi"], "--workload mpi: one of dmm, dfmm, mpimm"),
+    (["--nodes", "2", "--dataflow", "--threads", "2", "--common-clock"], "one thread per node"),
     (["--nodes", "2", "--common-clock", "--idle-sleep"], "--common-clock needs -icount, idle clocks that leap"),
     (["--mpi", "--dataflow"], "--mpi runs one rank per node"),
     (["--link-interval", "100"], "--link-interval 100: a positive number of µs, with several nodes"),
@@ -142,7 +144,17 @@ def test_node_scripts():
     alone = node_script(0, 1, 64, 4)
     assert "netup" not in alone and "./matmul 64 4" in alone
     assert "/proc/kallsyms > out/kallsyms" in alone  # after the work: outside the region
-    assert "./dfmm 64 2" in node_script(0, 1, 64, 2, dataflow=True)
+    assert "./dfmm 64 2\n" in node_script(0, 1, 64, 2, dataflow=True)
+    # across nodes: the tile, the rank, the node count and node 0's address (packs and reduce there)
+    dataflow = node_script(2, 3, 96, 1, dataflow=True)
+    assert "./netup 10.16.0.3/24" in dataflow and "./dfmm 96 1 32 2 3 10.16.0.1\n" in dataflow
+
+
+def test_workload_selection():
+    assert workload_flags("dfmm", True, False) == (True, False) and workload_flags("mpimm", False, False) == (False, True)
+    assert workload_flags("dmm", False, False) == (False, False) and workload_flags(None, True, False) == (True, False)
+    assert [workload_name(1, 4, False, False), workload_name(2, 1, False, False), workload_name(4, 2, True, False),
+            workload_name(2, 1, False, True)] == ["matmul", "dmm", "dfmm", "mpimm"]
 
 
 def test_mpi_node_scripts():
@@ -189,6 +201,47 @@ def test_mpirsh_runs_a_command_and_waits_for_what_it_left(mpirsh, tmp_path):
     # orphan has ended
     assert client.returncode == 3 and client.stdout == "hello 42\n", client.stderr
     assert status == 3 and marker.read_text() == "left\n"
+
+
+def run_dfmm(size: int, nodes: int, workers: int = 1) -> list[dict]:
+    """dfmm's nodes as host processes on the loopback (node 0 on a free port): each node's result
+    line as {field: value}, by rank."""
+    address = f"127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([str(PROGRAMS / "dfmm"), str(size), str(workers), "32", str(rank), str(nodes), address],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in range(nodes)]
+    try:
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    return [dict(field.split("=", 1) for field in out.split()[1:]) for out, _ in outs]
+
+
+def dmm_checksum(size: int) -> str:
+    out = subprocess.run([str(PROGRAMS / "dmm"), str(size), "0", "1", "-"], capture_output=True, text=True, check=True)
+    return out.stdout.split("checksum=")[1].strip()
+
+
+@pytest.mark.parametrize("size, nodes, tile", [(100, 1, 32), (256, 2, 32), (100, 3, 32), (257, 4, 32), (64, 4, 16),
+                                               (5, 4, 1)])
+def test_dataflow_frames_across_nodes(size, nodes, tile):
+    """The packs and the reduce frame on node 0, row panels' tile frames in blocks over the nodes:
+    every remote twrite arrives and counts down a frame, and node 0 gathers dmm's product."""
+    if not (PROGRAMS / "dfmm").exists():
+        pytest.skip(f"{PROGRAMS / 'dfmm'} is built by `make fullsys-setup`")
+    results = run_dfmm(size, nodes, workers=2)
+    assert results[0]["checksum"] == dmm_checksum(size)
+    tiles = -(-size // tile)
+    held = [sum(1 for p in range(tiles) if p * nodes // tiles == r) for r in range(nodes)]
+    assert min(held) >= 1 and [int(r["tile"]) for r in results] == [tile] * nodes
+    # node 0 runs the 2·tiles packs, its tiles and the reduce, and receives every other tile's product
+    assert int(results[0]["dfthreads"]) == 2 * tiles + held[0] * tiles + 1
+    assert int(results[0]["remote_twrites"]) == (tiles - held[0]) * tiles
+    for rank in range(1, nodes):  # each of its tiles takes A's panel and B's from node 0
+        assert int(results[rank]["dfthreads"]) == held[rank] * tiles
+        assert int(results[rank]["remote_twrites"]) == 2 * held[rank] * tiles
 
 
 def test_tcp_counters():

@@ -1,7 +1,8 @@
 """The full-system runs on a Debian suite's own image (issue 16): bookworm's image boots under
 QEMU/TCG, the osact plugin loads, the matrix multiply's region of interest is counted, two -icount
 runs count the same user work, two networked nodes multiply together with the network stack
-visible in the kernel's part, and so do two nodes of the OpenMPI baseline (bookworm+openmpi). Runs under `make fullsys` only (COREPLANE_FULLSYS=1, the image
+visible in the kernel's part, and so do two nodes of the dataflow-threads multiply (remote frames)
+and two of the OpenMPI baseline (bookworm+openmpi). Runs under `make fullsys` only (COREPLANE_FULLSYS=1, the image
 built there): mmdebstrap takes 1-4 minutes here, beyond what `make test` may add; `make test`
 runs the same checks on the minimal image (test_fullsys_minimal.py)."""
 
@@ -60,6 +61,16 @@ def test_two_nodes_multiply_over_the_network():
     assert doc["total"]["kernel_parts_share_of_region"]["network stack"] > 0.001
     assert 0 < doc["total"]["kernel_share_insns"] < 0.9
 
+
+
+def test_dataflow_frames_on_two_nodes():
+    doc = run_matmul(2, "--workload", "dfmm", "--from-snapshot", "--common-clock")
+    assert doc["workload"] == "dfmm" and f"{doc['checksum']:.1f}" == native_checksum()
+    node1 = open(doc["out"] + "/node1/console.log").read()
+    assert "rank=1 nodes=2 workers=1 tile=32 dfthreads=2 remote_twrites=4 " in node1
+    for node in doc["per_node"]:
+        assert node["roi"]["insns"]["user"] >= 3 * SIZE**3 // 2
+        assert node["kernel_parts"]["parts"]["network stack"]["insns"] > 0
 
 
 def test_openmpi_baseline_on_two_nodes():

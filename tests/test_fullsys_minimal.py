@@ -4,7 +4,8 @@ QEMU/TCG, the osact plugin built against Debian's qemu-plugin.h loads, the matri
 region of interest is counted kernel and user apart, its result is right, the cache model and
 analytic timing model answer as caches must (a smaller L2 misses more), a run restored from the
 booted snapshot does the same work without booting, the dataflow-threads multiply runs on a
-guest of two vCPUs, and two nodes keep a common clock. A broken plugin, a kernel that no longer boots or a workload that no longer
+guest of two vCPUs and across two nodes (remote frames over the network), and two nodes keep a
+common clock. A broken plugin, a kernel that no longer boots or a workload that no longer
 reaches its region fails here."""
 
 import json
@@ -114,6 +115,21 @@ def test_dataflow_threads_multiply_on_two_vcpus(minimal_image):
     assert [v["vcpu"] for v in node["vcpus"]] == [0, 1] and all(v["run_insns"] > 0 for v in node["vcpus"])
     # 48×48 in 32×32 tiles: 2 + 2 packs, 2 × 2 tiles, 1 reduce, each a DF-thread run once
     assert "workers=2 tile=32 dfthreads=9 " in open(doc["out"] + "/node0/console.log").read()
+
+
+def test_dataflow_frames_across_two_nodes(minimal_image):
+    # node 1 holds the tile frames of the second row panel: node 0's packs twrite A's panel and both
+    # of B's into them over TCP, node 1's scheduler runs the tiles and twrites their products into
+    # node 0's reduce frame (7 s from the snapshot, idle)
+    doc = run_matmul("--nodes", "2", "--workload", "dfmm", "--from-snapshot", "--common-clock")
+    assert doc["workload"] == "dfmm" and f"{doc['checksum']:.1f}" == native_checksum()
+    lines = [open(f"{doc['out']}/node{rank}/console.log").read() for rank in (0, 1)]
+    assert "rank=0 nodes=2 workers=1 tile=32 dfthreads=7 remote_twrites=2 " in lines[0]
+    assert "rank=1 nodes=2 workers=1 tile=32 dfthreads=2 remote_twrites=4 " in lines[1]
+    for node in doc["per_node"]:
+        assert node["kernel_parts"]["parts"]["network stack"]["insns"] > 0 and node["tcp"]["OutSegs"] > 0
+    (begin0, end0), (begin1, end1) = doc["common_clock"]["nodes_ns"]
+    assert begin1 >= begin0 - doc["common_clock"]["quantum_ns"] and end1 <= end0 + doc["common_clock"]["quantum_ns"]
 
 
 def test_two_nodes_on_a_common_clock(minimal_image):

@@ -6,97 +6,11 @@
  * result line with the region's start and end on the guest's monotonic clock (virtual time under
  * -icount; one time axis for all nodes with fullsys run --common-clock); node 0's checksum is the
  * whole product's. */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "blockmul.h"
+#define WORKLOAD "dmm"
+#include "nodes.h"
 
-enum { PORT = 7016, MAX_NODES = 64 };
-
-static void die(const char *what)
-{
-    fprintf(stderr, "dmm: %s: %s\n", what, errno ? strerror(errno) : "peer closed the connection");
-    exit(1);
-}
-
-static void send_all(int fd, const void *data, size_t bytes)
-{
-    for (const char *p = data; bytes > 0;) {
-        ssize_t n = send(fd, p, bytes, 0);
-        if (n <= 0) {
-            die("send");
-        }
-        p += n;
-        bytes -= (size_t)n;
-    }
-}
-
-static void recv_all(int fd, void *data, size_t bytes)
-{
-    for (char *p = data; bytes > 0;) {
-        ssize_t n = recv(fd, p, bytes, 0);
-        if (n <= 0) {
-            errno = n == 0 ? 0 : errno;
-            die("recv");
-        }
-        p += n;
-        bytes -= (size_t)n;
-    }
-}
-
-/* The other nodes, accepted in any order, indexed by the rank each sends first. */
-static void accept_workers(int nodes, int peer[])
-{
-    int listener = socket(AF_INET, SOCK_STREAM, 0), yes = 1;
-    struct sockaddr_in any = {.sin_family = AF_INET, .sin_port = htons(PORT), .sin_addr.s_addr = htonl(INADDR_ANY)};
-    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    if (listener < 0 || bind(listener, (struct sockaddr *)&any, sizeof any) < 0 || listen(listener, MAX_NODES) < 0) {
-        die("listen");
-    }
-    for (int i = 1; i < nodes; i++) {
-        int fd = accept(listener, NULL, NULL);
-        int32_t rank;
-        if (fd < 0) {
-            die("accept");
-        }
-        recv_all(fd, &rank, sizeof rank);
-        if (rank < 1 || rank >= nodes || peer[rank] >= 0) {
-            fprintf(stderr, "dmm: a node announced rank %d\n", (int)rank);
-            exit(1);
-        }
-        peer[rank] = fd;
-    }
-    close(listener);
-}
-
-/* Node 0's address is reachable once that node has booted and listens: until then, retry, without
- * a limit: under -icount,sleep=off an idle guest's clock leaps ahead, so any limit in guest time
- * could pass in a few host seconds while node 0 still boots; the host's time-out ends a run. */
-static int connect_to_node0(const char *address, int32_t rank)
-{
-    struct sockaddr_in node0 = {.sin_family = AF_INET, .sin_port = htons(PORT)};
-    if (inet_pton(AF_INET, address, &node0.sin_addr) != 1) {
-        fprintf(stderr, "dmm: %s is not an IPv4 address\n", address);
-        exit(2);
-    }
-    for (;;) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd >= 0 && connect(fd, (struct sockaddr *)&node0, sizeof node0) == 0) {
-            send_all(fd, &rank, sizeof rank);
-            return fd;
-        }
-        close(fd);
-        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
-    }
-}
+enum { PORT = 7016 };
 
 int main(int argc, char **argv)
 {
@@ -117,7 +31,7 @@ int main(int argc, char **argv)
         int peer[MAX_NODES];
         memset(peer, -1, sizeof peer);
         fill_inputs(a, b, cells);
-        accept_workers(nodes, peer);
+        accept_nodes(PORT, nodes, peer);
         long long begin = monotonic_ns();
         ROI_BEGIN();
         for (int r = 1; r < nodes; r++) {
@@ -135,7 +49,7 @@ int main(int argc, char **argv)
         printf("coreplane-dmm n=%d rank=0 nodes=%d rows=%d roi_ns=%lld-%lld checksum=%.1f\n", n, nodes, hi - lo,
                begin, end, sum(c, cells));
     } else {
-        int fd = connect_to_node0(argv[4], rank);
+        int fd = connect_to_node0(argv[4], PORT, rank);
         double *block = a + (size_t)lo * n;
         /* The first row's first byte opens the region: the wait for node 0 to boot is not work. */
         recv_all(fd, block, sizeof *block);

@@ -60,7 +60,7 @@ def _render_cache(what: str, cache: dict) -> None:
 
 def _render_run(doc: dict) -> None:
     total = doc["total"]
-    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} {'dataflow ' if doc['dataflow'] else 'MPI (Open MPI) ' if doc.get('mpi') else ''}matmul on "
+    console.print(f"[bold]{doc['suite']}[/] (kernel {doc['kernel']}), {doc['size']}×{doc['size']} {'dataflow ' if doc['dataflow'] else 'MPI (Open MPI) ' if doc.get('mpi') else ''}matmul ({doc['workload']}) on "
                   f"{doc['nodes']} node(s), {doc['threads']} thread(s) each, checksum {doc['checksum']:.1f}")
     console.print(f"  region of interest, all nodes: {sum(total['insns'].values()):,} instructions, kernel share "
                   f"{_percent(total['kernel_share_insns'])}; memory accesses kernel share "
@@ -130,9 +130,14 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
         from_snapshot: bool = typer.Option(False, "--from-snapshot/--boot",
                                            help="Start every guest from the image's booted state (saved once per "
                                                 "image, memory and vCPUs) instead of booting it."),
+        workload: str | None = typer.Option(None, "--workload", show_default=False,
+                                            help=f"The multiply to run: {', '.join(runs.WORKLOADS)} (dmm: own TCP "
+                                                 "sockets, or matmul's threads with --threads on one node; dfmm: "
+                                                 "--dataflow; mpimm: --mpi)."),
         dataflow: bool = typer.Option(False, "--dataflow",
-                                      help="One node runs the dataflow-threads multiply (DF-Threads style: "
-                                           "frames with synchronisation counts, a scheduler with --threads workers)."),
+                                      help="The dataflow-threads multiply (DF-Threads style: frames with "
+                                           "synchronisation counts, a scheduler with --threads workers per node, "
+                                           "twrites to another node's frames over TCP)."),
         common_clock: bool = typer.Option(False, "--common-clock",
                                           help="The nodes' virtual clocks advance in lockstep (they meet every "
                                                "--quantum ns): the region is reported on that one clock."),
@@ -152,6 +157,7 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     kernel's part by function (network stack, copies, ...), and the simulation speed; with --cache
     also simulated cycles, data-access latency and L2 miss rate (an analytic model, not a pipeline)."""
     caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
+    dataflow, mpi = runs.workload_flags(workload, dataflow, mpi)
     model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
     emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot,
                   dataflow, common_clock, quantum, mpi, link_interval), as_json, _render_run)

@@ -13,11 +13,17 @@ from coreplane.fullsys.paths import GUEST_PROGRAMS, LOCKSTEP_PLUGIN, MPI_PROGRAM
 
 RESULT = re.compile(r"coreplane-(?:matmul|dmm|dfmm|mpimm) n=(\d+) .*checksum=(\S+)")
 # The distributed multiplies' region on the guest's monotonic clock (virtual ns), start and end.
-REGION_CLOCK = re.compile(r"coreplane-(?:dmm|mpimm) .*roi_ns=(\d+)-(\d+) ")
+REGION_CLOCK = re.compile(r"coreplane-(?:dmm|dfmm|mpimm) .*roi_ns=(\d+)-(\d+) ")
 # A common clock (plugins/lockstep.c): the nodes meet at every multiple of this much virtual time,
 # so their clocks differ by less than it (0.1 ms: 100,000 instructions at -icount shift=0).
 QUANTUM_NS = 100_000
 MAX_NODES = 8
+# The workloads a run may select (`--workload`): the multiply over the nodes' own TCP sockets (or,
+# with --threads on one node, matmul's threads), the dataflow-threads one (frames on every node,
+# remote twrites over TCP), the OpenMPI baseline.
+WORKLOADS = ("dmm", "dfmm", "mpimm")
+# The dataflow multiply's tile (its default; a node count above N / TILE takes smaller tiles).
+DFMM_TILE = 32
 MEMORY_MB = 1024
 SUBNET = "10.16.0."
 # Every node's NIC is on one QEMU multicast socket network (an Ethernet segment through the
@@ -62,6 +68,31 @@ def mpi_work(rank: int, nodes: int, size: int) -> str:
             "status=$?\ncat out/result\n(exit $status)")
 
 
+def workload_flags(workload: str | None, dataflow: bool, mpi: bool) -> tuple[bool, bool]:
+    """(dataflow, mpi) for `--workload NAME` (one of WORKLOADS; None: as the flags say), a one-line
+    error when the flags --dataflow or --mpi say otherwise."""
+    if workload is None:
+        return dataflow, mpi
+    if workload not in WORKLOADS:
+        raise CoreplaneError(f"--workload {workload}: one of {', '.join(WORKLOADS)}")
+    chosen = (workload == "dfmm", workload == "mpimm")
+    if (dataflow and not chosen[0]) or (mpi and not chosen[1]):
+        raise CoreplaneError(f"--workload {workload} with {'--dataflow' if dataflow else '--mpi'}: choose one")
+    return chosen
+
+
+def workload_name(nodes: int, threads: int, dataflow: bool, mpi: bool) -> str:
+    """The guest program a run's nodes run: mpimm, dfmm, matmul (threads on one node) or dmm."""
+    return "mpimm" if mpi else "dfmm" if dataflow else "matmul" if threads > 1 and nodes == 1 else "dmm"
+
+
+def dataflow_work(rank: int, nodes: int, size: int, threads: int) -> str:
+    """The dataflow multiply's command on node `rank`: `threads` workers, and with several nodes its
+    tile, rank and node 0's address (where the packs and the reduce frame live)."""
+    alone = f"./dfmm {size} {threads}"
+    return alone if nodes == 1 else f"{alone} {DFMM_TILE} {rank} {nodes} {address(0)}"
+
+
 def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool = False, mpi: bool = False) -> str:
     """What node `rank` runs from its workload disk: the network up (several nodes), the multiply
     (the distributed one, its OpenMPI baseline, the threaded one on a single node, or the
@@ -70,7 +101,7 @@ def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool =
     if mpi:
         work = mpi_work(rank, nodes, size)
     elif dataflow:
-        work = f"./dfmm {size} {threads}"
+        work = dataflow_work(rank, nodes, size, threads)
     elif threads > 1:
         work = f"./matmul {size} {threads}"
     else:
@@ -94,14 +125,11 @@ def _check(nodes: int, size: int, threads: int, dataflow: bool, mpi: bool = Fals
     if size < nodes or threads < 1:
         raise CoreplaneError(f"--size {size} --threads {threads}: the size must be at least the number of nodes "
                              "and the threads positive")
-    if dataflow and nodes > 1:
-        raise CoreplaneError(f"--dataflow with --nodes {nodes}: the dataflow multiply runs on one node (remote "
-                             "frames over the network are not written)")
     if mpi and (dataflow or threads > 1):
         raise CoreplaneError("--mpi runs one rank per node, one thread each, without --dataflow")
-    if threads > 1 and nodes > 1:
+    if threads > 1 and nodes > 1 and not dataflow:
         raise CoreplaneError(f"--threads {threads} with --nodes {nodes}: threads are for a single node's "
-                             "multiply; several nodes run one thread each")
+                             "multiply or the dataflow one's workers; several nodes run one thread each")
 
 
 def plugin_arguments(counts: Path, memory_counted: bool, caches: dict | None) -> str:
@@ -180,8 +208,8 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     host is busier, TCP retransmitting). With `caches` ({"l1i"|"l1d"|"l2": "SIZE:ASSOC:LINE"}) every
     guest also runs the cache model, and the analytic timing `model` turns its events into cycles.
     `from_snapshot`: every guest starts from the image's booted state (saved first when missing).
-    `dataflow`: one node runs the dataflow-threads multiply (workloads/fullsys/dfmm.c) with
-    `threads` workers on as many vCPUs. `common_clock`: the nodes' virtual clocks advance in
+    `dataflow`: the dataflow-threads multiply (workloads/fullsys/dfmm.c) with `threads` workers on
+    as many vCPUs per node, its tile frames spread over the nodes, remote twrites over TCP. `common_clock`: the nodes' virtual clocks advance in
     lockstep, meeting every `quantum_ns` (plugins/lockstep.c; idle clocks leap, as far as the next
     meeting), and the run reports its region on that one clock. `mpi`: the OpenMPI baseline
     (workloads/fullsys/mpimm.c, one rank per node started by mpirun) on the suite's +openmpi image.
@@ -191,9 +219,9 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     if link_interval_us < 0 or (link_interval_us and nodes < 2):
         raise CoreplaneError(f"--link-interval {link_interval_us}: a positive number of µs, with several nodes")
     suite = f"{suite}+{OPENMPI}" if mpi else suite
-    if common_clock and (idle_sleep or not icount or quantum_ns < 1 or dataflow or threads > 1):
+    if common_clock and (idle_sleep or not icount or quantum_ns < 1 or threads > 1):
         raise CoreplaneError("--common-clock needs -icount, idle clocks that leap (--idle-leap), a positive "
-                             "--quantum and the distributed multiply (no --dataflow, one thread)")
+                             "--quantum and one thread per node")
     idle_sleep = nodes > 1 and not common_clock if idle_sleep is None else idle_sleep
     plugin = built(PLUGIN)
     for name in GUEST_PROGRAMS + (MPI_PROGRAMS if mpi else ()):
@@ -233,6 +261,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     per_node = [_node_result(rank, b, out / f"node{rank}", disks[rank], model) for rank, b in enumerate(booted)]
     wall = max(b.wall_s for b in booted)
     return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "dataflow": dataflow, "mpi": mpi,
+            "workload": workload_name(nodes, threads, dataflow, mpi),
             "link_interval_us": link_interval_us, "icount": icount,
             "idle_sleep": idle_sleep, "image": img["path"], "from_snapshot": str(restore) if restore else None,
             "snapshot_saving_s": round(saving_s, 1),
