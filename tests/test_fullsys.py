@@ -356,6 +356,20 @@ def test_stacks_table_gives_mpi_as_ratios_to_sockets():
                         "44.00 / 46.00 |")
 
 
+def test_workload_table_puts_dataflow_between_the_stacks():
+    import pandas as pd
+    from coreplane.fullsys.figures import workload_markdown
+    values = {"kernel_share": 0.12, "network_share": 0.05, "polling_share": 0.01, "region_ns": 45e6}
+    rows = [{"workload": w, "size": 256, "nodes": 4, "metric": m, "median": (3 if w == "mpimm" else 1) * v,
+             "min": v, "max": 4 * v, "n": 2} for w in ("mpimm", "dmm", "dfmm") for m, v in values.items()]
+    rows = [r for r in rows if not (r["workload"] == "dfmm" and r["metric"] == "polling_share")]
+    table = workload_markdown(pd.DataFrame(rows)).splitlines()
+    assert table[0].startswith("| size | nodes | kernel share, dmm | network stack / polling, dmm | region (ms), dmm | "
+                               "kernel share, dfmm |") and table[0].endswith("region (ms), mpimm |")
+    assert table[2] == ("| 256 | 4 | 12.00 % (12.00–48.00, n=2) | 5.00 / 1.00 % | 45.00 | 12.00 % (12.00–48.00, n=2) "
+                        "| — | 45.00 | 36.00 % (12.00–48.00, n=2) | 15.00 / 3.00 % | 135.00 |")
+
+
 def test_link_table_per_stack_and_interval():
     import pandas as pd
     from coreplane.fullsys.figures import link_markdown

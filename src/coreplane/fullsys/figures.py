@@ -1,4 +1,4 @@
-"""Paper 001's figures from a fullsys sweep, all simulated: the kernel's share of the region of interest against nodes per Debian suite and matrix size, the kernel's parts (network stack, copies, memory management, the rest), for a sweep of the L2's size (Figs. 6-8) cycles, data-access latency and L2 miss rate against it, and for a sweep on the nodes' common clock the speedup across nodes and the kernel's share against the matrix size (Fig. 9)."""
+"""Paper 001's figures from a fullsys sweep, all simulated: the kernel's share of the region of interest against nodes per Debian suite and matrix size, the kernel's parts (network stack, copies, memory management, the rest), for a sweep of the L2's size (Figs. 6-8) cycles, data-access latency and L2 miss rate against it, for a sweep of the workload dataflow frames beside the message-passing stacks, and for a sweep on the nodes' common clock the speedup across nodes and the kernel's share against the matrix size (Fig. 9)."""
 
 from pathlib import Path
 
@@ -194,25 +194,70 @@ def stack_markdown(table) -> str:
     return "\n".join(lines)
 
 
-def stack_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
-    """The OpenMPI baseline against the same multiply on its own sockets: the kernel's share of
-    instructions and the region on the common clock against nodes, a line per stack and size; the
-    Markdown table of the medians (stack_markdown)."""
-    table = dse.summary(sweep, metrics=STACK_METRICS)
-    median = table.set_index([STACK, "size", "nodes", "metric"])["median"]
+def against_nodes(table, key: str, names: dict, path: Path, title: str) -> str:
+    """The kernel's share of instructions and the region on the common clock against nodes, a line
+    per value of the parameter `key` (named by `names`) and size."""
+    median = table.set_index([key, "size", "nodes", "metric"])["median"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.8))
     nodes = sorted(table["nodes"].unique())
-    for stack, size in sorted({(st, size) for st, size in zip(table[STACK], table["size"])}):
-        label = f"{STACK_NAMES.get(stack, stack)}, {size}×{size}"
-        left.plot(nodes, [100 * median.get((stack, size, n, SHARE), np.nan) for n in nodes], "-o", label=label)
-        right.plot(nodes, [median.get((stack, size, n, REGION), np.nan) / 1e6 for n in nodes], "-o", label=label)
+    order = lambda value: list(names).index(value) if value in names else len(names)
+    for value, size in sorted({(v, size) for v, size in zip(table[key], table["size"])}, key=lambda p: (order(p[0]), p[1])):
+        label = f"{names.get(value, value)}, {size}×{size}"
+        left.plot(nodes, [100 * median.get((value, size, n, SHARE), np.nan) for n in nodes], "-o", label=label)
+        right.plot(nodes, [median.get((value, size, n, REGION), np.nan) / 1e6 for n in nodes], "-o", label=label)
     for ax in (left, right):
         ax.set_xticks(nodes)
-    style(left, "nodes", "kernel share of instructions [%]", f"MPI baseline — simulated, {note}")
-    style(right, "nodes", "region on the common clock [ms]", f"MPI baseline — simulated, {note}")
+    style(left, "nodes", "kernel share of instructions [%]", f"{title}")
+    style(right, "nodes", "region on the common clock [ms]", f"{title}")
     right.set_yscale("log")
     left.legend(fontsize=7)
-    return str(save(fig, path)), stack_markdown(table)
+    return str(save(fig, path))
+
+
+def stack_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
+    """The OpenMPI baseline against the same multiply on its own sockets (against_nodes, a line per
+    stack and size); the Markdown table of the medians (stack_markdown)."""
+    table = dse.summary(sweep, metrics=STACK_METRICS)
+    return against_nodes(table, STACK, STACK_NAMES, path, f"MPI baseline — simulated, {note}"), stack_markdown(table)
+
+
+# The workload's parameter (examples/sweeps/fullsys-dataflow.info) and its values' names.
+WORKLOAD = "workload"
+WORKLOAD_NAMES = {"dmm": "own TCP sockets (dmm)", "dfmm": "dataflow frames (dfmm)", "mpimm": "Open MPI (mpimm)"}
+WORKLOAD_METRICS = [SHARE, REGION, "network_share", "polling_share", "scheduling_share", "kernel_insns"]
+
+
+def workload_markdown(table) -> str:
+    """Per size and node count, a column group per workload (medians over the repetitions, their
+    range): the kernel's share, its network-stack and polling parts, the region on the common clock."""
+    median = table.set_index([WORKLOAD, "size", "nodes", "metric"])
+    workloads = sorted(table[WORKLOAD].unique(), key=lambda w: list(WORKLOAD_NAMES).index(w) if w in WORKLOAD_NAMES else 9)
+    head = ["size", "nodes"] + [f"{what}, {w}" for w in workloads
+                                for what in ("kernel share", "network stack / polling", "region (ms)")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for size in sorted(table["size"].unique()):
+        for n in sorted(table["nodes"].unique()):
+            cells = []
+            for w in workloads:
+                row = lambda metric: median.loc[(w, size, n, metric)] if (w, size, n, metric) in median.index else None
+                share, network, polling, region = (row(m) for m in (SHARE, "network_share", "polling_share", REGION))
+                if share is None:
+                    cells += ["—"] * 3
+                    continue
+                cells += [f"{100 * share['median']:.2f} % ({100 * share['min']:.2f}–{100 * share['max']:.2f}, n={int(share['n'])})",
+                          f"{100 * network['median']:.2f} / {100 * polling['median']:.2f} %" if network is not None
+                          and polling is not None else "—",
+                          f"{region['median'] / 1e6:.2f}" if region is not None else "—"]
+            lines.append(f"| {size} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def workload_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
+    """Dataflow frames across nodes beside the message-passing stacks (against_nodes, a line per
+    workload and size); the Markdown table (workload_markdown)."""
+    table = dse.summary(sweep, metrics=WORKLOAD_METRICS)
+    return (against_nodes(table, WORKLOAD, WORKLOAD_NAMES, path, f"dataflow vs message passing — simulated, {note}"),
+            workload_markdown(table))
 
 
 # The link interval's parameter (examples/sweeps/fullsys-link.info), µs of virtual time.
@@ -255,11 +300,15 @@ def link_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
 
 def draw(sweep: Path, out: Path, note: str) -> dict:
     """The sweep's figures as PNGs in `out` and the Markdown table: Figs. 6-8 for a sweep of the L2's
-    size, the link interval's effect for a sweep of it, the stacks compared for a sweep of the
+    size, the link interval's effect for a sweep of it, the workloads compared for a sweep of the
+    workload (dataflow frames, sockets, Open MPI), the stacks compared for a sweep of the
     messaging stack, the speedup and Fig. 9 for a
     sweep on the common clock, otherwise the kernel share against nodes and the kernel's parts."""
     if LINK in parameter_names(sweep):
         figure, table = link_sweep(sweep, out / "fullsys-link.png", note)
+        return {"figures": [figure], "table": table}
+    if WORKLOAD in parameter_names(sweep):
+        figure, table = workload_sweep(sweep, out / "fullsys-dataflow.png", note)
         return {"figures": [figure], "table": table}
     if STACK in parameter_names(sweep):
         figure, table = stack_sweep(sweep, out / "fullsys-mpi.png", note)
