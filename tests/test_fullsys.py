@@ -22,7 +22,7 @@ from coreplane.fullsys import guest
 from coreplane.fullsys.guest import console_tail
 from coreplane.fullsys.image import MMDEBSTRAP_OPTIONS, cache_key, mmdebstrap_options
 from coreplane.fullsys.paths import PROGRAMS, check_suite, variant_packages
-from coreplane.fullsys.run import common_region, node_script, tcp_counters, totals, workload_flags, workload_name
+from coreplane.fullsys.run import Link, common_region, node_script, tcp_counters, totals, workload_flags, workload_name
 
 
 def counts(tmp_path, closed=True, memory=True):
@@ -89,6 +89,8 @@ def test_openmpi_variant_adds_its_package_and_keys_its_own_image():
     (["--nodes", "2", "--common-clock", "--idle-sleep"], "--common-clock needs -icount, idle clocks that leap"),
     (["--mpi", "--dataflow"], "--mpi runs one rank per node"),
     (["--link-interval", "100"], "--link-interval 100: a positive number of µs, with several nodes"),
+    (["--link-latency", "50"], "--link-latency 50 --link-rate 0: not negative, with several nodes"),
+    (["--nodes", "2", "--link-rate", "-1"], "--link-latency 0 --link-rate -1: not negative"),
 ])
 def test_bad_node_counts_are_one_line(args, message):
     proc = run_cli("fullsys", "run", "--image", "bookworm", *args)
@@ -148,6 +150,18 @@ def test_node_scripts():
     # across nodes: the tile, the rank, the node count and node 0's address (packs and reduce there)
     dataflow = node_script(2, 3, 96, 1, dataflow=True)
     assert "./netup 10.16.0.3/24" in dataflow and "./dfmm 96 1 32 2 3 10.16.0.1\n" in dataflow
+
+
+def test_link_model_in_the_node_scripts():
+    link = Link(latency_us=12.5, rate_mbit=1000)
+    assert link.netup_arguments() == "12500 125000000"
+    script = node_script(1, 2, 64, 1, link=link)
+    assert "modprobe sch_netem\n./netup 10.16.0.2/24 52:54:00:16:00:02 12500 125000000 || exit 1" in script
+    assert "netem" not in node_script(1, 2, 64, 1) and "./netup 10.16.0.2/24 52:54:00:16:00:02 ||" in node_script(1, 2, 64, 1)
+    # netem's own instructions are the simulated wire's, kept apart from the network stack's
+    assert kernelparts.part_of("sch_netem:netem_enqueue") == "link model (netem)"
+    assert kernelparts.part_of("netem_dequeue") == "link model (netem)"
+    assert kernelparts.part_of("qdisc_watchdog") == "network stack"
 
 
 def test_workload_selection():

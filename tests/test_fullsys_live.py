@@ -73,6 +73,16 @@ def test_dataflow_frames_on_two_nodes():
         assert node["kernel_parts"]["parts"]["network stack"]["insns"] > 0
 
 
+def test_link_latency_on_the_common_clock():
+    # netem holds every frame 2 ms of the sender's virtual time: node 0's region (send, wait for the
+    # product) spans at least a round trip, 4 ms
+    doc = run_matmul(2, "--from-snapshot", "--common-clock", "--link-latency", "2000", "--link-rate", "1000")
+    assert f"{doc['checksum']:.1f}" == native_checksum()
+    assert doc["link"] == {"latency_us": 2000, "rate_mbit": 1000}
+    assert doc["common_clock"]["region_ns"] >= 4_000_000
+    assert doc["total"]["kernel_parts_share_of_region"]["link model (netem)"] > 0
+
+
 def test_openmpi_baseline_on_two_nodes():
     doc = run_matmul(2, "--mpi", "--from-snapshot")
     assert doc["suite"] == "bookworm+openmpi" and doc["mpi"]

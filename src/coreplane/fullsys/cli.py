@@ -81,6 +81,10 @@ def _render_run(doc: dict) -> None:
     if doc.get("link_interval_us"):
         console.print(f"  link: received frames released every {doc['link_interval_us']} µs of virtual time "
                       "(up to that much delay, no bandwidth limit)")
+    if doc.get("link"):
+        rate = doc["link"]["rate_mbit"]
+        console.print(f"  link (netem in every guest): {doc['link']['latency_us']:g} µs per frame, "
+                      f"{f'{rate:g} Mbit/s' if rate else 'no bandwidth limit'}")
     clock = doc["common_clock"]
     if clock:
         starts = ", ".join(f"{begin / 1e6:.3f}-{end / 1e6:.3f}" for begin, end in clock["nodes_ns"])
@@ -151,6 +155,12 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
                                           help="Every NIC releases the frames it received at each multiple of "
                                                "this many µs of its guest's virtual time (a link delay of up to "
                                                "that; 0: at once). Several nodes only."),
+        link_latency: float = typer.Option(0.0, "--link-latency",
+                                           help="Every node's NIC sends each frame this many µs of its virtual "
+                                                "time after it was queued (netem in the guest's kernel; with "
+                                                "--common-clock, a --quantum well below it). Several nodes only."),
+        link_rate: float = typer.Option(0.0, "--link-rate",
+                                        help="And no faster than this many Mbit/s (0: no limit)."),
         as_json: bool = JSON_OPT) -> None:
     """Boot N nodes under QEMU/TCG with the osact plugin on one network, run the (distributed) matrix
     multiply, report the kernel/user split of its region of interest per node and in total, the
@@ -158,9 +168,10 @@ def run(suite: str = typer.Option(..., "--image", help="The suite whose image to
     also simulated cycles, data-access latency and L2 miss rate (an analytic model, not a pipeline)."""
     caches = {"l1i": l1i, "l1d": l1d, "l2": l2} if cache else None
     dataflow, mpi = runs.workload_flags(workload, dataflow, mpi)
+    link = runs.Link(link_latency, link_rate) if link_latency or link_rate else None
     model = timing.Timing(cpi, l1_latency, l2_latency, memory_latency)
     emit(runs.run(suite, nodes, size, threads, memory, icount, timeout, idle_sleep, caches, model, from_snapshot,
-                  dataflow, common_clock, quantum, mpi, link_interval), as_json, _render_run)
+                  dataflow, common_clock, quantum, mpi, link_interval, link), as_json, _render_run)
 
 
 @app.command()

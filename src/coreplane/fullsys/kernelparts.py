@@ -1,4 +1,4 @@
-"""Kernel code in the region of interest by function and by part of the kernel (polling, network stack, device queues, data copies, memory management, scheduling, interrupts and timers, kernel entry and locks), from the osact plugin's kernel blocks named with the guest's own /proc/kallsyms."""
+"""Kernel code in the region of interest by function and by part of the kernel (the link model's netem, polling, network stack, device queues, data copies, memory management, scheduling, interrupts and timers, kernel entry and locks), from the osact plugin's kernel blocks named with the guest's own /proc/kallsyms."""
 
 import bisect
 import re
@@ -12,6 +12,9 @@ from coreplane.core.errors import CoreplaneError
 # the kernel's prefixes (net/ and drivers/net/ functions carry tcp_, ip_, sock, skb, netif, napi...),
 # so a few functions may land in a neighbouring part; the top functions are listed to check.
 PARTS = (
+    # The link model's own work (fullsys run --link-latency/--link-rate: netem in the guest's
+    # kernel): not the OS's activity but the simulated wire's, kept apart to be subtracted.
+    ("link model (netem)", re.compile(r"^sch_netem:|netem_")),
     # Waiting for file descriptors (poll, select, epoll and the sockets' poll methods): what a
     # busy-polling progress engine such as Open MPI's costs; NAPI's receive polling is not this.
     ("polling", re.compile(

@@ -3,13 +3,15 @@
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from coreplane.core import machine
 from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 from coreplane.fullsys import activity, guest, image, kernelparts, snapshot, timing, workdisk
-from coreplane.fullsys.paths import GUEST_PROGRAMS, LOCKSTEP_PLUGIN, MPI_PROGRAMS, OPENMPI, PLUGIN, PROGRAMS, RUNS, built
+from coreplane.fullsys.paths import (GUEST_PROGRAMS, LOCKSTEP_PLUGIN, MINIMAL, MPI_PROGRAMS, OPENMPI, PLUGIN, PROGRAMS,
+                                     RUNS, built)
 
 RESULT = re.compile(r"coreplane-(?:matmul|dmm|dfmm|mpimm) n=(\d+) .*checksum=(\S+)")
 # The distributed multiplies' region on the guest's monotonic clock (virtual ns), start and end.
@@ -68,6 +70,20 @@ def mpi_work(rank: int, nodes: int, size: int) -> str:
             "status=$?\ncat out/result\n(exit $status)")
 
 
+@dataclass(frozen=True)
+class Link:
+    """A link of fixed latency and bandwidth on every node's NIC (netem in the guest's kernel, set
+    up by netup): each frame leaves `latency_us` after it was queued on the sender's virtual clock,
+    and no faster than `rate_mbit` (0: no limit)."""
+
+    latency_us: float = 0.0
+    rate_mbit: float = 0.0
+
+    def netup_arguments(self) -> str:
+        """netup's LATENCY_NS RATE_BYTES_PER_S."""
+        return f"{round(self.latency_us * 1000)} {round(self.rate_mbit * 1e6 / 8)}"
+
+
 def workload_flags(workload: str | None, dataflow: bool, mpi: bool) -> tuple[bool, bool]:
     """(dataflow, mpi) for `--workload NAME` (one of WORKLOADS; None: as the flags say), a one-line
     error when the flags --dataflow or --mpi say otherwise."""
@@ -93,8 +109,10 @@ def dataflow_work(rank: int, nodes: int, size: int, threads: int) -> str:
     return alone if nodes == 1 else f"{alone} {DFMM_TILE} {rank} {nodes} {address(0)}"
 
 
-def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool = False, mpi: bool = False) -> str:
-    """What node `rank` runs from its workload disk: the network up (several nodes), the multiply
+def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool = False, mpi: bool = False,
+                link: Link | None = None) -> str:
+    """What node `rank` runs from its workload disk: the network up (several nodes; with `link`, its
+    NIC sending through netem, which the sch_netem module gives), the multiply
     (the distributed one, its OpenMPI baseline, the threaded one on a single node, or the
     dataflow-threads one with `threads` workers), then, outside the region, the kernel's text
     symbols (to name the kernel blocks), TCP's counters (retransmissions), the kernel log."""
@@ -107,7 +125,10 @@ def node_script(rank: int, nodes: int, size: int, threads: int, dataflow: bool =
     else:
         work = f"./dmm {size} {rank} {nodes} {address(0)}"
     networked = nodes > 1 or mpi  # Open MPI's daemons need an interface besides the loopback even alone
-    network = f"modprobe virtio_net 2>/dev/null\n./netup {address(rank)}/24 {mac(rank)} || exit 1\n" if networked else ""
+    netem = f"modprobe sch_netem\n" if link else ""
+    link_arguments = f" {link.netup_arguments()}" if link else ""
+    network = (f"modprobe virtio_net 2>/dev/null\n{netem}./netup {address(rank)}/24 {mac(rank)}{link_arguments} || exit 1\n"
+               if networked else "")
     return (f"# coreplane fullsys: node {rank} of {nodes}\nexport PATH=/usr/sbin:/usr/bin:/sbin:/bin\ncd /mnt\n"
             f"{network}{work}\nstatus=$?\ngrep ' [tT] ' /proc/kallsyms > out/kallsyms\n"
             "cat /proc/net/snmp > out/snmp\ndmesg > out/dmesg\nexit $status\n")
@@ -200,7 +221,7 @@ def totals(per_node: list[dict], model: timing.Timing = timing.Timing()) -> dict
 def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, icount: bool, timeout_s: float,
         idle_sleep: bool | None = None, caches: dict | None = None, model: timing.Timing = timing.Timing(),
         from_snapshot: bool = False, dataflow: bool = False, common_clock: bool = False,
-        quantum_ns: int = QUANTUM_NS, mpi: bool = False, link_interval_us: int = 0) -> dict:
+        quantum_ns: int = QUANTUM_NS, mpi: bool = False, link_interval_us: int = 0, link: Link | None = None) -> dict:
     """`nodes` guests of `suite` on one network multiplying N×N matrices (node 0 scatters and
     gathers over TCP), or one guest with `threads` threads on as many vCPUs. An idle guest's clock
     follows the host's when `idle_sleep` (default with several nodes: a guest waiting for its peer
@@ -214,10 +235,15 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     meeting), and the run reports its region on that one clock. `mpi`: the OpenMPI baseline
     (workloads/fullsys/mpimm.c, one rank per node started by mpirun) on the suite's +openmpi image.
     `link_interval_us`: every node's NIC releases what it receives at each multiple of this many
-    µs of its virtual clock (a link delay of up to that, half on average; no bandwidth limit)."""
+    µs of its virtual clock (a link delay of up to that, half on average; no bandwidth limit).
+    `link`: every node's NIC sends through netem in its kernel, a fixed latency per frame and a
+    bandwidth (not on the minimal image, which has no sch_netem)."""
     _check(nodes, size, threads, dataflow, mpi)
     if link_interval_us < 0 or (link_interval_us and nodes < 2):
         raise CoreplaneError(f"--link-interval {link_interval_us}: a positive number of µs, with several nodes")
+    if link is not None and (link.latency_us < 0 or link.rate_mbit < 0 or nodes < 2 or suite == MINIMAL):
+        raise CoreplaneError(f"--link-latency {link.latency_us:g} --link-rate {link.rate_mbit:g}: not negative, with "
+                             f"several nodes, on a Debian suite's image (the {MINIMAL} image has no sch_netem)")
     suite = f"{suite}+{OPENMPI}" if mpi else suite
     if common_clock and (idle_sleep or not icount or quantum_ns < 1 or threads > 1):
         raise CoreplaneError("--common-clock needs -icount, idle clocks that leap (--idle-leap), a positive "
@@ -242,7 +268,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
         for rank in range(nodes):
             node_dir = out / f"node{rank}"
             node_dir.mkdir(parents=True)
-            disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads, dataflow, mpi),
+            disks.append(workdisk.make(node_dir, node_script(rank, nodes, size, threads, dataflow, mpi, link),
                                        GUEST_PROGRAMS + (MPI_PROGRAMS if mpi else ())))
             lockstep = (f"{built(LOCKSTEP_PLUGIN)},barrier={barrier},nodes={nodes},quantum={quantum_ns},"
                         f"out={node_dir / 'lockstep.json'}",) if common_clock else ()
@@ -263,6 +289,7 @@ def run(suite: str, nodes: int, size: int, threads: int, memory_counted: bool, i
     return {"suite": suite, "nodes": nodes, "size": size, "threads": threads, "dataflow": dataflow, "mpi": mpi,
             "workload": workload_name(nodes, threads, dataflow, mpi),
             "link_interval_us": link_interval_us, "icount": icount,
+            "link": {"latency_us": link.latency_us, "rate_mbit": link.rate_mbit} if link else None,
             "idle_sleep": idle_sleep, "image": img["path"], "from_snapshot": str(restore) if restore else None,
             "snapshot_saving_s": round(saving_s, 1),
             "kernel": img["kernel"], "debian_version": img["debian_version"], "checksum": per_node[0]["checksum"],
