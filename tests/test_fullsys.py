@@ -396,6 +396,20 @@ def test_link_table_per_stack_and_interval():
     assert table[5] == "| Open MPI (mpimm) | 1000 | 45.00 | 10.00 % | 0.00 % | 5.00 % | 0 |"
 
 
+def test_latency_table_per_workload_shows_netem_apart():
+    import pandas as pd
+    from coreplane.fullsys.figures import LATENCY, link_markdown
+    rows = [{"workload": w, "latency": link, "metric": m, "median": v}
+            for w in ("mpimm", "dfmm") for link in (0, 100)
+            for m, v in (("region_ns", 44e6 + 1000 * link), ("kernel_share", 0.1), ("polling_share", 0.0),
+                         ("network_share", 0.05), ("netem_share", 0.002), ("tcp_retransmitted", 3))]
+    table = link_markdown(pd.DataFrame(rows), LATENCY).splitlines()
+    assert table[0] == ("| workload | link latency (µs) | region (ms, common clock) | kernel share | polling | network stack | "
+                        "netem (the link model) | node 0's TCP retransmissions |")
+    assert table[2] == "| dataflow frames (dfmm) | 0 | 44.00 | 10.00 % | 0.00 % | 5.00 % | 0.20 % | 3 |"
+    assert table[5] == "| Open MPI (mpimm) | 100 | 44.10 | 10.00 % | 0.00 % | 5.00 % | 0.20 % | 3 |"
+
+
 def test_speedups_on_the_common_clock():
     import pandas as pd
     from coreplane.fullsys.figures import speedups

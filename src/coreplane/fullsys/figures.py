@@ -260,53 +260,65 @@ def workload_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
             workload_markdown(table))
 
 
-# The link interval's parameter (examples/sweeps/fullsys-link.info), µs of virtual time.
+# The link interval's parameter (examples/sweeps/fullsys-link.info), µs of virtual time, and the
+# fixed link latency's (examples/sweeps/fullsys-latency.info, netem), µs per frame.
 LINK = "link"
+LATENCY = "latency"
+# What a link sweep compares, per line: (its parameter, the values' names), and per x value: (its
+# parameter, its name in the table and on the axis, netem's part shown).
+LINK_SWEEPS = {LINK: ((STACK, STACK_NAMES), "link interval"), LATENCY: ((WORKLOAD, WORKLOAD_NAMES), "link latency")}
 
 
-def link_markdown(table) -> str:
-    """Per stack and link interval (medians): the region on the common clock, the kernel's share,
-    its polling and network-stack parts, and node 0's TCP retransmissions."""
-    median = table.set_index([STACK, LINK, "metric"])["median"]
-    lines = ["| stack | link interval (µs) | region (ms, common clock) | kernel share | polling | network stack | "
-             "node 0's TCP retransmissions |", "|---|---|---|---|---|---|---|"]
-    for stack in sorted(table[STACK].unique(), key=lambda st: list(STACK_NAMES).index(st) if st in STACK_NAMES else 9):
-        for link in sorted(table[LINK].unique()):
-            get = lambda metric: median.get((stack, link, metric), np.nan)
-            lines.append(f"| {STACK_NAMES.get(stack, stack)} | {link} | {get(REGION) / 1e6:.2f} | {100 * get(SHARE):.2f} % | "
-                         f"{100 * get('polling_share'):.2f} % | {100 * get('network_share'):.2f} % | "
-                         f"{get('tcp_retransmitted'):.0f} |")
+def link_markdown(table, x: str = LINK) -> str:
+    """Per line (stack or workload) and link interval or latency (medians): the region on the common
+    clock, the kernel's share, its polling and network-stack parts (and netem's, for a latency), and
+    node 0's TCP retransmissions."""
+    (key, names), what = LINK_SWEEPS[x]
+    netem = x == LATENCY
+    median = table.set_index([key, x, "metric"])["median"]
+    head = [key, f"{what} (µs)", "region (ms, common clock)", "kernel share", "polling", "network stack",
+            *(["netem (the link model)"] if netem else []), "node 0's TCP retransmissions"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for value in sorted(table[key].unique(), key=lambda v: list(names).index(v) if v in names else 9):
+        for link in sorted(table[x].unique()):
+            get = lambda metric: median.get((value, link, metric), np.nan)
+            parts = [f"{100 * get(m):.2f} %" for m in ("polling_share", "network_share", *(["netem_share"] if netem else []))]
+            lines.append(f"| {names.get(value, value)} | {link} | {get(REGION) / 1e6:.2f} | {100 * get(SHARE):.2f} % | "
+                         + " | ".join(parts) + f" | {get('tcp_retransmitted'):.0f} |")
     return "\n".join(lines)
 
 
-def link_sweep(sweep: Path, path: Path, note: str) -> tuple[str, str]:
-    """The region on the common clock and the kernel's share against the link interval, a line per
-    stack; the Markdown table (link_markdown)."""
-    table = dse.summary(sweep, metrics=[SHARE, REGION, "network_share", "polling_share", "tcp_retransmitted"])
+def link_sweep(sweep: Path, path: Path, note: str, x: str = LINK) -> tuple[str, str]:
+    """The region on the common clock and the kernel's share against the link interval or latency
+    (`x`), a line per stack or workload; the Markdown table (link_markdown)."""
+    (key, names), what = LINK_SWEEPS[x]
+    table = dse.summary(sweep, metrics=[SHARE, REGION, "network_share", "polling_share", "tcp_retransmitted",
+                                        *(["netem_share"] if x == LATENCY else [])])
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.8))
-    for stack, rows in table.groupby(STACK):
-        share = rows[rows["metric"] == SHARE].sort_values(LINK)
-        region = rows[rows["metric"] == REGION].sort_values(LINK)
-        label = STACK_NAMES.get(stack, stack)
-        left.plot(region[LINK], region["median"] / 1e6, "-o", label=label)
-        right.plot(share[LINK], 100 * share["median"], "-o", label=label)
+    for value, rows in table.groupby(key):
+        share = rows[rows["metric"] == SHARE].sort_values(x)
+        region = rows[rows["metric"] == REGION].sort_values(x)
+        label = names.get(value, value)
+        left.plot(region[x], region["median"] / 1e6, "-o", label=label)
+        right.plot(share[x], 100 * share["median"], "-o", label=label)
     for ax in (left, right):
-        ax.set_xscale("symlog", linthresh=100)
-    style(left, "link interval [µs of virtual time]", "region on the common clock [ms]", f"simulated, {note}")
-    style(right, "link interval [µs of virtual time]", "kernel share of instructions [%]", f"simulated, {note}")
+        ax.set_xscale("symlog", linthresh=10 if x == LATENCY else 100)
+    style(left, f"{what} [µs of virtual time]", "region on the common clock [ms]", f"simulated, {note}")
+    style(right, f"{what} [µs of virtual time]", "kernel share of instructions [%]", f"simulated, {note}")
     left.legend(fontsize=7)
-    return str(save(fig, path)), link_markdown(table)
+    return str(save(fig, path)), link_markdown(table, x)
 
 
 def draw(sweep: Path, out: Path, note: str) -> dict:
     """The sweep's figures as PNGs in `out` and the Markdown table: Figs. 6-8 for a sweep of the L2's
-    size, the link interval's effect for a sweep of it, the workloads compared for a sweep of the
+    size, the link interval's or latency's effect for a sweep of either, the workloads compared for a sweep of the
     workload (dataflow frames, sockets, Open MPI), the stacks compared for a sweep of the
     messaging stack, the speedup and Fig. 9 for a
     sweep on the common clock, otherwise the kernel share against nodes and the kernel's parts."""
-    if LINK in parameter_names(sweep):
-        figure, table = link_sweep(sweep, out / "fullsys-link.png", note)
-        return {"figures": [figure], "table": table}
+    for x in LINK_SWEEPS:
+        if x in parameter_names(sweep):
+            figure, table = link_sweep(sweep, out / f"fullsys-{x}.png", note, x)
+            return {"figures": [figure], "table": table}
     if WORKLOAD in parameter_names(sweep):
         figure, table = workload_sweep(sweep, out / "fullsys-dataflow.png", note)
         return {"figures": [figure], "table": table}
