@@ -6,12 +6,12 @@ the main thread ended so, unshare(CLONE_NEWUSER) and setns into a user namespace
 kernel allows only in a single-threaded process, a traced child (whose tracer must not see the
 runtime's dispatch traps or delegate threads), a thread whose rdtsc faults (PR_TSC_SIGSEGV,
 seccomp strict mode; a strict thread among others that ends last, or whose tid word is freed,
-or that ends from a site never rewritten), signals arriving while a set holding SIGSYS is blocked,
-a signal set that another thread unmaps while it is passed, a seccomp filter a thread inherited
-(from its creator, across execve, or synchronised onto it),
-a child process cloned onto a one-page stack, children that run in their parent's memory until
-they exec (posix_spawn's clone) from a thread with a signal stack, a program that drops its
-privileges under --profile.
+or that ends from a site never rewritten, or the second of two that ends last), signals
+arriving while a set holding SIGSYS is blocked, a signal set that another thread unmaps while it
+is passed, a seccomp filter a thread inherited (from its creator, across execve, or synchronised
+onto it), a child process cloned onto a one-page stack, children that run in their parent's
+memory until they exec (posix_spawn's clone) from a thread with a signal stack, a program that
+drops its privileges under --profile.
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -217,6 +217,18 @@ def test_a_strict_mode_threads_end_from_a_site_never_rewritten_is_seen(built, mo
     assert (native.returncode, native.stdout) == (status, out)
     proc = watched(CLI + ["run", "--delegate", mode, "--", *exe])
     assert (proc.returncode, proc.stdout) == (status, out), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+@pytest.mark.parametrize("how, status", [("two", 7), ("two-killed", -9)])
+def test_each_of_two_strict_mode_threads_is_watched(built, mode, how, status):
+    # Two strict threads; the second, which had no watcher, ends last, with exit(2) code 7 or
+    # killed by the kernel for a forbidden call. Before: no end in all four (its end was not
+    # counted, or nothing ended the process for it; SIGTERM could not end it either).
+    exe = [str(built / "strict_unseen"), how]
+    assert watched(exe).returncode == status
+    proc = watched(CLI + ["run", "--delegate", mode, "--", *exe])
+    assert (proc.returncode, proc.stdout) == (status, ""), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

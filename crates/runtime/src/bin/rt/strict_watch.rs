@@ -2,9 +2,9 @@
 //! Such a thread may make no call but read, write, exit and rt_sigreturn, so when it is the
 //! last program thread its exit(2) cannot end a process that the runtime's own threads
 //! (delegates, the memory pool's scrubber) keep alive, as `process::exit_thread` does for others.
-//! A watcher thread, started before the thread enters strict mode, waits for the kernel to clear
-//! the thread's tid word at its exit (which needs no call of the thread's), then ends the process
-//! with the thread's code if it was the last; otherwise it stays, as a delegate does, and the
+//! A watcher thread of its own, started before the thread enters strict mode, waits for the
+//! kernel to clear the thread's tid word at its exit (which needs no call of the thread's), then
+//! ends the process with the thread's code if it was the last; otherwise it ends itself, and the
 //! last program thread's exit ends the process. The thread keeps trapping (`process::strict_mode`),
 //! so its exit(2) reaches the runtime from any site; an end the runtime did not see is the
 //! kernel's SIGKILL for a call strict mode forbids, which the watcher counts as the thread's exit,
@@ -24,11 +24,16 @@ const SET_TID_ADDRESS: usize = 218;
 const FUTEX_WAIT_SHARED: usize = 0;
 const FUTEX_WAKE_SHARED: usize = 1;
 const STACK_SIZE: usize = 16 * 1024;
+/// Strict threads watched at once. One beyond them has no watcher: its exit(2) is counted, but
+/// an end by the kernel's SIGKILL is not, and if it ends last, no thread ends the process.
+const MAX_WATCHED: usize = 64;
 
-/// The one watched thread of process `pid` (one at a time: a second strict thread among others
-/// has no watcher; its exit(2) is counted, but an end by the kernel's SIGKILL is not, and if it
-/// ends last, no thread ends the process), its tid words, and what it left at its exit.
+/// One watched thread, its tid words, and what it left at its exit.
 struct Watch {
+    /// Who holds this watch: 0 when free; a pid that is not the process's own (a parent's, which
+    /// fork copied without its watcher) counts as free.
+    owner: AtomicI32,
+    /// The watched thread's process once its watcher runs (`watching`), 0 when it is done.
     pid: AtomicI32,
     /// The watched thread.
     tid: AtomicI32,
@@ -40,9 +45,12 @@ struct Watch {
     seen: AtomicBool,
     last: AtomicBool,
     code: AtomicUsize,
+    /// The watcher's stack, unmapped as it ends.
+    stack: AtomicUsize,
 }
 
-static WATCH: Watch = Watch {
+const FREE: Watch = Watch {
+    owner: AtomicI32::new(0),
     pid: AtomicI32::new(0),
     tid: AtomicI32::new(0),
     program_word: AtomicUsize::new(0),
@@ -50,87 +58,101 @@ static WATCH: Watch = Watch {
     seen: AtomicBool::new(false),
     last: AtomicBool::new(false),
     code: AtomicUsize::new(0),
+    stack: AtomicUsize::new(0),
 };
+static WATCHES: [Watch; MAX_WATCHED] = [FREE; MAX_WATCHED];
 
 extern "C" {
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
 }
 
+/// A free watch, taken for process `pid`; None when every one is in use.
+fn take(pid: i32) -> Option<&'static Watch> {
+    WATCHES.iter().find(|w| {
+        let owner = w.owner.load(Acquire);
+        owner != pid && w.owner.compare_exchange(owner, pid, AcqRel, Relaxed).is_ok()
+    })
+}
+
 /// `t`, not its process's only program thread, is about to enter strict mode: start its watcher.
 pub fn watch(t: &Thread) {
-    if WATCH.pid.load(Acquire) == t.pid {
-        return;
-    }
     let mut word = 0usize;
     if unsafe { syscall3(PRCTL, PR_GET_TID_ADDRESS, &mut word as *mut usize as usize, 0) } != 0 {
         return; // a kernel without CONFIG_CHECKPOINT_RESTORE: the word may be the program's
     }
-    let Some(stack) = sys::map_anon(STACK_SIZE) else { return };
-    WATCH.own_word.store(t.tid as u32, Relaxed);
-    unsafe { syscall3(SET_TID_ADDRESS, WATCH.own_word.as_ptr() as usize, 0, 0) };
-    WATCH.program_word.store(word, Relaxed);
-    WATCH.tid.store(t.tid, Relaxed);
-    WATCH.seen.store(false, Relaxed);
-    WATCH.last.store(false, Relaxed);
-    WATCH.pid.store(t.pid, Release);
+    let Some(w) = take(t.pid) else { return };
+    let Some(stack) = sys::map_anon(STACK_SIZE) else {
+        w.owner.store(0, Release);
+        return;
+    };
+    w.own_word.store(t.tid as u32, Relaxed);
+    unsafe { syscall3(SET_TID_ADDRESS, w.own_word.as_ptr() as usize, 0, 0) };
+    w.program_word.store(word, Relaxed);
+    w.tid.store(t.tid, Relaxed);
+    w.seen.store(false, Relaxed);
+    w.last.store(false, Relaxed);
+    w.stack.store(stack as usize, Relaxed);
+    w.pid.store(t.pid, Release);
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, watcher, 0) } < 0 {
-        WATCH.pid.store(0, Release);
+    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, watcher, w as *const Watch as usize) } < 0 {
         unsafe { syscall3(SET_TID_ADDRESS, word, 0, 0) };
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
+        w.pid.store(0, Release);
+        w.owner.store(0, Release);
     }
 }
 
 /// Whether process `pid` has a watcher thread (which, like a delegate, keeps it alive).
 pub fn watching(pid: i32) -> bool {
-    WATCH.pid.load(Acquire) == pid
+    WATCHES.iter().any(|w| w.pid.load(Acquire) == pid)
 }
 
 /// Strict-mode thread `t` exits with `code`; `last`: it is the last program thread. Plain
-/// stores: the thread may make no other call. Only the watched thread's exit is recorded: a
-/// second strict thread's (unwatched) must not make the watched one's later end look seen.
+/// loads and stores: the thread may make no other call. Only its own watch is written: another
+/// strict thread's later end must not look seen.
 pub fn exiting(t: &Thread, last: bool, code: usize) {
-    if watching(t.pid) && WATCH.tid.load(Relaxed) == t.tid {
-        WATCH.code.store(code, Relaxed);
-        WATCH.last.store(last, Relaxed);
-        WATCH.seen.store(true, Release);
+    if let Some(w) = WATCHES.iter().find(|w| w.pid.load(Acquire) == t.pid && w.tid.load(Relaxed) == t.tid) {
+        w.code.store(code, Relaxed);
+        w.last.store(last, Relaxed);
+        w.seen.store(true, Release);
     }
 }
 
-/// The watcher: takes no signal, waits for its tid word to be cleared, clears the program's,
-/// then ends the process if the watched thread was the last program thread, or waits for the
-/// end of the process.
-extern "C" fn watcher(_: usize) {
+/// The watcher of the watch at `arg`: takes no signal, waits for its tid word to be cleared,
+/// clears the program's, then ends the process if the watched thread was the last program
+/// thread, or else only itself, its watch given back.
+extern "C" fn watcher(arg: usize) {
+    let w = unsafe { &*(arg as *const Watch) };
     let all: u64 = !0;
     unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &all as *const u64 as usize, 0, 8, 0, 0) };
     loop {
-        let v = WATCH.own_word.load(Acquire);
+        let v = w.own_word.load(Acquire);
         if v == 0 {
             break;
         }
-        unsafe { syscall6(FUTEX, WATCH.own_word.as_ptr() as usize, FUTEX_WAIT_SHARED, v as usize, 0, 0, 0) };
+        unsafe { syscall6(FUTEX, w.own_word.as_ptr() as usize, FUTEX_WAIT_SHARED, v as usize, 0, 0, 0) };
     }
     // Before the program's word is cleared: a thread that joins the watched one and then exits
     // must find it gone from the count (it is then the last one; strict_unseen second ended
     // with SIGKILL instead of the main thread's code).
-    let pid = WATCH.pid.load(Relaxed);
-    if !WATCH.seen.load(Acquire) {
+    let pid = w.pid.load(Relaxed);
+    if !w.seen.load(Acquire) {
         // Killed by the kernel (SIGKILL): the process dies of it too if the thread was its last.
         if crate::app_threads::exiting(pid) {
             unsafe { syscall3(TGKILL, pid as usize, sys::gettid() as usize, SIGKILL) };
         }
-    } else if WATCH.last.load(Relaxed) {
-        crate::profile::end_process(WATCH.code.load(Relaxed) as u64 & 0xff);
-        sys::exit_group(WATCH.code.load(Relaxed));
+    } else if w.last.load(Relaxed) {
+        crate::profile::end_process(w.code.load(Relaxed) as u64 & 0xff);
+        sys::exit_group(w.code.load(Relaxed));
     }
-    let word = WATCH.program_word.load(Relaxed);
+    let word = w.program_word.load(Relaxed);
     // As the kernel's clear at a thread's exit: a write that may fail, then one shared wake.
     // Through the watcher's own tid: a leader that has ended has no memory to write to (ESRCH).
     if word != 0 && sys::write_program(sys::gettid(), word, &0u32.to_ne_bytes()) {
         unsafe { syscall3(FUTEX, word, FUTEX_WAKE_SHARED, 1) };
     }
-    let parked = 0u32;
-    loop {
-        sys::futex_wait(&parked, 0, 0);
-    }
+    let stack = w.stack.load(Relaxed);
+    w.pid.store(0, Release);
+    w.owner.store(0, Release);
+    sys::exit_unmapping(stack, STACK_SIZE, 0)
 }
