@@ -1,5 +1,6 @@
 """The fast path without page 0 (issue 12, item 3): NULL reads, writes and calls fault as
-natively, and syscall sites are rewritten atomically while other threads execute them."""
+natively, and syscall sites are rewritten atomically while other threads execute them, in
+private text only (never in a shared file mapping or SysV segment)."""
 
 import json
 import os
@@ -90,6 +91,24 @@ def test_a_site_in_text_mapped_where_the_kernel_picks_is_rewritten(exec_map, tmp
         pytest.skip("mapping the sled at address 0 needs CAP_SYS_RAWIO (not root)")
     opts = ("--null-page-sled",) if sled else ()
     assert rewritten(tmp_path, exec_map, "100", opts=opts) - rewritten(tmp_path, exec_map, "0", opts=opts) == 1
+
+
+@pytest.fixture(scope="module")
+def shared_text(tmp_path_factory) -> Path:
+    return build_program(tmp_path_factory, "shared_text")
+
+
+@pytest.mark.parametrize("policy", ["none", "getppid"])
+@pytest.mark.parametrize("where", ["file", "shm"])
+def test_code_in_a_shared_mapping_is_never_patched(shared_text, where, policy):
+    # A patch in a MAP_SHARED file mapping, or in a SysV segment attached with SHM_EXEC, is
+    # written into the file or segment, for every process that maps it. Before: "changed" in all
+    # four: a shared r-x file mapping counted as text, and a segment attached with SHM_REMAP over
+    # text the runtime had seen was taken for that text (shmat was not shown to the text map).
+    native = subprocess.run([str(shared_text), where, "100"], capture_output=True, text=True, timeout=60)
+    assert (native.returncode, native.stdout) == (0, "calls=100 unchanged\n")
+    proc = run_cli("run", "--delegate", policy, "--", str(shared_text), where, "100")
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
 def test_one_read_of_the_maps_answers_for_every_library(go_syscall_site, tmp_path):

@@ -15,7 +15,7 @@ pub fn needs_trap(nr: usize) -> bool {
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
-        | MUNMAP | MPROTECT | MREMAP | MMAP | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS)
+        | MUNMAP | MPROTECT | MREMAP | MMAP | SHMAT | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS)
         || nr == crate::memsvc::BRK && crate::env::config().memory_pool > 0
 }
 
@@ -60,6 +60,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             // the old layout under the new generation.
             let r = run(nr, a);
             crate::textmap::range_changed(nr, a);
+            r
+        }
+        // A segment attached over what was mapped there, text perhaps, whose remembered answer
+        // would let a rewrite patch the segment (`textmap`: shared code is never rewritten).
+        SHMAT if a[2] & SHM_REMAP != 0 => {
+            let r = run(nr, a);
+            crate::textmap::mappings_changed();
             r
         }
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),

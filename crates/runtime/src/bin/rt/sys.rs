@@ -12,6 +12,9 @@ pub const MMAP: usize = 9;
 pub const MPROTECT: usize = 10;
 pub const MUNMAP: usize = 11;
 pub const MREMAP: usize = 25;
+pub const SHMAT: usize = 30;
+/// shmat's flag to replace what is mapped at the address, as mmap's MAP_FIXED does.
+pub const SHM_REMAP: usize = 0o40000;
 pub const SCHED_YIELD: usize = 24;
 pub const RT_SIGACTION: usize = 13;
 pub const RT_SIGPROCMASK: usize = 14;

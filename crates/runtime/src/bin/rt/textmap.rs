@@ -1,6 +1,8 @@
 //! Which code is file-backed text, from /proc/self/maps, remembered until the mappings change.
-//! The fast path rewrites only syscall sites in read-execute file mappings (not JIT code, the
-//! vDSO or writable code). Reading /proc/self/maps costs ≈ 25 µs even for a small process, half
+//! The fast path rewrites only syscall sites in private read-execute file mappings (not JIT
+//! code, the vDSO or writable code, nor shared code: a patch in a MAP_SHARED file mapping or a
+//! SysV segment attached with SHM_EXEC is written into the file or segment itself, for every
+//! process that maps it; such sites trap at every call). Reading /proc/self/maps costs ≈ 25 µs even for a small process, half
 //! of a site's first call, so one read is kept: every r-x file mapping it lists, which answers
 //! for any address (one read per library cost a bash or env 3–4 reads, 135 of the runtime's 653
 //! open calls in a pyenv `python3 -c pass` tree of 79 processes). It is forgotten when the
@@ -91,8 +93,8 @@ fn look_up(addr: usize) -> bool {
     found
 }
 
-/// Reads /proc/self/maps into TEXT: its read-execute file mappings (not anonymous or special
-/// mappings such as [vdso], nor writable code), the first RANGES of them. Whether `addr` lies
+/// Reads /proc/self/maps into TEXT: its private read-execute file mappings (not anonymous or
+/// special mappings such as [vdso], nor writable or shared code), the first RANGES of them. Whether `addr` lies
 /// in one, and whether they all fit (a failed read leaves TEXT empty and incomplete).
 fn read_text(addr: usize) -> (bool, bool) {
     TEXT_USED.store(0, Relaxed);
@@ -120,7 +122,7 @@ fn read_text(addr: usize) -> (bool, bool) {
             let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
             let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
             let path = fields.nth(3);
-            if !perms.starts_with(b"r-x") || !path.is_some_and(|p| p.first() == Some(&b'/')) {
+            if perms != b"r-xp" || !path.is_some_and(|p| p.first() == Some(&b'/')) {
                 continue;
             }
             let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
