@@ -111,7 +111,7 @@ def multilevel_map(comm: CommGraph, topo: Topology, capacity: int, passes: int =
     Cost, for P processes with E communicating pairs on C cores, bounded degree: the levels
     O(P + E). A split of a part with s vertices and e pairs costs O(s + e) (bisection._split).
     At domain depth d there are 2^d parts; a part whose vertices are coarse has fewer than
-    2 x SPLIT_VERTICES x (the matching's shrink) of them, a part at level 0 has its processes; so
+    2 x SPLIT_VERTICES of them (a vertex has at most two below it), a part at level 0 its processes; so
     depth d costs O(min(2^d x SPLIT_VERTICES, P)) (times the degree). Summed over the depths,
     the coarse ones form a geometric series up to O(P), and the depths where parts are at level 0
     are those where 2^d x SPLIT_VERTICES >= P, at most log2(SPLIT_VERTICES x C / P) + 1 of them:
@@ -123,8 +123,8 @@ def multilevel_map(comm: CommGraph, topo: Topology, capacity: int, passes: int =
     levels = _Levels(comm.traffic())
     root = _domains(topo)
     placement = np.full(comm.n, -1, dtype=np.int64)
-    unset = [[-1] * len(s) for s in levels.size]
-    rep_at, part_at = unset, [row[:] for row in unset]
+    rep_at = [[-1] * len(s) for s in levels.size]  # per level and vertex: its domain's representative core
+    part_at = [row[:] for row in rep_at]  # and its part's serial number (-1: never in a part at this level)
     top = levels.top
     everyone = list(range(len(levels.size[top])))
     for v in everyone:
