@@ -24,10 +24,15 @@ pub fn now_ns() -> u64 {
 
 /// A revocation under way: the vcore was warned and must be yielded by `deadline`.
 pub struct Revoke {
+    /// When the warning was posted (CLOCK_MONOTONIC ns).
+    pub warned: u64,
     pub deadline: u64,
     /// The process owed this core (its provision), which gets it once it is free.
     pub for_pid: Option<u32>,
     pub batch: Option<u64>,
+    /// The yielder's own times, when it sent them with its yield (CLOCK_MONOTONIC ns): it woke
+    /// to the warning, it sent the yield. They take a revocation's interval apart (the bench).
+    pub yielder: Option<(u64, u64)>,
 }
 
 pub struct Vcore {
@@ -367,10 +372,11 @@ impl Arbiter {
 
     /// Warns vcore `slot` of `pid` that it must yield within `warn_ns` (0: preempt now).
     pub fn start_revoke(&mut self, pid: u32, slot: usize, warn_ns: u64, signal: Option<i32>, for_pid: Option<u32>, batch: Option<u64>) {
-        let deadline = now_ns() + warn_ns;
+        let warned = now_ns();
+        let deadline = warned + warn_ns;
         let mcp = self.mcps.get_mut(&pid).unwrap();
         let vcore = mcp.vcores[slot].as_mut().unwrap();
-        vcore.revoke = Some(Revoke { deadline, for_pid, batch });
+        vcore.revoke = Some(Revoke { warned, deadline, for_pid, batch, yielder: None });
         if warn_ns == 0 {
             self.release(pid, slot, true, false);
             return;
@@ -415,10 +421,14 @@ impl Arbiter {
     /// `pid` gives back vcore `slot`; with `retain` its CPU stays in the group's cpuset, warm,
     /// else it leaves now and the kernel moves whatever still runs there (what a program that
     /// cannot move its own threads asks for: coreplane's runtime yielding for a whole process).
-    pub fn yield_vcore(&mut self, pid: u32, slot: usize, retain: bool) -> Reply {
-        let mcp = &self.mcps[&pid];
-        if !mcp.vcores.get(slot).is_some_and(|v| v.is_some()) {
+    /// `yielder`: when the yielder woke to the warning and sent the yield, if it said.
+    pub fn yield_vcore(&mut self, pid: u32, slot: usize, retain: bool, yielder: Option<(u64, u64)>) -> Reply {
+        let mcp = self.mcps.get_mut(&pid).unwrap();
+        let Some(vcore) = mcp.vcores.get_mut(slot).and_then(Option::as_mut) else {
             return Err(format!("vcore {slot} is not held by pid {pid}"));
+        };
+        if let Some(revoke) = vcore.revoke.as_mut() {
+            revoke.yielder = yielder;
         }
         self.counters.yields += 1;
         self.release(pid, slot, false, retain);
@@ -468,8 +478,13 @@ impl Arbiter {
         if let Some(b) = revoke.batch {
             if let Some(batch) = self.batches.get_mut(&b) {
                 batch.remaining -= 1;
-                batch.outcomes.push(json!({"pid": pid, "vcore": slot, "cpu": vcore.cpu, "outcome": if preempted {"preempted"} else {"yielded"},
-                    "deadline_ns": revoke.deadline, "started_ns": started, "released_ns": now_ns()}));
+                let mut outcome = json!({"pid": pid, "vcore": slot, "cpu": vcore.cpu, "outcome": if preempted {"preempted"} else {"yielded"},
+                    "warned_ns": revoke.warned, "deadline_ns": revoke.deadline, "started_ns": started, "released_ns": now_ns()});
+                if let Some((woke, sent)) = revoke.yielder {
+                    outcome["yielder_woke_ns"] = json!(woke);
+                    outcome["yielder_sent_ns"] = json!(sent);
+                }
+                batch.outcomes.push(outcome);
                 if batch.remaining == 0 {
                     let done = self.batches.remove(&b).unwrap();
                     self.deferred.push((done.client, json!({"ok": true, "revoked": done.outcomes, "ns": now_ns() - done.started})));

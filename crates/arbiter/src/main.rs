@@ -54,6 +54,9 @@ struct Conn {
     uid: u32,
     pid: u32,
     buf: Vec<u8>,
+    /// The many-core process the peer belongs to, once found: finding it reads /proc for each
+    /// ancestor (tens of µs in a runtime's yield). Forgotten when that process ends.
+    mcp: Option<u32>,
 }
 
 /// The uid of process `pid` (real uid, from /proc).
@@ -270,6 +273,9 @@ fn serve(arbiter: &mut Arbiter, listener: i32) {
         for (i, p) in pollfds[first_pidfd..].iter().enumerate() {
             if p.revents != 0 {
                 arbiter.exited(pids[i]);
+                for conn in conns.values_mut().filter(|c| c.mcp == Some(pids[i])) {
+                    conn.mcp = None;
+                }
             }
         }
     }
@@ -333,7 +339,7 @@ fn accept(listener: i32, conns: &mut HashMap<i32, Conn>) {
         }
         match peer(fd) {
             Some((pid, uid)) => {
-                conns.insert(fd, Conn { uid, pid, buf: vec![] });
+                conns.insert(fd, Conn { uid, pid, buf: vec![], mcp: None });
             }
             None => unsafe {
                 libc::close(fd);
@@ -355,18 +361,21 @@ fn read_client(arbiter: &mut Arbiter, conns: &mut HashMap<i32, Conn>, fd: i32) -
         }
         let conn = conns.get_mut(&fd).unwrap();
         conn.buf.extend_from_slice(&chunk[..n as usize]);
-        let (uid, pid) = (conn.uid, conn.pid);
+        let (uid, pid, mut mcp) = (conn.uid, conn.pid, conn.mcp);
         let mut lines = vec![];
         while let Some(end) = conn.buf.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = conn.buf.drain(..=end).collect();
             lines.push(line);
         }
         for line in lines {
-            if !deliver(fd, handle(arbiter, fd, uid, pid, &line[..line.len() - 1])) {
-                return false;
+            let handled = handle(arbiter, fd, uid, pid, &mut mcp, &line[..line.len() - 1]);
+            if let Some(conn) = conns.get_mut(&fd) {
+                conn.mcp = mcp;
             }
+            // Replies deferred until this request (a revoker's, answered by this yield) first: the
+            // revoker has waited longest, and the first woken gets the control core first.
             flush_deferred(arbiter, conns);
-            if !conns.contains_key(&fd) {
+            if !conns.contains_key(&fd) || !deliver(fd, handled) {
                 return false;
             }
         }
@@ -416,14 +425,27 @@ fn find_mcp(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<Option<u32>, String
     Ok(None)
 }
 
-fn mcp_of(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<u32, String> {
-    find_mcp(arbiter, uid, pid)?.ok_or_else(|| format!("pid {pid} belongs to no many-core process"))
+/// The many-core process the caller belongs to, from `known` (the connection's, kept) when set.
+fn mcp_of(arbiter: &Arbiter, uid: u32, pid: u32, known: &mut Option<u32>) -> Result<u32, String> {
+    if let Some(mcp) = known.filter(|m| arbiter.mcps.contains_key(m)) {
+        return Ok(mcp);
+    }
+    let mcp = find_mcp(arbiter, uid, pid)?.ok_or_else(|| format!("pid {pid} belongs to no many-core process"))?;
+    *known = Some(mcp);
+    Ok(mcp)
 }
 
 fn field_u32(doc: &Value, name: &str) -> Result<Option<u32>, String> {
+    match field_u64(doc, name)? {
+        Some(n) if n > u32::MAX as u64 => Err(format!("field {name:?}: {n} is out of range")),
+        n => Ok(n.map(|n| n as u32)),
+    }
+}
+
+fn field_u64(doc: &Value, name: &str) -> Result<Option<u64>, String> {
     match doc.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().filter(|&n| n <= u32::MAX as u64).map(|n| Some(n as u32)).ok_or_else(|| format!("field {name:?}: expected a non-negative integer, got {v}")),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| format!("field {name:?}: expected a non-negative integer, got {v}")),
     }
 }
 
@@ -434,7 +456,7 @@ fn field_bool(doc: &Value, name: &str) -> Result<Option<bool>, String> {
     }
 }
 
-fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Handled {
+fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, known: &mut Option<u32>, line: &[u8]) -> Handled {
     let reply = (|| -> Result<Handled, String> {
         let doc: Value = serde_json::from_slice(line).map_err(|e| format!("malformed request (not JSON): {e}"))?;
         let op = doc.get("op").and_then(Value::as_str).ok_or("malformed request: no \"op\" string field")?;
@@ -452,7 +474,7 @@ fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Ha
             }
             "register" => {
                 // Any process may make itself a best-effort many-core process (no provision).
-                if let Ok(own) = mcp_of(arbiter, uid, pid) {
+                if let Ok(own) = mcp_of(arbiter, uid, pid, known) {
                     return Err(format!("register: pid {pid} already belongs to many-core process {own}"));
                 }
                 let (max, delegates, gang) = (field_u32(&doc, "max")?, field_bool(&doc, "delegates")?, field_bool(&doc, "gang_stop")?);
@@ -473,15 +495,16 @@ fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, line: &[u8]) -> Ha
                 }
             }
             "request" => {
-                let mcp = mcp_of(arbiter, uid, pid)?;
+                let mcp = mcp_of(arbiter, uid, pid, known)?;
                 let n = field_u32(&doc, "n")?.unwrap_or(1);
                 Handled::Reply(arbiter.request(mcp, n)?)
             }
             "yield" => {
-                let mcp = mcp_of(arbiter, uid, pid)?;
+                let mcp = mcp_of(arbiter, uid, pid, known)?;
                 let vcore = field_u32(&doc, "vcore")?.ok_or("yield: field \"vcore\" is required")?;
                 let retain = field_bool(&doc, "retain")?.unwrap_or(true);
-                Handled::Reply(arbiter.yield_vcore(mcp, vcore as usize, retain)?)
+                let yielder = field_u64(&doc, "woke_ns")?.zip(field_u64(&doc, "sent_ns")?);
+                Handled::Reply(arbiter.yield_vcore(mcp, vcore as usize, retain, yielder)?)
             }
             "revoke" => {
                 admin_only("revoke")?;

@@ -140,17 +140,13 @@ def _operations(state: Path, trials: int, fifo: int | None) -> dict:
         admin.checked("provision", pid=os.getpid(), cores=0)
 
         coop = Child(state, "coop", admin)
-        samples, missed = [], 0
+        parts = Parts()
         for _ in range(short):
             assert coop.line() == "granted"
-            t = time.perf_counter_ns()
-            outcome = admin.checked("revoke", pid=coop.proc.pid, vcore=0, warn_us=10_000, wait=True)["revoked"][0]
-            if outcome["outcome"] == "yielded":
-                samples.append(time.perf_counter_ns() - t)
-            else:
-                missed += 1
+            parts.revoke(admin, coop.proc.pid, 10_000)
         coop.stop()
-        out["warn_preempt_one_cooperative"] = {**stats(samples), "missed_10ms_deadline": missed}
+        out["warn_preempt_one_cooperative"] = {**stats(parts.total), "missed_10ms_deadline": parts.missed,
+                                                "parts": parts.stats()}
 
         out.update(uncooperative(state, admin, slow))
 
@@ -183,7 +179,7 @@ def followed(state: Path, admin, trials: int) -> dict:
                                 str(state), "--", "sh", "-c", "while :; do :; done"], stdin=subprocess.DEVNULL,
                                start_new_session=True,  # its group: the launcher, coreplane-exec and sh
                                preexec_fn=lambda: os.sched_setaffinity(0, every_cpu))
-    samples, missed = [], 0
+    parts = Parts()
     try:
         for _ in range(trials):
             give_up = time.monotonic() + 10
@@ -193,21 +189,49 @@ def followed(state: Path, admin, trials: int) -> dict:
                 if time.monotonic() > give_up:
                     raise CoreplaneError("the runtime of coreplane run --mcp did not ask for its core again within 10 s")
                 time.sleep(0.001)
-            # Timed by the caller, from before the revoke to its answer, as the cooperative row is:
-            # the arbiter's own started/released span covers only its release work (the review).
-            t = time.perf_counter_ns()
-            outcome = admin.checked("revoke", pid=program.pid, vcore=0, warn_us=1_000_000, wait=True)["revoked"][0]
-            if outcome["outcome"] == "yielded":
-                samples.append(time.perf_counter_ns() - t)
-            else:
-                missed += 1
+            parts.revoke(admin, program.pid, 1_000_000)
     finally:
         try:
             os.killpg(program.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass  # it ended by itself (the error above says why)
         program.wait()
-    return {**stats(samples), "missed_1s_deadline": missed}
+    return {**stats(parts.total), "missed_1s_deadline": parts.missed, "parts": parts.stats()}
+
+
+class Parts:
+    """Warn-preempt trials timed by the caller, from before the revoke to its answer (the
+    arbiter's own span covers only its release work), and that interval taken apart on one clock
+    (CLOCK_MONOTONIC) with the arbiter's times and the yielder's, where it sent them (the runtime
+    does): the arbiter posts the warning, the yielder wakes to it, sends its yield, the arbiter
+    begins the release, ends it (the cpuset write, when the CPU leaves), the caller sees the answer."""
+
+    SPANS = (("warned", None, "warned_ns"), ("yielder_woke", "warned_ns", "yielder_woke_ns"),
+             ("yield_sent", "yielder_woke_ns", "yielder_sent_ns"), ("release_began", "yielder_sent_ns", "started_ns"),
+             ("released", "started_ns", "released_ns"), ("caller_saw", "released_ns", None))
+
+    def __init__(self):
+        self.total, self.missed = [], 0
+        self.spans = {name: [] for name, _, _ in self.SPANS}
+
+    def revoke(self, admin, pid: int, warn_us: int):
+        """Revokes vcore 0 of `pid` with `warn_us` of warning and waits for it; a yield is a sample."""
+        t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        outcome = admin.checked("revoke", pid=pid, vcore=0, warn_us=warn_us, wait=True)["revoked"][0]
+        end = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if outcome["outcome"] != "yielded":
+            self.missed += 1
+            return
+        self.total.append(end - t)
+        times = {**outcome, None: None}
+        for name, start, stop in self.SPANS:
+            begin, finish = (t if start is None else times.get(start)), (end if stop is None else times.get(stop))
+            if begin is not None and finish is not None:
+                self.spans[name].append(finish - begin)
+
+    def stats(self) -> dict:
+        """Each span's statistics, in order, for the spans timed."""
+        return {name: stats(samples) for name, samples in self.spans.items() if samples}
 
 
 def uncooperative(state: Path, admin, trials: int) -> dict:

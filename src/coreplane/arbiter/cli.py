@@ -94,6 +94,8 @@ def tables(trials: int = typer.Option(1000, "--trials", min=1, help="Trials of e
         g = doc["goals"].get(name)
         table.add_row(name, str(s["n"]), f"{s['min_us']:.1f}", f"{s['p50_us']:.1f}", f"{s['p99_us']:.1f}",
                       f"{g['statistic']} ≤ {g['goal_us']:g}: {'met' if g['met'] else 'MISSED'}" if g else "")
+        for part, p in s.get("parts", {}).items():   # the interval taken apart (bench.Parts)
+            table.add_row(f"  ↳ {part}", str(p["n"]), f"{p['min_us']:.1f}", f"{p['p50_us']:.1f}", f"{p['p99_us']:.1f}", "")
     emit(doc, json_flag, lambda d: console.print(table))
 
 

@@ -3,10 +3,13 @@
 //! The program's threads ask the kernel for every CPU but the control cores, so the cpuset the
 //! arbiter writes decides where they run: the compute cores held, whatever they are, as they
 //! come and go. A monitor thread on the control cores sleeps on procinfo's generation word (a
-//! shared futex the arbiter wakes): a vcore the arbiter warns of is yielded at once, its CPU out
-//! of the cpuset (the kernel moves the threads still on it), instead of being preempted at its
-//! deadline; while the arbiter has free cores and the MCP holds fewer than it asked for at
-//! launch, it asks again. Only the program's first process follows (clone-tree key "0", across
+//! shared futex the arbiter wakes): a vcore the arbiter warns of is yielded at once, instead of
+//! being preempted at its deadline. Yielded as a cooperating program yields, its CPU retained:
+//! the program's threads leave it when it is granted to another (the arbiter writes this
+//! cpuset first, and the kernel moves them), not before the revoker is answered (a cpuset write
+//! that moved a running thread, 30-50 µs, and the moved thread then competed with the revoker on
+//! the control core). While the arbiter has free cores and the MCP holds fewer than it asked for
+//! at launch, it asks again, no sooner than ASK_AFTER_YIELD_NS after a yield. Only the program's first process follows (clone-tree key "0", across
 //! its execve): two processes of one MCP yielding and asking for the same vcores would race.
 
 use crate::sys::{self, *};
@@ -38,6 +41,10 @@ const SCM_RIGHTS: i32 = 1;
 /// A shared futex wait: the waker is the arbiter, another process.
 const FUTEX_WAIT_SHARED: usize = 0;
 const STACK_SIZE: usize = 32 * 1024;
+/// After it yielded, the monitor asks for cores again no sooner than this: the core was taken
+/// because it was wanted elsewhere, and asking at once woke the monitor against the revoker on
+/// the control core (its answer came 70 µs after the release instead of 25, p50).
+const ASK_AFTER_YIELD_NS: u64 = 1_000_000;
 
 /// The monitor's connection to the arbiter, the mapped procinfo and procdata pages and the
 /// vcores wanted.
@@ -237,27 +244,32 @@ fn word(procinfo: usize, offset: usize) -> &'static AtomicU32 {
     unsafe { &*((procinfo + offset) as *const AtomicU32) }
 }
 
-/// Yields every vcore the arbiter warned of, its CPU out of the cpuset; then asks for what the
+/// Yields every vcore the arbiter warned of (its CPU retained); then asks for what the
 /// launcher asked for while cores are free. The notification queues are emptied unread (procinfo
-/// says all the monitor needs), so the arbiter counts no notification dropped. False when the
-/// arbiter is gone.
-fn follow(procinfo: usize) -> bool {
-    let mut digits = [0u8; 20];
-    let mut line = [0u8; 96];
+/// says all the monitor needs), so the arbiter counts no notification dropped. Asks nothing
+/// before `quiet_until` (CLOCK_MONOTONIC ns), which a yield moves on. False when the arbiter is gone.
+fn follow(procinfo: usize, quiet_until: &mut u64) -> bool {
+    let woke = sys::monotonic_ns();
+    let (mut digits, mut woke_digits, mut sent_digits) = ([0u8; 20], [0u8; 20], [0u8; 20]);
+    let mut line = [0u8; 160];
     let procdata = MONITOR.procdata.load(Relaxed);
     for v in 0..MAX_VCORES {
         let queue = procdata + v * QUEUE_SIZE;
         word(queue, OFFSET_QUEUE_CONS).store(word(queue, 0).load(Acquire), Release);
         if word(procinfo, OFFSET_VCORES + v * VCORE_INFO_SIZE + 4).load(Acquire) == VCORE_PREEMPT_PENDING {
-            let n = sys::concat(&[b"{\"op\":\"yield\",\"vcore\":", sys::fmt_u64(v as u64, &mut digits), b",\"retain\":false}\n"], &mut line);
+            // With its times (woke, sent), which the arbiter reports with the revocation's outcome.
+            let parts: [&[u8]; 7] = [b"{\"op\":\"yield\",\"vcore\":", sys::fmt_u64(v as u64, &mut digits), b",\"woke_ns\":",
+                sys::fmt_u64(woke, &mut woke_digits), b",\"sent_ns\":", sys::fmt_u64(sys::monotonic_ns(), &mut sent_digits), b"}\n"];
+            let n = sys::concat(&parts, &mut line);
             if !call(&line[..n]) {
                 return false;
             }
+            *quiet_until = woke + ASK_AFTER_YIELD_NS;
         }
     }
     let held = word(procinfo, OFFSET_HELD).load(Acquire);
     let want = MONITOR.want.load(Relaxed);
-    if word(procinfo, OFFSET_FREE_CORES).load(Acquire) > 0 && held < want {
+    if word(procinfo, OFFSET_FREE_CORES).load(Acquire) > 0 && held < want && sys::monotonic_ns() >= *quiet_until {
         let n = sys::concat(&[b"{\"op\":\"request\",\"n\":", sys::fmt_u64((want - held) as u64, &mut digits), b"}\n"], &mut line);
         return call(&line[..n]);
     }
@@ -273,12 +285,17 @@ extern "C" fn monitor_main(_: usize) {
     unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&control.0), control.0.as_ptr() as usize) };
     let procinfo = MONITOR.procinfo.load(Relaxed);
     let generation = word(procinfo, OFFSET_GENERATION);
+    let mut quiet_until = 0;
     loop {
         let seen = generation.load(Acquire);
-        if !follow(procinfo) {
+        if !follow(procinfo, &mut quiet_until) {
             break;
         }
-        unsafe { syscall6(FUTEX, generation.as_ptr() as usize, FUTEX_WAIT_SHARED, seen as usize, 0, 0, 0) };
+        // Until the next change; while quiet after a yield, no longer than the quiet time.
+        let left = quiet_until.saturating_sub(sys::monotonic_ns());
+        let timeout = [(left / 1_000_000_000) as i64, (left % 1_000_000_000) as i64];
+        let timeout = if left > 0 { timeout.as_ptr() as usize } else { 0 };
+        unsafe { syscall6(FUTEX, generation.as_ptr() as usize, FUTEX_WAIT_SHARED, seen as usize, timeout, 0, 0) };
     }
     let parked = 0u32;
     loop {
