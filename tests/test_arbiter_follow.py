@@ -123,3 +123,29 @@ def test_a_last_exit_of_a_followed_program_ends_it(arbiter, tmp_path_factory, po
             os.killpg(proc.pid, 9)
             proc.wait()
     assert proc.returncode == 3 and out == "bye\n", err
+
+
+def test_a_yield_of_the_runtime_carries_its_times_and_retains_the_cpu(arbiter, tmp_path_factory):
+    # An admin takes the borrowed core back for nobody: the monitor yields it (its times in the
+    # outcome, in order), as a cooperating program does: the CPU stays in its cpuset, retained,
+    # until granted to another; the monitor asks again after its quiet time and gets it warm.
+    exe = build_program(tmp_path_factory, "arbiter_follow")
+    follower = Follower(exe, arbiter.state_dir)
+    try:
+        follower.ask()
+        launcher = follower.proc.pid
+        [cpu] = holds(arbiter, launcher)
+        warm_before = status(arbiter)["counters"]["grants_warm"]
+        with arbiter.client() as c:
+            [outcome] = c.checked("revoke", pid=launcher, vcore=0, warn_us=WARN_US, wait=True)["revoked"]
+        assert outcome["outcome"] == "yielded", outcome
+        times = [outcome[k] for k in ("warned_ns", "yielder_woke_ns", "yielder_sent_ns", "started_ns", "released_ns")]
+        assert times == sorted(times) and times[-1] < outcome["deadline_ns"], outcome
+        wait_for(lambda: holds(arbiter, launcher) == [cpu], seconds=10)
+        assert status(arbiter)["counters"]["grants_warm"] == warm_before + 1
+        assert parse_cpu_list(follower.ask()["allowed"]) == [cpu]
+        assert status(arbiter)["counters"]["preempted"] == 0
+    finally:
+        follower.end()
+    assert follower.proc.returncode == 0, follower.proc.stderr.read()
+    wait_for(lambda: not status(arbiter)["mcps"])
