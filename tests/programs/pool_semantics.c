@@ -155,8 +155,9 @@ int main(int argc, char **argv) {
         puts("spanning ok");
     } else if (!strcmp(mode, "policy")) {
         /* The scheduling policy of the process's other threads (the scrubber): 16 MiB written
-           and freed start it, and the next 16 MiB wait for it to zero them, so it has set its
-           policy by then. Field 41 of /proc/self/task/TID/stat (0 SCHED_OTHER, 1 SCHED_FIFO). */
+           and freed start it, and the thread that starts it sets its policy before going on
+           (the next 16 MiB may be zeroed by this thread itself, not waited for). Field 41 of
+           /proc/self/task/TID/stat (0 SCHED_OTHER, 1 SCHED_FIFO). */
         char *p = map(16 * MIB);
         memset(p, 1, 16 * MIB);
         munmap(p, 16 * MIB);

@@ -424,23 +424,31 @@ impl Pool {
         if self.dirty_pages >= n || (waited && self.dirty_pages > 0) {
             return Taken::Wait;
         }
-        let (pages, block) = (self.buddy.pages(), n.next_power_of_two());
-        // Just the request, then enough for an aligned block of its size, then all.
-        for end in [self.fresh + n, self.fresh.next_multiple_of(block) + block, pages] {
-            let end = end.next_multiple_of(HUGE_PAGES).min(pages);
-            if end > self.fresh {
-                self.buddy.release(self.fresh as u32, end - self.fresh);
-                self.fresh = end;
-                if let Some(first) = self.buddy.alloc(n) {
-                    return Taken::Block(first);
-                }
-            }
+        if let Some(first) = self.from_fresh(n) {
+            return Taken::Block(first);
         }
         if self.dirty_pages > 0 {
             Taken::Wait
         } else {
             Taken::Exhausted
         }
+    }
+
+    /// A block of `n` pages among fresh ones, given to the allocator as far as the request
+    /// needs: just the request, then enough for an aligned block of its size, then all.
+    fn from_fresh(&mut self, n: usize) -> Option<u32> {
+        let (pages, block) = (self.buddy.pages(), n.next_power_of_two());
+        for end in [self.fresh + n, self.fresh.next_multiple_of(block) + block, pages] {
+            let end = end.next_multiple_of(HUGE_PAGES).min(pages);
+            if end > self.fresh {
+                self.buddy.release(self.fresh as u32, end - self.fresh);
+                self.fresh = end;
+                if let Some(first) = self.buddy.alloc(n) {
+                    return Some(first);
+                }
+            }
+        }
+        None
     }
 
     /// Pages the process may hold: its own budget and what the supervisor granted this process
@@ -557,7 +565,18 @@ fn allocate(n: usize) -> Result<Option<usize>, isize> {
     let mut waited = false;
     loop {
         let Some((guard, pool)) = Guard::take() else { return Err(-ENOMEM) };
-        match pool.take(n, waited) {
+        let taken = match pool.take(n, waited) {
+            Taken::Wait if n <= HUGE_PAGES && !scrub::claimable(pool) => match pool.from_fresh(n) {
+                // Nothing to help with (the scrubber is on the only queued step, or another
+                // thread helps): a request of a huge page or less takes fresh pages, which one
+                // fault fills, rather than sleep while the scrubber may be off its CPU (beside
+                // a busy neighbour on the control core, a request's p99 was that wait).
+                Some(first) => Taken::Block(first),
+                None => Taken::Wait,
+            },
+            taken => taken,
+        };
+        match taken {
             Taken::Block(first) => {
                 let addr = pool.base + first as usize * PAGE;
                 let r = unsafe { syscall3(MPROTECT, addr, n * PAGE, PROT_READ | PROT_WRITE) };
@@ -873,6 +892,11 @@ impl Helper {
             sys::die(&[b"cannot start the memory pool's ", what]);
         }
         self.tid.store(tid as i32, Release);
+    }
+
+    /// The thread's tid (0: not started).
+    pub(crate) fn tid(&self) -> i32 {
+        self.tid.load(Acquire)
     }
 
     /// Waits until the thread, told to end, is gone, then frees its stack (`delegate::reap`).

@@ -225,6 +225,9 @@ pub fn wake() {
             }
         }
         THREAD.spawn(scrubber_main, b"scrubber thread");
+        if crate::env::config().scrubber_fifo {
+            ahead_of_ordinary_tasks(THREAD.tid());
+        }
     }
     WORK.fetch_add(1, SeqCst);
     if SLEEPING.load(SeqCst) != 0 {
@@ -460,21 +463,20 @@ fn idle_until_work() {
 /// waits for (Fig. 6: the pool's p99 under load was its scrubber preempted). The lowest real-time
 /// priority: any real-time task of the machine's still comes first, and the kernel's real-time
 /// throttling (sched_rt_runtime_us) bounds what it can take from the others. coreplane-exec
-/// checked that the priority is allowed; a refusal here leaves the scrubber ordinary.
-fn ahead_of_ordinary_tasks() {
+/// checked that the priority is allowed; a refusal here leaves the scrubber ordinary. Set by the
+/// thread that starts the scrubber, before it goes on: a program thread that helps rather than
+/// waits may otherwise run on before the scrubber has set it.
+fn ahead_of_ordinary_tasks(tid: i32) {
     const SCHED_SETSCHEDULER: usize = 144;
     const SCHED_FIFO: usize = 1;
     let priority: i32 = 1;
-    unsafe { syscall3(SCHED_SETSCHEDULER, 0, SCHED_FIFO, &priority as *const i32 as usize) };
+    unsafe { syscall3(SCHED_SETSCHEDULER, tid as usize, SCHED_FIFO, &priority as *const i32 as usize) };
 }
 
 /// Scrubs the queued runs step by step, then sleeps until woken; returns (the thread ends) when
 /// told to stop.
 extern "C" fn scrubber_main(_: usize) {
     super::on_control_core();
-    if crate::env::config().scrubber_fifo {
-        ahead_of_ordinary_tasks();
-    }
     let scratch = reserve_scratch(&SCRATCH);
     while !STOP.load(SeqCst) {
         let pool = lock();
@@ -507,6 +509,22 @@ extern "C" fn scrubber_main(_: usize) {
     }
 }
 
+/// Whether `claim` would give a step now (under the pool's lock).
+pub(super) fn claimable(pool: &Pool) -> bool {
+    if pool.ring_len == 0 || HELPING.load(Acquire) {
+        return false;
+    }
+    let (first, pages) = pool.ring[(pool.ring_head + pool.ring_len - 1) % super::RING];
+    help_start(pool, first, first + pages) < first + pages
+}
+
+/// Where a helper's step of the newest run [first, end) would start (`claim`).
+fn help_start(pool: &Pool, first: u32, end: u32) -> u32 {
+    const HUGE_PAGES: u32 = (HUGE_PAGE / PAGE) as u32;
+    let from = if pool.ring_len == 1 { first.max(STEP_END.load(Relaxed)) } else { first };
+    from.max(end.saturating_sub(STEP_PAGES as u32).next_multiple_of(HUGE_PAGES))
+}
+
 /// For a program thread about to wait for the scrubber, under the pool's lock: a step to zero
 /// itself (`help`), taken out of the ring: the last STEP_PAGES of its newest run at most, from
 /// a 2 MiB boundary (moving part of a huge page splits it), short of the step the scrubber is
@@ -518,13 +536,7 @@ pub(super) fn claim(pool: &mut Pool) -> Option<(u32, usize)> {
     let tail = (pool.ring_head + pool.ring_len - 1) % super::RING;
     let (first, pages) = pool.ring[tail];
     let end = first + pages;
-    let from = if pool.ring_len == 1 { first.max(STEP_END.load(Relaxed)) } else { first };
-    if end <= from {
-        HELPING.store(false, Release);
-        return None;
-    }
-    const HUGE_PAGES: u32 = (HUGE_PAGE / PAGE) as u32;
-    let start = from.max(end.saturating_sub(STEP_PAGES as u32).next_multiple_of(HUGE_PAGES));
+    let start = help_start(pool, first, end);
     if start >= end {
         HELPING.store(false, Release);
         return None;
