@@ -11,14 +11,13 @@
  * Prints one "CHECK ..." line per step; exit 0 when every step held. */
 #define _GNU_SOURCE
 #include <coreplane/vcore.h>
+#include <coreplane/wire.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,14 +30,7 @@ static void fail(const char *what) {
 
 /* One request line to the arbiter, its one reply line into reply. */
 static void call(int fd, const char *request, char *reply, size_t size) {
-    if (write(fd, request, strlen(request)) != (ssize_t)strlen(request)) fail("send");
-    size_t n = 0;
-    while (n + 1 < size) {
-        ssize_t got = read(fd, reply + n, 1);
-        if (got <= 0) fail("arbiter reply");
-        if (reply[n++] == '\n') break;
-    }
-    reply[n] = 0;
+    if (cp_wire_call(fd, request, reply, size) != 0) fail("arbiter reply");
 }
 
 static void read_file(const char *path, char *out, size_t size) {
@@ -126,10 +118,8 @@ int main(int argc, char **argv) {
     if (child == 0) spinner(pipefd[1]);
     alarm(30);
 
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    strncpy(addr.sun_path, getenv("COREPLANE_ARBITER_SOCKET"), sizeof addr.sun_path - 1);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail("connect");
+    int fd = cp_wire_connect(NULL);
+    if (fd < 0) fail("connect");
     char request[256], reply[65536], path[256], text[256];
     snprintf(request, sizeof request, "{\"op\":\"provision\",\"pid\":%d,\"cores\":%d}\n", child, gang_mode ? 0 : 1);
     call(fd, request, reply, sizeof reply);

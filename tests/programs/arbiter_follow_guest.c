@@ -8,13 +8,12 @@
  * leaving 1; once that MCP dies, 3 again. Each step prints the CPUs the program's worker may use.
  * Prints one "CHECK ..." line per step; exit 0 when every step held. */
 #define _GNU_SOURCE
+#include <coreplane/wire.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,21 +25,13 @@ static void fail(const char *what) {
 }
 
 static int connect_arbiter(void) {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    strcpy(addr.sun_path, "/run/arbiter.sock");
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail("connect");
+    int fd = cp_wire_connect("/run/arbiter.sock");
+    if (fd < 0) fail("connect");
     return fd;
 }
 
 static void call(int fd, const char *request, char *reply, size_t size) {
-    if (write(fd, request, strlen(request)) != (ssize_t)strlen(request)) fail("send");
-    size_t n = 0;
-    while (n + 1 < size) {
-        if (read(fd, reply + n, 1) != 1) fail("arbiter reply");
-        if (reply[n++] == '\n') break;
-    }
-    reply[n] = 0;
+    if (cp_wire_call(fd, request, reply, size) != 0) fail("arbiter reply");
 }
 
 static FILE *to_program, *from_program;

@@ -15,6 +15,7 @@
  * Prints "ROW op cores n min_ns p50_ns p99_ns" per operation. Usage: max_tables [TRIALS]. */
 #define _GNU_SOURCE
 #include <coreplane/vcore.h>
+#include <coreplane/wire.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -24,8 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,24 +41,14 @@ static uint64_t now_ns(void) {
 }
 
 static int connect_arbiter(void) {
-    const char *path = getenv("COREPLANE_ARBITER_SOCKET");
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (!path || strlen(path) >= sizeof addr.sun_path) fail("$COREPLANE_ARBITER_SOCKET");
-    strcpy(addr.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) fail("connect to the arbiter");
+    int fd = cp_wire_connect(NULL);
+    if (fd < 0) fail("connect to the arbiter ($COREPLANE_ARBITER_SOCKET)");
     return fd;
 }
 
 /* One request line, its one reply line into reply; exits on an error reply. */
 static void call(int fd, const char *request, char *reply, size_t size) {
-    if (write(fd, request, strlen(request)) != (ssize_t)strlen(request)) fail("send");
-    size_t n = 0;
-    while (n + 1 < size) {
-        if (read(fd, reply + n, 1) != 1) fail("arbiter reply");
-        if (reply[n++] == '\n') break;
-    }
-    reply[n] = 0;
+    if (cp_wire_call(fd, request, reply, size) != 0) fail("arbiter reply");
     if (!strstr(reply, "\"ok\":true")) {
         fprintf(stderr, "max_tables: %s -> %s", request, reply);
         exit(1);

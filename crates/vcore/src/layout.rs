@@ -3,14 +3,10 @@
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
-pub const MAGIC: u32 = 0x3150_434d; // "MCP1"
-pub const MAX_VCORES: usize = 64;
-pub const QUEUE_LEN: u32 = 64;
+pub use crate::abi::{MAX_VCORES, PROCDATA_SIZE, PROCINFO_SIZE, VCORE_FREE, VCORE_HELD, VCORE_PREEMPT_PENDING};
 
-/// vcore states in procinfo.
-pub const VCORE_FREE: u32 = 0;
-pub const VCORE_HELD: u32 = 1;
-pub const VCORE_PREEMPT_PENDING: u32 = 2;
+pub const MAGIC: u32 = 0x3150_434d; // "MCP1"
+pub const QUEUE_LEN: u32 = 64;
 
 /// Notification kinds.
 pub const EV_GRANTED: u32 = 1; // arg = cpu
@@ -66,13 +62,6 @@ pub struct ProcData {
     pub queues: [Queue; MAX_VCORES],
 }
 
-pub const PROCINFO_SIZE: usize = page_round(std::mem::size_of::<ProcInfo>());
-pub const PROCDATA_SIZE: usize = page_round(std::mem::size_of::<ProcData>());
-
-const fn page_round(n: usize) -> usize {
-    (n + 4095) & !4095
-}
-
 impl Queue {
     /// Posts an event; false when the queue is full. The consumer's index is untrusted: any
     /// value it writes only makes the queue look full or emptier, never moves a write outside it.
@@ -103,32 +92,28 @@ impl Queue {
     }
 }
 
-/// Offsets coreplane's runtime reads procinfo at (`crates/runtime/src/bin/rt/mcp.rs`, which is
-/// no_std and links no crate of ours): checked against this layout by a test.
-pub const OFFSET_HELD: usize = 20;
-pub const OFFSET_FREE_CORES: usize = 24;
-pub const OFFSET_GENERATION: usize = 28;
-pub const OFFSET_VCORES: usize = 48;
-pub const VCORE_INFO_SIZE: usize = 16;
-/// procdata: each vcore's queue, and in it the consumer's index.
-pub const QUEUE_SIZE: usize = 1152;
-pub const OFFSET_QUEUE_CONS: usize = 64;
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::*;
+
+    fn page_round(n: usize) -> usize {
+        (n + 4095) & !4095
+    }
 
     #[test]
     fn offsets_the_runtime_reads() {
+        // abi.rs is the runtime's only copy (rt/mcp.rs includes it): checked here once for both.
         assert_eq!(std::mem::offset_of!(ProcInfo, held), OFFSET_HELD);
         assert_eq!(std::mem::offset_of!(ProcInfo, free_cores), OFFSET_FREE_CORES);
         assert_eq!(std::mem::offset_of!(ProcInfo, generation), OFFSET_GENERATION);
         assert_eq!(std::mem::offset_of!(ProcInfo, vcores), OFFSET_VCORES);
         assert_eq!(std::mem::size_of::<VcoreInfo>(), VCORE_INFO_SIZE);
-        assert_eq!((std::mem::offset_of!(VcoreInfo, cpu), std::mem::offset_of!(VcoreInfo, state)), (0, 4));
+        assert_eq!((std::mem::offset_of!(VcoreInfo, cpu), std::mem::offset_of!(VcoreInfo, state)), (0, OFFSET_VCORE_STATE));
         assert_eq!(std::mem::size_of::<Queue>(), QUEUE_SIZE);
         assert_eq!((std::mem::offset_of!(Queue, prod), std::mem::offset_of!(Queue, cons)), (0, OFFSET_QUEUE_CONS));
-        assert_eq!(PROCDATA_SIZE, 18 * 4096);
+        assert_eq!(page_round(std::mem::size_of::<ProcInfo>()), PROCINFO_SIZE);
+        assert_eq!(page_round(std::mem::size_of::<ProcData>()), PROCDATA_SIZE);
     }
 
     fn queue() -> Box<Queue> {

@@ -1,6 +1,7 @@
 //! The vcore API (C ABI, `coreplane/vcore.h`): a program of a many-core process asks the arbiter
 //! for vcores, yields them, and reads its procinfo page and per-vcore notification queues.
 
+pub mod abi;
 pub mod layout;
 pub mod wire;
 
@@ -71,7 +72,7 @@ pub extern "C" fn cp_vcore_open() -> c_int {
 /// a program started by whoever provisions it may run this before the provision arrives.
 #[no_mangle]
 pub extern "C" fn cp_vcore_open_wait(wait_ms: c_int) -> c_int {
-    let path = std::env::var("COREPLANE_ARBITER_SOCKET").unwrap_or_else(|_| wire::DEFAULT_SOCKET.into());
+    let path = std::env::var(abi::ENV_SOCKET).unwrap_or_else(|_| abi::DEFAULT_SOCKET.into());
     let result = (|| {
         let fd = wire::connect(&path)?;
         let request = serde_json::json!({"op": "attach", "wait_ms": wait_ms.max(0)});

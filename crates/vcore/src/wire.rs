@@ -3,7 +3,6 @@
 
 use std::ffi::c_int;
 
-pub const DEFAULT_SOCKET: &str = "/run/coreplane/arbiter.sock";
 /// Longest request line the arbiter reads; longer ones are refused.
 pub const MAX_LINE: usize = 64 * 1024;
 

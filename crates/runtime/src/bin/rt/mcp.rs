@@ -18,21 +18,15 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::*};
 /// Set by `coreplane run --mcp` when the run delegates (src/coreplane/arbiter/mcp.py): the
 /// vcores the launcher asked for, which the monitor asks for again when cores are free.
 const ENV_WANT: &[u8] = b"COREPLANE_RT_MCP";
-const ENV_SOCKET: &[u8] = b"COREPLANE_ARBITER_SOCKET";
+const ENV_SOCKET: &[u8] = abi::ENV_SOCKET.as_bytes();
 
-// procinfo and procdata as crates/vcore/src/layout.rs lays them out (its OFFSET_* constants,
-// checked by a test there; this no_std binary links no crate of ours but the runtime's library).
-const OFFSET_HELD: usize = 20;
-const OFFSET_FREE_CORES: usize = 24;
-const OFFSET_GENERATION: usize = 28;
-const OFFSET_VCORES: usize = 48;
-const VCORE_INFO_SIZE: usize = 16;
-const MAX_VCORES: usize = 64;
-const VCORE_PREEMPT_PENDING: u32 = 2;
-const PROCINFO_SIZE: usize = PAGE;
-const QUEUE_SIZE: usize = 1152;
-const OFFSET_QUEUE_CONS: usize = 64;
-const PROCDATA_SIZE: usize = 18 * PAGE;
+/// procinfo's and procdata's layout and the socket's name, owned by the vcore crate (this
+/// no_std binary links no crate of ours but the runtime's library, so it includes the file).
+#[path = "../../../../vcore/src/abi.rs"]
+#[allow(dead_code)] // the vcore crate's, not all read here
+mod abi;
+use abi::{MAX_VCORES, OFFSET_FREE_CORES, OFFSET_GENERATION, OFFSET_HELD, OFFSET_QUEUE_CONS, OFFSET_VCORES, OFFSET_VCORE_STATE,
+          PROCDATA_SIZE, PROCINFO_SIZE, QUEUE_SIZE, VCORE_INFO_SIZE, VCORE_PREEMPT_PENDING};
 
 const RECVMSG: usize = 47;
 const SOCK_STREAM: usize = 1;
@@ -256,7 +250,7 @@ fn follow(procinfo: usize, quiet_until: &mut u64) -> bool {
     for v in 0..MAX_VCORES {
         let queue = procdata + v * QUEUE_SIZE;
         word(queue, OFFSET_QUEUE_CONS).store(word(queue, 0).load(Acquire), Release);
-        if word(procinfo, OFFSET_VCORES + v * VCORE_INFO_SIZE + 4).load(Acquire) == VCORE_PREEMPT_PENDING {
+        if word(procinfo, OFFSET_VCORES + v * VCORE_INFO_SIZE + OFFSET_VCORE_STATE).load(Acquire) == VCORE_PREEMPT_PENDING {
             // With its times (woke, sent), which the arbiter reports with the revocation's outcome.
             let parts: [&[u8]; 7] = [b"{\"op\":\"yield\",\"vcore\":", sys::fmt_u64(v as u64, &mut digits), b",\"woke_ns\":",
                 sys::fmt_u64(woke, &mut woke_digits), b",\"sent_ns\":", sys::fmt_u64(sys::monotonic_ns(), &mut sent_digits), b"}\n"];
