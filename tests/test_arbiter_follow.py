@@ -149,3 +149,36 @@ def test_a_yield_of_the_runtime_carries_its_times_and_retains_the_cpu(arbiter, t
         follower.end()
     assert follower.proc.returncode == 0, follower.proc.stderr.read()
     wait_for(lambda: not status(arbiter)["mcps"])
+
+
+def test_a_followed_program_unshares_a_user_namespace(arbiter, tmp_path_factory):
+    # The monitor is a thread, and the kernel allows unshare(CLONE_NEWUSER) in a single-threaded
+    # process only: it failed EINVAL under --mcp. The runtime pauses the monitor for the call (as
+    # it retires its delegates) and starts it again after: the vcore is still yielded when revoked.
+    exe = build_program(tmp_path_factory, "mcp_unshare")
+    native = subprocess.run([str(exe)], input="", capture_output=True, text=True, timeout=30)
+    if native.returncode != 0:
+        pytest.skip(f"user namespaces are not available here: {native.stdout.strip()}")
+    proc = subprocess.Popen([*CLI, "run", "--mcp", "--max", "1", "--delegate", "getppid", "--arbiter-state-dir",
+                             str(arbiter.state_dir), "--", str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "unshare: 0\n"
+        launcher = proc.pid
+        wait_for(lambda: holds(arbiter, launcher) != [], seconds=10)
+        with arbiter.client() as c:
+            [outcome] = c.checked("revoke", pid=launcher, vcore=0, warn_us=WARN_US, wait=True)["revoked"]
+        assert outcome["outcome"] == "yielded" and "yielder_woke_ns" in outcome, outcome
+        proc.stdin.write("?\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "uid 65534, parent same\n"
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0, proc.stderr.read()
+    wait_for(lambda: not status(arbiter)["mcps"])

@@ -79,11 +79,15 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         }
         UNSHARE => {
             process::before_unshare(a[0]);
-            run(nr, a)
+            let r = run(nr, a);
+            crate::mcp::resume();
+            r
         }
         SETNS => {
             process::before_setns(a[0], a[1]);
-            run(nr, a)
+            let r = run(nr, a);
+            crate::mcp::resume();
+            r
         }
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),
         _ => run(nr, a),

@@ -32,8 +32,9 @@ const RECVMSG: usize = 47;
 const SOCK_STREAM: usize = 1;
 const MSG_CMSG_CLOEXEC: usize = 0x4000_0000;
 const SCM_RIGHTS: i32 = 1;
-/// A shared futex wait: the waker is the arbiter, another process.
+/// A shared futex wait: the waker is the arbiter, another process; and its wake.
 const FUTEX_WAIT_SHARED: usize = 0;
+const FUTEX_WAKE_SHARED: usize = 1;
 const STACK_SIZE: usize = 32 * 1024;
 /// After it yielded, the monitor asks for cores again no sooner than this: the core was taken
 /// because it was wanted elsewhere, and asking at once woke the monitor against the revoker on
@@ -45,14 +46,29 @@ const ASK_AFTER_YIELD_NS: u64 = 1_000_000;
 struct Monitor {
     /// The process whose monitor thread runs (a forked child has none).
     pid: AtomicI32,
+    /// The process whose monitor was paused for a call the kernel allows a single thread only.
+    paused: AtomicI32,
+    /// The monitor thread's id and stack, and 1 when it is told to end (pause).
+    tid: AtomicI32,
+    stack: AtomicUsize,
+    stop: AtomicU32,
     fd: AtomicI32,
     procinfo: AtomicUsize,
     procdata: AtomicUsize,
     want: AtomicU32,
 }
 
-static MONITOR: Monitor =
-    Monitor { pid: AtomicI32::new(0), fd: AtomicI32::new(-1), procinfo: AtomicUsize::new(0), procdata: AtomicUsize::new(0), want: AtomicU32::new(0) };
+static MONITOR: Monitor = Monitor {
+    pid: AtomicI32::new(0),
+    paused: AtomicI32::new(0),
+    tid: AtomicI32::new(0),
+    stack: AtomicUsize::new(0),
+    stop: AtomicU32::new(0),
+    fd: AtomicI32::new(-1),
+    procinfo: AtomicUsize::new(0),
+    procdata: AtomicUsize::new(0),
+    want: AtomicU32::new(0),
+};
 
 extern "C" {
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
@@ -82,12 +98,52 @@ pub fn start(root: bool) {
     MONITOR.procinfo.store(procinfo, Relaxed);
     MONITOR.procdata.store(procdata, Relaxed);
     MONITOR.want.store(want, Relaxed);
+    spawn();
+}
+
+/// Starts the monitor thread of this process (attached).
+fn spawn() {
     let Some(stack) = sys::map_anon(STACK_SIZE) else { return };
+    MONITOR.stop.store(0, Relaxed);
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, monitor_main, 0) } < 0 {
+    let tid = unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, monitor_main, 0) };
+    if tid < 0 {
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
     } else {
+        MONITOR.tid.store(tid as i32, Relaxed);
+        MONITOR.stack.store(stack as usize, Relaxed);
         MONITOR.pid.store(sys::getpid(), Release);
+    }
+}
+
+/// The program's only thread is about to make a call the kernel allows in a single-threaded
+/// process only (unshare or setns of a user namespace, seccomp's strict mode): ends this
+/// process's monitor and waits until the kernel no longer counts it (process::alone_for).
+/// The vcores stay held; `resume` starts it again after the call.
+pub fn pause() {
+    let pid = sys::getpid();
+    if !monitoring(pid) {
+        return;
+    }
+    MONITOR.stop.store(1, SeqCst);
+    let tid = MONITOR.tid.load(Relaxed);
+    let generation = word(MONITOR.procinfo.load(Relaxed), OFFSET_GENERATION);
+    // Woken again each round: it may have read `stop` just before it was set and then slept.
+    while unsafe { syscall3(TGKILL, pid as usize, tid as usize, 0) } == 0 {
+        unsafe { syscall6(FUTEX, generation.as_ptr() as usize, FUTEX_WAKE_SHARED, 1, 0, 0, 0) };
+        sys::futex_wake(MONITOR.stop.as_ptr(), 1);
+        unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
+    }
+    crate::delegate::reap(pid, tid, MONITOR.stack.load(Relaxed), STACK_SIZE);
+    MONITOR.pid.store(0, Release);
+    MONITOR.paused.store(pid, Release);
+}
+
+/// After the call `pause` made way for: the monitor of this process again, if it was paused.
+pub fn resume() {
+    if MONITOR.paused.load(Acquire) == sys::getpid() {
+        MONITOR.paused.store(0, Relaxed);
+        spawn();
     }
 }
 
@@ -271,7 +327,8 @@ fn follow(procinfo: usize, quiet_until: &mut u64) -> bool {
 }
 
 /// The monitor: takes no signal, runs on the control cores, and follows every change the
-/// arbiter announces; once the arbiter is gone it waits for the end of the process.
+/// arbiter announces; once the arbiter is gone it waits for the end of the process. It ends
+/// when told to (`pause`).
 extern "C" fn monitor_main(_: usize) {
     let all: u64 = !0;
     unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &all as *const u64 as usize, 0, 8, 0, 0) };
@@ -280,7 +337,7 @@ extern "C" fn monitor_main(_: usize) {
     let procinfo = MONITOR.procinfo.load(Relaxed);
     let generation = word(procinfo, OFFSET_GENERATION);
     let mut quiet_until = 0;
-    loop {
+    while MONITOR.stop.load(Acquire) == 0 {
         let seen = generation.load(Acquire);
         if !follow(procinfo, &mut quiet_until) {
             break;
@@ -291,8 +348,7 @@ extern "C" fn monitor_main(_: usize) {
         let timeout = if left > 0 { timeout.as_ptr() as usize } else { 0 };
         unsafe { syscall6(FUTEX, generation.as_ptr() as usize, FUTEX_WAIT_SHARED, seen as usize, timeout, 0, 0) };
     }
-    let parked = 0u32;
-    loop {
-        sys::futex_wait(&parked, 0, 0);
+    while MONITOR.stop.load(Acquire) == 0 {
+        sys::futex_wait(MONITOR.stop.as_ptr(), 0, 0);
     }
 }

@@ -503,11 +503,16 @@ pub fn readlink_self_exe(path: usize, buf: usize, size: usize) -> Option<isize> 
 
 /// A call is about to run locally that the kernel allows only in a single-threaded process if
 /// `needs_one_thread` (asked last, after the cheaper checks): the program's only thread retires
-/// the delegates first, since the kernel counts them as threads.
+/// the delegates and pauses an MCP's monitor first (dispatch resumes it after the call), since
+/// the kernel counts them as threads.
 fn alone_for(needs_one_thread: impl FnOnce() -> bool) {
     let t = thread::current();
-    if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) && needs_one_thread() {
-        delegate::retire(t.pid);
+    let (delegates, monitor) = (delegate::has_delegates(t.pid), crate::mcp::monitoring(t.pid));
+    if t.depth == 0 && app_threads::alone(t) && (delegates || monitor) && needs_one_thread() {
+        if delegates {
+            delegate::retire(t.pid);
+        }
+        crate::mcp::pause();
     }
 }
 
@@ -548,6 +553,7 @@ pub fn strict_mode(nr: usize, a: &[usize; 6]) -> isize {
         if delegate::has_delegates(t.pid) {
             delegate::retire(t.pid);
         }
+        crate::mcp::pause(); // for good: the thread can make no call that would resume it
         crate::memsvc::retire();
     } else if !alone {
         crate::strict_watch::watch(t);
