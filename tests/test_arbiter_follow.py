@@ -182,3 +182,61 @@ def test_a_followed_program_unshares_a_user_namespace(arbiter, tmp_path_factory)
                 proc.wait()
     assert proc.returncode == 0, proc.stderr.read()
     wait_for(lambda: not status(arbiter)["mcps"])
+
+
+def allowed(pid: int) -> list[int]:
+    """The CPUs process `pid`'s (main) thread may run on now: its affinity within its cpuset."""
+    with open(f"/proc/{pid}/status") as f:
+        return parse_cpu_list(next(line.split()[1] for line in f if line.startswith("Cpus_allowed_list")))
+
+
+# The program's first process (sh) starts a forked child that does not exec (a subshell) and
+# one that execs (sh -c), both spinning, prints their pids, and waits for a line on stdin.
+FAMILY = '(while :; do :; done) & a=$!; echo $a; sh -c "while :; do :; done" & b=$!; echo $b; read x; kill $a $b'
+
+
+def test_every_process_of_a_followed_program_follows(arbiter):
+    # The MCP's cores are its cpuset, which holds every process of the program: the first
+    # process's monitor yields a warned vcore for all of them (each process has no monitor of its
+    # own: two would yield and ask for the same vcores), and every process's threads leave the
+    # core when it is granted to another and come back with it. Once the first process ends, the
+    # MCP (the launcher, which waits for it) ends too: the others run on ordinary scheduling.
+    control = parse_cpu_list(status(arbiter)["control_cores"])
+    proc = subprocess.Popen([*CLI, "run", "--mcp", "--max", "1", "--delegate", "getppid", "--arbiter-state-dir",
+                             str(arbiter.state_dir), "--", "sh", "-c", FAMILY], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    provisioned, children = None, []
+    try:
+        children += [int(proc.stdout.readline()) for _ in range(2)]
+        launcher = proc.pid
+        wait_for(lambda: len(holds(arbiter, launcher)) == 1, seconds=10)
+        [cpu] = holds(arbiter, launcher)
+        for child in children:
+            wait_for(lambda: allowed(child) == [cpu])
+        provisioned = Program(arbiter.state_dir)
+        with arbiter.client() as c:
+            c.checked("provision", pid=provisioned.pid, cores=1)
+        assert provisioned.ask("request 1")["granted"] == 0  # pending: on loan to the program
+        wait_for(lambda: holds(arbiter, provisioned.pid) == [cpu], seconds=WARN_US / 1e6 + 5)
+        counters = status(arbiter)["counters"]
+        assert (counters["yielded_in_time"], counters["preempted"]) == (1, 0), counters
+        assert [allowed(child) for child in children] == [control, control]
+        provisioned.kill()
+        provisioned = None
+        wait_for(lambda: holds(arbiter, launcher) == [cpu], seconds=10)
+        for child in children:
+            wait_for(lambda: allowed(child) == [cpu])
+    finally:
+        if provisioned:
+            provisioned.kill()
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        finally:
+            for pid in [proc.pid, *children]:  # the spinners outlive the launcher (no common group)
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass  # ended as asked
+            proc.wait()
+    wait_for(lambda: not status(arbiter)["mcps"])

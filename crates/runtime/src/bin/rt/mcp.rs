@@ -9,8 +9,9 @@
 //! cpuset first, and the kernel moves them), not before the revoker is answered (a cpuset write
 //! that moved a running thread, 30-50 µs, and the moved thread then competed with the revoker on
 //! the control core). While the arbiter has free cores and the MCP holds fewer than it asked for
-//! at launch, it asks again, no sooner than ASK_AFTER_YIELD_NS after a yield. Only the program's first process follows (clone-tree key "0", across
-//! its execve): two processes of one MCP yielding and asking for the same vcores would race.
+//! at launch, it asks again, no sooner than ASK_AFTER_YIELD_NS after a yield. The program's first
+//! process (clone-tree key "0", across its execve) has the monitor, for every process of the MCP:
+//! all are in its cpuset, and two monitors would yield and ask for the same vcores.
 
 use crate::sys::{self, *};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::*};
