@@ -102,6 +102,9 @@ pub struct Arbiter {
     pub owner: HashMap<i32, (u32, usize)>,
     pub batches: HashMap<u64, Batch>,
     pub next_batch: u64,
+    /// Many-core processes made so far: a connection's MCP, once found, is kept while no other
+    /// was made since (a nearer ancestor, or a reused pid, may be one now).
+    pub made: u64,
     pub counters: Counters,
     pub trusted: Vec<u32>,
     pub default_warn_ns: u64,
@@ -239,6 +242,7 @@ impl Arbiter {
             return Err(e);
         }
         let vcores = (0..max).map(|_| None).collect();
+        self.made += 1;
         self.mcps.insert(pid, Mcp { uid, pidfd, provision, max, vcores, retained: BTreeSet::new(), owed: 0, delegates,
                                     gang_stop, stopped_since: None, pages });
         Ok(())

@@ -54,9 +54,9 @@ struct Conn {
     uid: u32,
     pid: u32,
     buf: Vec<u8>,
-    /// The many-core process the peer belongs to, once found: finding it reads /proc for each
-    /// ancestor (tens of µs in a runtime's yield). Forgotten when that process ends.
-    mcp: Option<u32>,
+    /// The many-core process the peer belongs to, once found, and Arbiter::made then: finding it
+    /// reads /proc for each ancestor (tens of µs in a runtime's yield).
+    mcp: Option<(u32, u64)>,
 }
 
 /// The uid of process `pid` (real uid, from /proc).
@@ -118,7 +118,7 @@ fn main() {
     }
     let mut arbiter = Arbiter {
         compute, control, cpusets, freezer, default_gang_stop: args.gang_stop, mcps: BTreeMap::new(), owner: HashMap::new(), batches: HashMap::new(),
-        next_batch: 0, counters: Counters::default(), trusted: args.trust_uid.clone(),
+        next_batch: 0, made: 0, counters: Counters::default(), trusted: args.trust_uid.clone(),
         default_warn_ns: args.warn_us * 1000, exits: vec![], deferred: vec![], attaches: vec![],
     };
     eprintln!("coreplane-arbiter: {} compute cores {}, socket {}, cpusets in {} (cgroup {:?})", arbiter.compute.len(),
@@ -273,9 +273,6 @@ fn serve(arbiter: &mut Arbiter, listener: i32) {
         for (i, p) in pollfds[first_pidfd..].iter().enumerate() {
             if p.revents != 0 {
                 arbiter.exited(pids[i]);
-                for conn in conns.values_mut().filter(|c| c.mcp == Some(pids[i])) {
-                    conn.mcp = None;
-                }
             }
         }
     }
@@ -425,13 +422,14 @@ fn find_mcp(arbiter: &Arbiter, uid: u32, pid: u32) -> Result<Option<u32>, String
     Ok(None)
 }
 
-/// The many-core process the caller belongs to, from `known` (the connection's, kept) when set.
-fn mcp_of(arbiter: &Arbiter, uid: u32, pid: u32, known: &mut Option<u32>) -> Result<u32, String> {
-    if let Some(mcp) = known.filter(|m| arbiter.mcps.contains_key(m)) {
+/// The many-core process the caller belongs to, from `known` (the connection's, kept) while no
+/// other was made since and it lives.
+fn mcp_of(arbiter: &Arbiter, uid: u32, pid: u32, known: &mut Option<(u32, u64)>) -> Result<u32, String> {
+    if let Some((mcp, _)) = known.filter(|&(m, made)| made == arbiter.made && arbiter.mcps.contains_key(&m)) {
         return Ok(mcp);
     }
     let mcp = find_mcp(arbiter, uid, pid)?.ok_or_else(|| format!("pid {pid} belongs to no many-core process"))?;
-    *known = Some(mcp);
+    *known = Some((mcp, arbiter.made));
     Ok(mcp)
 }
 
@@ -456,7 +454,7 @@ fn field_bool(doc: &Value, name: &str) -> Result<Option<bool>, String> {
     }
 }
 
-fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, known: &mut Option<u32>, line: &[u8]) -> Handled {
+fn handle(arbiter: &mut Arbiter, fd: i32, uid: u32, pid: u32, known: &mut Option<(u32, u64)>, line: &[u8]) -> Handled {
     let reply = (|| -> Result<Handled, String> {
         let doc: Value = serde_json::from_slice(line).map_err(|e| format!("malformed request (not JSON): {e}"))?;
         let op = doc.get("op").and_then(Value::as_str).ok_or("malformed request: no \"op\" string field")?;
