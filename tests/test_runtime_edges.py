@@ -29,7 +29,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
          "small_stack_child", "vfork_signal_stack", "setns_user",
          "strict_last", "strict_tid_freed", "strict_unseen", "mask_all", "setmask_pending", "block_race",
-         "sigset_unmap", "seccomp_inherited"]
+         "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv"]
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +175,16 @@ def test_a_seccomp_filter_a_thread_inherited_sees_its_calls_and_none_of_the_runt
     assert watched(exe).stdout == "masks=ok getppid=-1 errno=99\n"
     proc = watched(CLI + ["run", "--delegate", mode, "--"] + exe)
     assert (proc.returncode, proc.stdout) == (0, "masks=ok getppid=-1 errno=99\n"), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_filter_that_forbids_process_vm_readv_sees_no_call_of_the_runtimes(built, mode):
+    # Before: killed by SIGSYS under both (the second thread's signal sets were copied with
+    # process_vm_readv, which the inherited filter kills on).
+    exe = [str(built / "seccomp_no_vm_readv")]
+    assert watched(exe).stdout == "masks=ok\n"
+    proc = watched(CLI + ["run", "--delegate", mode, "--"] + exe)
+    assert (proc.returncode, proc.stdout) == (0, "masks=ok\n"), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all", "pool"])

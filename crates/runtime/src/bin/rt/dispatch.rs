@@ -118,7 +118,7 @@ fn arch_gs(op: usize, arg: usize) -> isize {
         }
         t.program_gs = arg;
         0
-    } else if sys::write_program(t.pid, arg, &t.program_gs.to_ne_bytes()) {
+    } else if t.write_program(arg, &t.program_gs.to_ne_bytes()) {
         0
     } else {
         -EFAULT

@@ -149,7 +149,7 @@ pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
     }
     let none = SignalStack { sp: 0, flags: SS_DISABLE, size: 0 };
     let bytes = unsafe { core::slice::from_raw_parts(&none as *const SignalStack as *const u8, core::mem::size_of::<SignalStack>()) };
-    if a[1] != 0 && !sys::write_program(t.pid, a[1], bytes) {
+    if a[1] != 0 && !t.write_program(a[1], bytes) {
         return -EFAULT;
     }
     0
@@ -289,14 +289,14 @@ pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
         return -EINVAL;
     }
     let size = a[1].min(KNOWN);
-    let pid = thread::current().pid;
+    let t = thread::current();
     // In order and in pieces within a page, as the kernel checks them (a non-zero byte before an
     // unreadable page is E2BIG), and small: the trap may run on a small signal stack.
     let mut piece = [0u8; 64];
     let mut at = size;
     while at < a[1] {
         let part = &mut piece[..(a[1] - at).min(64).min(PAGE - (a[0] + at) % PAGE)];
-        if !sys::read_program(pid, a[0] + at, part) {
+        if !t.read_program(a[0] + at, part) {
             return -EFAULT;
         }
         if part.iter().any(|b| *b != 0) {
@@ -306,7 +306,7 @@ pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
     }
     let mut args = [0u64; 11];
     let bytes = unsafe { core::slice::from_raw_parts_mut(args.as_mut_ptr() as *mut u8, size) };
-    if !sys::read_program(pid, a[0], bytes) {
+    if !t.read_program(a[0], bytes) {
         return -EFAULT;
     }
     let (flags, stack, stack_size) = (args[0], args[5], args[6]);

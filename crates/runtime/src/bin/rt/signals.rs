@@ -111,7 +111,7 @@ fn without_sigsys(set: usize, size: usize, copy: &mut u64) -> usize {
 /// another thread may unmap the set between that check and the read, and the runtime would
 /// fault where natively the call fails with EFAULT: the kernel copies it (process_vm_readv,
 /// ≈ 2.4 µs). A thread under a seccomp filter of the program's, which would see the check (and
-/// might kill the process for it), copies too.
+/// might kill the process for it), makes no call (Thread::read_program).
 fn read_sigset(set: usize) -> Option<u64> {
     let t = thread::current();
     if !t.is_filtered() && crate::app_threads::memory_private(t) {
@@ -122,7 +122,7 @@ fn read_sigset(set: usize) -> Option<u64> {
         }
     }
     let mut bytes = [0u8; SIGSET_SIZE];
-    sys::read_program(t.pid, set, &mut bytes).then(|| u64::from_ne_bytes(bytes))
+    t.read_program(set, &mut bytes).then(|| u64::from_ne_bytes(bytes))
 }
 
 /// Syscalls that take a signal mask, run locally with SIGSYS removed from it.
@@ -143,7 +143,7 @@ pub fn masked_call(nr: usize, a: &[usize; 6]) -> isize {
             PSELECT6 if a[5] != 0 => {
                 // The sixth argument points to { const sigset_t *ss; size_t ss_len }.
                 let mut bytes = [0u8; 16];
-                if sys::read_program(thread::current().pid, a[5], &mut bytes) {
+                if thread::current().read_program(a[5], &mut bytes) {
                     let (ss, len) = bytes.split_at(8);
                     let ss = usize::from_ne_bytes(ss.try_into().unwrap_or_default());
                     let len = usize::from_ne_bytes(len.try_into().unwrap_or_default());

@@ -81,6 +81,30 @@ impl Thread {
         self.filtered || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Reads the program's memory at `addr` for a call of this thread, as the kernel copies an
+    /// argument: false where its copy would fail with EFAULT (sys::read_program). A thread under
+    /// a filter of the program's copies directly and makes no call: the filter would see
+    /// process_vm_readv, which allowlists without systemd's `@debug` group kill on
+    /// (tests/programs/seccomp_no_vm_readv.c); an unreadable address then faults in the runtime
+    /// where natively the call fails with EFAULT.
+    pub fn read_program(&self, addr: usize, buf: &mut [u8]) -> bool {
+        if self.is_filtered() {
+            unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
+            return true;
+        }
+        sys::read_program(self.pid, addr, buf)
+    }
+
+    /// Writes `data` into the program's memory at `addr` for a call of this thread (see
+    /// `read_program`).
+    pub fn write_program(&self, addr: usize, data: &[u8]) -> bool {
+        if self.is_filtered() {
+            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+            return true;
+        }
+        sys::write_program(self.pid, addr, data)
+    }
+
     /// A filter now applies to this thread (to every thread of the process with `everywhere`).
     pub fn now_filtered(&mut self, everywhere: bool) {
         self.filtered = true;
