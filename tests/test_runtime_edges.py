@@ -29,7 +29,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
          "small_stack_child", "vfork_signal_stack", "setns_user",
          "strict_last", "strict_tid_freed", "strict_unseen", "mask_all", "setmask_pending", "block_race",
-         "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv"]
+         "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv", "strict_refused"]
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +185,15 @@ def test_a_filter_that_forbids_process_vm_readv_sees_no_call_of_the_runtimes(bui
     assert watched(exe).stdout == "masks=ok\n"
     proc = watched(CLI + ["run", "--delegate", mode, "--"] + exe)
     assert (proc.returncode, proc.stdout) == (0, "masks=ok\n"), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_strict_mode_request_the_kernel_refuses_leaves_the_thread_as_it_was(built, mode):
+    # Before: killed (137) under both: the refused thread's watcher stayed, counted its normal
+    # exit a second time and took it for the last thread's end.
+    exe = built / "strict_refused"
+    assert watched([str(exe)]).stdout == "strict: -1 22\nmain done\n"
+    same_as_natively(exe, mode)
 
 
 @pytest.mark.parametrize("mode", ["none", "all", "pool"])

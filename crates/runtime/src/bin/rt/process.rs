@@ -553,7 +553,7 @@ pub fn strict_mode(nr: usize, a: &[usize; 6]) -> isize {
         if delegate::has_delegates(t.pid) {
             delegate::retire(t.pid);
         }
-        crate::mcp::pause(); // for good: the thread can make no call that would resume it
+        crate::mcp::pause(); // for good once in strict mode: the thread can make no call that would resume it
         crate::memsvc::retire();
     } else if !alone {
         crate::strict_watch::watch(t);
@@ -567,7 +567,14 @@ pub fn strict_mode(nr: usize, a: &[usize; 6]) -> isize {
         t.strict = true;
         t.no_tsc = true;
     } else if alone {
+        // Refused: the thread goes on as before (the delegates and the pool's scrubber start
+        // again when next needed; the MCP monitor does not by itself).
         sud::arm_thread();
+        if t.depth == 0 {
+            crate::mcp::resume();
+        }
+    } else {
+        crate::strict_watch::unwatch(t);
     }
     r
 }

@@ -43,6 +43,8 @@ struct Watch {
     own_word: AtomicU32,
     /// The thread's exit(2) reached the runtime (`exiting`).
     seen: AtomicBool,
+    /// The kernel refused the thread strict mode (`unwatch`): nothing to count or clear.
+    cancelled: AtomicBool,
     last: AtomicBool,
     code: AtomicUsize,
     /// The watcher's stack, unmapped as it ends.
@@ -56,6 +58,7 @@ const FREE: Watch = Watch {
     program_word: AtomicUsize::new(0),
     own_word: AtomicU32::new(0),
     seen: AtomicBool::new(false),
+    cancelled: AtomicBool::new(false),
     last: AtomicBool::new(false),
     code: AtomicUsize::new(0),
     stack: AtomicUsize::new(0),
@@ -90,6 +93,7 @@ pub fn watch(t: &Thread) {
     w.program_word.store(word, Relaxed);
     w.tid.store(t.tid, Relaxed);
     w.seen.store(false, Relaxed);
+    w.cancelled.store(false, Relaxed);
     w.last.store(false, Relaxed);
     w.stack.store(stack as usize, Relaxed);
     w.pid.store(t.pid, Release);
@@ -100,6 +104,17 @@ pub fn watch(t: &Thread) {
         w.pid.store(0, Release);
         w.owner.store(0, Release);
     }
+}
+
+/// The kernel refused `t` strict mode (EINVAL, a thread with a filter already): its tid word is
+/// the program's again and its watcher ends without counting it or clearing anything, so the
+/// thread's own exit later is counted once, as any thread's.
+pub fn unwatch(t: &Thread) {
+    let Some(w) = WATCHES.iter().find(|w| w.pid.load(Acquire) == t.pid && w.tid.load(Relaxed) == t.tid) else { return };
+    unsafe { syscall3(SET_TID_ADDRESS, w.program_word.load(Relaxed), 0, 0) };
+    w.cancelled.store(true, Release);
+    w.own_word.store(0, Release);
+    unsafe { syscall3(FUTEX, w.own_word.as_ptr() as usize, FUTEX_WAKE_SHARED, 1) };
 }
 
 /// Whether process `pid` has a watcher thread (which, like a delegate, keeps it alive).
@@ -136,7 +151,10 @@ extern "C" fn watcher(arg: usize) {
     // must find it gone from the count (it is then the last one; strict_unseen second ended
     // with SIGKILL instead of the main thread's code).
     let pid = w.pid.load(Relaxed);
-    if !w.seen.load(Acquire) {
+    let cancelled = w.cancelled.load(Acquire);
+    if cancelled {
+        // The thread is not in strict mode and ends as any other: nothing of it is this watcher's.
+    } else if !w.seen.load(Acquire) {
         // Killed by the kernel (SIGKILL): the process dies of it too if the thread was its last.
         if crate::app_threads::exiting(pid) {
             unsafe { syscall3(TGKILL, pid as usize, sys::gettid() as usize, SIGKILL) };
@@ -145,7 +163,7 @@ extern "C" fn watcher(arg: usize) {
         crate::profile::end_process(w.code.load(Relaxed) as u64 & 0xff);
         sys::exit_group(w.code.load(Relaxed));
     }
-    let word = w.program_word.load(Relaxed);
+    let word = if cancelled { 0 } else { w.program_word.load(Relaxed) };
     // As the kernel's clear at a thread's exit: a write that may fail, then one shared wake.
     // Through the watcher's own tid: a leader that has ended has no memory to write to (ESRCH).
     if word != 0 && sys::write_program(sys::gettid(), word, &0u32.to_ne_bytes()) {
