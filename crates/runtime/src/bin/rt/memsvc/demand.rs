@@ -23,6 +23,7 @@ const UFFD_API: u64 = 0xAA;
 /// _IOWR(0xAA, 0x3F, struct uffdio_api), and so on (linux/userfaultfd.h).
 const UFFDIO_API: usize = 0xC018_AA3F;
 const UFFDIO_REGISTER: usize = 0xC020_AA00;
+const UFFDIO_UNREGISTER: usize = 0x8010_AA01;
 const UFFDIO_WAKE: usize = 0x8010_AA02;
 const UFFDIO_COPY: usize = 0xC028_AA03;
 const UFFDIO_ZEROPAGE: usize = 0xC020_AA04;
@@ -108,6 +109,32 @@ pub fn register(base: usize, size: usize) -> bool {
     RUNNING.store(true, Release);
     THREAD.spawn(handler_main, b"fault handler thread");
     true
+}
+
+/// Before the pool moves pages with mremap (`super::mremap`): takes the userfaultfd off the range
+/// they leave. Since Linux 6.17 mremap moves a range that spans several mappings (here: pages
+/// moved by an earlier mremap, which the kernel left unregistered, beside pages registered
+/// since the pool was reserved) only when none of them is registered; otherwise glibc's realloc
+/// of a block growing twice in a row failed with EFAULT, and malloc aborted. `rearm` registers
+/// the range again, and the range the pages went to. No-op when the pool is the kernel's to fill.
+pub fn disarm(start: usize, len: usize) {
+    registration(UFFDIO_UNREGISTER, start, len);
+}
+
+/// After a move (see `disarm`): [start, start + len) registered with the userfaultfd again.
+pub fn rearm(start: usize, len: usize) {
+    registration(UFFDIO_REGISTER, start, len);
+}
+
+fn registration(request: usize, start: usize, len: usize) {
+    let fd = UFFD.load(Relaxed);
+    if !active() || fd < 0 {
+        return;
+    }
+    let mut range = [start as u64, len as u64, UFFDIO_REGISTER_MODE_MISSING, 0];
+    if unsafe { syscall3(IOCTL, fd as usize, request, range.as_mut_ptr() as usize) } != 0 {
+        sys::die(&[b"memory pool: pages moved by mremap cannot be registered with userfaultfd again"]);
+    }
 }
 
 /// Ends the handler, if the process has one (see `super::retire`): rings the doorbell, waits

@@ -845,9 +845,14 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
         }
         Err(e) => return Some(e),
     };
+    demand::disarm(old, old_pages * PAGE);
     let moved = unsafe {
         syscall6(MREMAP, old, old_pages * PAGE, old_pages * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, new, 0)
     };
+    demand::rearm(old, old_pages * PAGE);
+    if in_pool && !failed(moved) {
+        demand::rearm(new, old_pages * PAGE);
+    }
     if failed(moved) {
         if in_pool {
             munmap(new, new_pages * PAGE);
