@@ -19,6 +19,7 @@ mod mcp;
 mod mem;
 mod memsvc;
 mod on_behalf;
+mod own_fds;
 mod owner_lock;
 mod placement;
 mod process;

@@ -8,6 +8,9 @@ pub const READ: usize = 0;
 pub const WRITE: usize = 1;
 pub const OPEN: usize = 2;
 pub const CLOSE: usize = 3;
+pub const DUP2: usize = 33;
+pub const DUP3: usize = 292;
+pub const CLOSE_RANGE: usize = 436;
 pub const MMAP: usize = 9;
 pub const MPROTECT: usize = 10;
 pub const MUNMAP: usize = 11;
@@ -323,14 +326,18 @@ pub const SOCK_CLOEXEC: usize = 0o2000000;
 pub const SOL_SOCKET: usize = 1;
 
 /// `fd` moved to 900 or above, away from the numbers programs expect to get (a shell's
-/// `exec 3>file` would replace fd 3); itself if it cannot be moved.
+/// `exec 3>file` would replace fd 3); itself if it cannot be moved. Either way it is kept from
+/// the program's close calls (`own_fds`).
 pub fn out_of_the_way(fd: isize) -> isize {
     let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
-    if high < 0 {
-        return fd;
-    }
-    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    high
+    let fd = if high < 0 {
+        fd
+    } else {
+        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+        high
+    };
+    crate::own_fds::keep(fd);
+    fd
 }
 
 /// A connected AF_UNIX socket of type `kind` (close-on-exec, out of the way of the program's

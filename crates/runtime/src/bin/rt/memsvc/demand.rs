@@ -208,7 +208,10 @@ fn serve(fd: isize, addr: usize, write: bool) {
             let range = [page as u64, PAGE as u64];
             syscall3(IOCTL, fd as usize, UFFDIO_WAKE, range.as_ptr() as usize);
         },
-        _ => sys::die(&[b"memory pool: the fault handler cannot fill a page (out of memory?)"]),
+        (_, r) => {
+            let mut errno = [0u8; 20];
+            sys::die(&[b"memory pool: the fault handler cannot fill a page: errno ", sys::fmt_u64(r.unsigned_abs() as u64, &mut errno)])
+        }
     }
 }
 
@@ -224,7 +227,8 @@ extern "C" fn handler_main(_: usize) {
             continue;
         }
         if n <= 0 {
-            sys::die(&[b"memory pool: the fault handler cannot read its userfaultfd"]);
+            let mut errno = [0u8; 20];
+            sys::die(&[b"memory pool: the fault handler cannot read its userfaultfd: errno ", sys::fmt_u64(n.unsigned_abs() as u64, &mut errno)]);
         }
         for m in &msgs[..n as usize / 32] {
             if m[0] & 0xff != UFFD_EVENT_PAGEFAULT {

@@ -1,0 +1,108 @@
+//! The runtime's own descriptors, kept from the program's close, close_range, dup2 and dup3.
+//! The runtime holds a few descriptors for the life of a process (the memory service's
+//! userfaultfd and /proc files, the sockets to the growth supervisor and the arbiter), moved to
+//! 900 and above (`sys::out_of_the_way`). A program that closes every descriptor it did not open
+//! itself (erl_child_setup, daemons, glibc's closefrom, `close_range(3, ~0U)`) closed them too:
+//! under `--memory pool-demand` the fault handler then died on a read of a closed descriptor and
+//! took the process with it. Such a descriptor is the program's to use only where it is not
+//! open: close answers EBADF, close_range closes around it, dup2/dup3 onto it answer EBUSY (the
+//! number is the runtime's while it holds it). A descriptor is known by its number and its file
+//! (device and inode), so a number the runtime gave up and the program got again is the program's.
+
+use crate::sys::*;
+use core::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
+
+const FSTAT: usize = 5;
+const CLOSE_RANGE_CLOEXEC: usize = 1 << 2;
+const CLOSE_RANGE_UNSHARE: usize = 1 << 1;
+const EBADF: isize = 9;
+const EBUSY: isize = 16;
+const SLOTS: usize = 16;
+
+/// The descriptors kept (-1: a free slot) and the file each refers to.
+static FDS: [AtomicI64; SLOTS] = [const { AtomicI64::new(-1) }; SLOTS];
+static DEV: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+static INO: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+
+/// Device and inode of the file `fd` refers to; None when it is not open.
+fn identity(fd: usize) -> Option<(u64, u64)> {
+    let mut st = [0u64; 18]; // struct stat: st_dev, then st_ino
+    let r = unsafe { syscall3(FSTAT, fd, st.as_mut_ptr() as usize, 0) };
+    (r == 0).then(|| (st[0], st[1]))
+}
+
+/// Keeps `fd`, one of the runtime's own, from the program's calls from now on.
+pub fn keep(fd: isize) {
+    let Some((dev, ino)) = (fd >= 0).then(|| identity(fd as usize)).flatten() else { return };
+    let slot = FDS.iter().position(|s| s.load(Acquire) == fd as i64)
+        .or_else(|| FDS.iter().position(|s| s.compare_exchange(-1, fd as i64, AcqRel, Acquire).is_ok()))
+        .or_else(|| FDS.iter().position(|s| identity(s.load(Acquire) as usize).is_none()));
+    let Some(k) = slot else { return }; // more than SLOTS open at once: not expected
+    DEV[k].store(dev, Relaxed);
+    INO[k].store(ino, Relaxed);
+    FDS[k].store(fd as i64, Release);
+}
+
+/// Whether the runtime keeps any descriptor now.
+pub fn any() -> bool {
+    FDS.iter().any(|s| s.load(Acquire) >= 0)
+}
+
+/// Whether `fd` is one of the runtime's own, still open.
+fn ours(fd: usize) -> bool {
+    (0..SLOTS).any(|k| {
+        FDS[k].load(Acquire) == fd as i64
+            && identity(fd) == Some((DEV[k].load(Relaxed), INO[k].load(Relaxed)))
+    })
+}
+
+/// close(fd): EBADF for one of the runtime's own (never opened, as the program sees it).
+pub fn close(fd: usize) -> Option<isize> {
+    ours(fd).then_some(-EBADF)
+}
+
+/// dup2/dup3 onto `newfd`: EBUSY while the runtime holds that number.
+pub fn dup_onto(newfd: usize) -> Option<isize> {
+    ours(newfd).then_some(-EBUSY)
+}
+
+/// close_range(first, last, flags) through `run` (the call as the policy makes it), in pieces
+/// around the runtime's own descriptors; None when the range holds none of them, or when it
+/// only marks descriptors close-on-exec (the runtime's are so already).
+pub fn close_range(first: usize, last: usize, flags: usize, run: impl Fn(&[usize; 6]) -> isize) -> Option<isize> {
+    let (first, last) = (first as u32 as usize, last as u32 as usize);
+    if flags & CLOSE_RANGE_CLOEXEC != 0 || first > last {
+        return None;
+    }
+    let mut kept = [0usize; SLOTS];
+    let mut n = 0;
+    for s in &FDS {
+        let fd = s.load(Acquire);
+        if fd >= first as i64 && fd <= last as i64 && !kept[..n].contains(&(fd as usize)) && ours(fd as usize) {
+            kept[n] = fd as usize;
+            n += 1;
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    kept[..n].sort_unstable();
+    // CLOSE_RANGE_UNSHARE goes with the first piece; the others then close in the thread's own table.
+    let mut unshare = flags & CLOSE_RANGE_UNSHARE;
+    let mut from = first;
+    for upto_excl in kept[..n].iter().copied().chain(core::iter::once(last + 1)) {
+        if upto_excl > from {
+            let r = run(&[from, upto_excl - 1, (flags & !CLOSE_RANGE_UNSHARE) | unshare, 0, 0, 0]);
+            if r < 0 {
+                return Some(r);
+            }
+            unshare = 0;
+        }
+        from = upto_excl + 1;
+    }
+    if unshare != 0 {
+        // Nothing but the runtime's in the range: the table is still to be unshared.
+        return Some(unsafe { syscall3(UNSHARE, CLONE_FILES as usize, 0, 0) });
+    }
+    Some(0)
+}
