@@ -192,10 +192,23 @@ fn serve(fd: isize, addr: usize, write: bool) {
     } else {
         ((page & !(MIN_BATCH * PAGE - 1)).max(lo), MIN_BATCH)
     };
-    let end = (start + batch * PAGE).min(hi);
-    let (done, _) = fill(fd, start, end - start, write);
-    if page < start + done {
-        unsafe { NEXT = (start + done, batch) };
+    let (mut start, mut len) = (start, (start + batch * PAGE).min(hi) - start);
+    let (mut done, mut r) = fill(fd, start, len, write);
+    while done == 0 && r == -ENOENT && len > PAGE {
+        // The batch reaches past the page's mapping (the pool's free pages beside a block are a
+        // mapping of their own): the kernel refuses it whole. Narrow it to the page and what
+        // follows it, then halve, rather than fill the rest of the block a page per fault (a
+        // signal handler's 256 KiB took 18 faults, longer than its timer's period).
+        if start < page {
+            len -= page - start;
+            start = page;
+        } else {
+            len = ((len / 2) & !(PAGE - 1)).max(PAGE);
+        }
+        (done, r) = fill(fd, start, len, write);
+    }
+    if page >= start && page < start + done {
+        unsafe { NEXT = (start + done, len / PAGE) };
         return;
     }
     unsafe { NEXT = (page + PAGE, MIN_BATCH) };

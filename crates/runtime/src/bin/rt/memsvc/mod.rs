@@ -558,6 +558,32 @@ fn pages_returned() {
     }
 }
 
+/// The program's asynchronous signals held off while a thread zeroes a step it claimed with the
+/// pool's lock released (`scrub::claim`/`help`): a handler that ran in that window could mmap and
+/// wait for ever for the step only this thread finishes, fork (the child would put the step back
+/// and scrub it again) or siglongjmp out (the step would stay claimed). Synchronous signals
+/// (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) stay open. A step is up to 8 MiB, about a
+/// millisecond of zeroing; the signals held off are delivered when it ends.
+struct HeldOff(u64);
+
+impl HeldOff {
+    fn begin() -> HeldOff {
+        const SYNCHRONOUS: u64 = 1 << (4 - 1) | 1 << (5 - 1) | 1 << (7 - 1) | 1 << (8 - 1) | 1 << (11 - 1) | 1 << (31 - 1);
+        let block = !SYNCHRONOUS;
+        let mut old = 0u64;
+        unsafe {
+            syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, &block as *const u64 as usize, &mut old as *mut u64 as usize, 8, 0, 0)
+        };
+        HeldOff(old)
+    }
+}
+
+impl Drop for HeldOff {
+    fn drop(&mut self) {
+        unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &self.0 as *const u64 as usize, 0, 8, 0, 0) };
+    }
+}
+
 /// `n` pages from the pool, open for reading and writing; waits while the scrubber will return
 /// enough; ENOMEM past the budget; None when the budget holds them but the pool has no block for
 /// them (fragmented): the caller has the kernel map them, as Linux would.
@@ -596,6 +622,7 @@ fn allocate(n: usize) -> Result<Option<usize>, isize> {
                     continue;
                 };
                 let base = pool.base;
+                let held_off = HeldOff::begin();
                 drop(guard);
                 scrub::wake();
                 scrub::help(base, step);
@@ -605,6 +632,7 @@ fn allocate(n: usize) -> Result<Option<usize>, isize> {
                 };
                 scrub::helped();
                 pool.scrubbed(step.0, step.1);
+                drop(held_off);
                 drop(guard);
                 pages_returned();
             }
