@@ -195,7 +195,7 @@ impl VforkBlock {
 fn after_fork(key: &Key) {
     // Locks another thread of the parent held at the fork (a clone with its own stack and
     // memory does not pass through fork_here) are free: no thread here holds them.
-    crate::rewrite_lock::unlock();
+    crate::rewrite_lock::after_fork(false, true);
     crate::delegate::child_after_fork();
     crate::memsvc::child_after_fork();
     profile::reopen_after_fork();
