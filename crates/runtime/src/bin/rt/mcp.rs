@@ -189,7 +189,7 @@ fn from_environment(socket: &mut [u8; 108]) -> Option<u32> {
 /// program's descriptors, the read-only procinfo page, procdata), or None.
 fn attach(path: &[u8; 108]) -> Option<(i32, usize, usize)> {
     let path_len = unsafe { sys::cstr_len(path.as_ptr()) };
-    let fd = sys::unix_connect(SOCK_STREAM, &path[..(path_len + 1).min(path.len())]);
+    let fd = crate::own_fds::unix_connect(SOCK_STREAM, &path[..(path_len + 1).min(path.len())]);
     if fd < 0 {
         return None;
     }

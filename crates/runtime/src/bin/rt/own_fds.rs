@@ -1,7 +1,7 @@
 //! The runtime's own descriptors, kept from the program's close, close_range, dup2 and dup3.
 //! The runtime holds a few descriptors for the life of a process (the memory service's
 //! userfaultfd and /proc files, the sockets to the growth supervisor and the arbiter), moved to
-//! 900 and above (`sys::out_of_the_way`). A program that closes every descriptor it did not open
+//! 900 and above (`out_of_the_way`). A program that closes every descriptor it did not open
 //! itself (erl_child_setup, daemons, glibc's closefrom, `close_range(3, ~0U)`) closed them too:
 //! under `--memory pool-demand` the fault handler then died on a read of a closed descriptor and
 //! took the process with it. Such a descriptor is the program's to use only where it is not
@@ -24,6 +24,42 @@ static FDS: [AtomicI64; SLOTS] = [const { AtomicI64::new(-1) }; SLOTS];
 static DEV: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 static INO: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
+/// `fd` moved to 900 or above, away from the numbers programs expect to get (a shell's
+/// `exec 3>file` would replace fd 3); itself if it cannot be moved. Either way it is kept from
+/// the program's close calls.
+pub fn out_of_the_way(fd: isize) -> isize {
+    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
+    let fd = if high < 0 {
+        fd
+    } else {
+        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+        high
+    };
+    keep(fd);
+    fd
+}
+
+/// A connected AF_UNIX socket of type `kind` (close-on-exec, out of the way of the program's
+/// descriptor numbers) to `path`, sockaddr_un's sun_path as it goes on the wire (a leading NUL
+/// for an abstract name, the terminating NUL included for a file); -1 when it cannot be had.
+pub fn unix_connect(kind: usize, path: &[u8]) -> isize {
+    if path.len() > 108 {
+        return -1;
+    }
+    let fd = unsafe { syscall3(SOCKET, AF_UNIX, kind | SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return -1;
+    }
+    let mut addr = [0u8; 110];
+    addr[0] = AF_UNIX as u8;
+    addr[2..2 + path.len()].copy_from_slice(path);
+    if unsafe { syscall3(CONNECT, fd as usize, addr.as_ptr() as usize, 2 + path.len()) } != 0 {
+        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+        return -1;
+    }
+    out_of_the_way(fd)
+}
+
 /// Device and inode of the file `fd` refers to; None when it is not open.
 fn identity(fd: usize) -> Option<(u64, u64)> {
     let mut st = [0u64; 18]; // struct stat: st_dev, then st_ino
@@ -32,7 +68,7 @@ fn identity(fd: usize) -> Option<(u64, u64)> {
 }
 
 /// Keeps `fd`, one of the runtime's own, from the program's calls from now on.
-pub fn keep(fd: isize) {
+fn keep(fd: isize) {
     let Some((dev, ino)) = (fd >= 0).then(|| identity(fd as usize)).flatten() else { return };
     let slot = FDS.iter().position(|s| s.load(Acquire) == fd as i64)
         .or_else(|| FDS.iter().position(|s| s.compare_exchange(-1, fd as i64, AcqRel, Acquire).is_ok()))

@@ -325,38 +325,3 @@ pub const AF_UNIX: usize = 1;
 pub const SOCK_CLOEXEC: usize = 0o2000000;
 pub const SOL_SOCKET: usize = 1;
 
-/// `fd` moved to 900 or above, away from the numbers programs expect to get (a shell's
-/// `exec 3>file` would replace fd 3); itself if it cannot be moved. Either way it is kept from
-/// the program's close calls (`own_fds`).
-pub fn out_of_the_way(fd: isize) -> isize {
-    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
-    let fd = if high < 0 {
-        fd
-    } else {
-        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-        high
-    };
-    crate::own_fds::keep(fd);
-    fd
-}
-
-/// A connected AF_UNIX socket of type `kind` (close-on-exec, out of the way of the program's
-/// descriptor numbers) to `path`, sockaddr_un's sun_path as it goes on the wire (a leading NUL
-/// for an abstract name, the terminating NUL included for a file); -1 when it cannot be had.
-pub fn unix_connect(kind: usize, path: &[u8]) -> isize {
-    if path.len() > 108 {
-        return -1;
-    }
-    let fd = unsafe { syscall3(SOCKET, AF_UNIX, kind | SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return -1;
-    }
-    let mut addr = [0u8; 110];
-    addr[0] = AF_UNIX as u8;
-    addr[2..2 + path.len()].copy_from_slice(path);
-    if unsafe { syscall3(CONNECT, fd as usize, addr.as_ptr() as usize, 2 + path.len()) } != 0 {
-        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-        return -1;
-    }
-    out_of_the_way(fd)
-}

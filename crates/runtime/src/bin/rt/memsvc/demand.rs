@@ -85,7 +85,7 @@ pub fn register(base: usize, size: usize) -> bool {
     if fd < 0 {
         sys::die(&[b"--memory pool-demand: userfaultfd refused (it needs CAP_SYS_PTRACE, or vm.unprivileged_userfaultfd = 1)"]);
     }
-    let fd = sys::out_of_the_way(fd);
+    let fd = crate::own_fds::out_of_the_way(fd);
     let mut api = [UFFD_API, 0, 0];
     let mut reg = [base as u64, size as u64, UFFDIO_REGISTER_MODE_MISSING, 0];
     let doorbell = sys::map_anon(PAGE).unwrap_or_else(|| sys::die(&[b"out of memory for the fault handler"])) as usize;

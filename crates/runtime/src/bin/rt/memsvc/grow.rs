@@ -87,7 +87,7 @@ fn connect(pid: u32) -> isize {
     let mut digits = [0u8; 20];
     let digits = crate::sys::fmt_u64(pid as u64, &mut digits);
     path[prefix.len()..prefix.len() + digits.len()].copy_from_slice(digits);
-    let fd = crate::sys::unix_connect(SOCK_SEQPACKET, &path[..prefix.len() + digits.len()]);
+    let fd = crate::own_fds::unix_connect(SOCK_SEQPACKET, &path[..prefix.len() + digits.len()]);
     let timeout: [i64; 2] = [1, 0]; // struct timeval: 1 s
     if fd >= 0
         && unsafe { syscall6(SETSOCKOPT, fd as usize, SOL_SOCKET, SO_RCVTIMEO, timeout.as_ptr() as usize, 16, 0) } != 0

@@ -221,7 +221,7 @@ pub fn wake() {
         if GIVE_BACK_AT.load(Relaxed) != 0 && PSI.load(Relaxed) < 0 {
             let fd = unsafe { syscall3(OPEN, c"/proc/pressure/memory".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
             if fd >= 0 {
-                PSI.store(sys::out_of_the_way(fd), Relaxed);
+                PSI.store(crate::own_fds::out_of_the_way(fd), Relaxed);
             }
         }
         THREAD.spawn(scrubber_main, b"scrubber thread");
@@ -271,7 +271,7 @@ fn open_mem() {
     if fd < 0 {
         sys::die(&[b"memory pool: cannot open /proc/thread-self/mem to zero freed pages"]);
     }
-    let fd = sys::out_of_the_way(fd);
+    let fd = crate::own_fds::out_of_the_way(fd);
     let (dev, ino) = identity(fd).unwrap_or((0, 0));
     unsafe { MEM = (fd, dev, ino) };
 }
