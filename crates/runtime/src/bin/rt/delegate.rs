@@ -463,7 +463,11 @@ fn wake_a_sleeper() {
 /// seccomp filter killed with SECCOMP_RET_KILL_THREAD, or whose exit reached the kernel directly:
 /// one in seccomp strict mode, or traced after PTRACE_TRACEME); None when every slot belongs
 /// to a live thread. Taken with a compare-and-swap on its owner, as other threads look too.
-fn take_slot(t: &Thread) -> Option<u32> {
+/// `dead_owners`: whether to look for the last kind (a kernel call per slot, ≈ 1 ms for 4096):
+/// not when a release sent every slotless thread to look (the slot given back is free, or
+/// already taken by one of them), only at a thread's first look and every LOOK_AGAIN_EVERY-th
+/// call.
+fn take_slot(t: &Thread, dead_owners: bool) -> Option<u32> {
     let take = |i: u32, from: i32| OWNERS[i as usize].compare_exchange(from, t.tid, AcqRel, Relaxed).is_ok();
     loop {
         let n = POOL.slots.load(Acquire).min(MAX_SLOTS as u32);
@@ -481,6 +485,9 @@ fn take_slot(t: &Thread) -> Option<u32> {
         if take(i, 0) {
             return Some(i);
         }
+    }
+    if !dead_owners {
+        return None;
     }
     (0..MAX_SLOTS as u32).find(|&i| {
         let owner = OWNERS[i as usize].load(Acquire);
@@ -527,11 +534,16 @@ pub fn release_slots(t: &mut Thread) {
     }
 }
 
-/// Whether thread `t`, which found no slot, looks for one again now: one was given back since
-/// it last looked, or this is its LOOK_AGAIN_EVERY-th call without one.
-fn look_again(t: &mut Thread) -> bool {
+/// Whether thread `t`, which found no slot, looks for one again now (Some), and whether for
+/// slots of dead threads too (`take_slot`): one was given back since it last looked (free slots
+/// only), or this is its LOOK_AGAIN_EVERY-th call without one (every kind).
+fn look_again(t: &mut Thread) -> Option<bool> {
     t.slotless_calls = t.slotless_calls.wrapping_add(1);
-    RELEASED.load(Relaxed) != t.slots_released_seen || t.slotless_calls % LOOK_AGAIN_EVERY == 0
+    if t.slotless_calls % LOOK_AGAIN_EVERY == 0 {
+        Some(true)
+    } else {
+        (RELEASED.load(Relaxed) != t.slots_released_seen).then_some(false)
+    }
 }
 
 /// Program handlers finished on `t`; read afresh because a nested trap updates it.
@@ -556,10 +568,15 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     if depth >= crate::thread::MAX_DEPTH {
         return None;
     }
-    if t.slots[depth] == NONE || (t.slots[depth] == NO_SLOT && look_again(t)) {
+    let look = match t.slots[depth] {
+        NONE => Some(true),
+        NO_SLOT => look_again(t),
+        _ => None,
+    };
+    if let Some(dead_owners) = look {
         // Read before the look: a slot given back during it is looked for at the next call.
         t.slots_released_seen = RELEASED.load(Acquire);
-        t.slots[depth] = take_slot(t).unwrap_or(NO_SLOT);
+        t.slots[depth] = take_slot(t, dead_owners).unwrap_or(NO_SLOT);
     }
     if t.slots[depth] == NO_SLOT {
         crate::profile::count_slotless_call();
