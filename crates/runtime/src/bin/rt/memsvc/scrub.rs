@@ -37,6 +37,7 @@
 
 use super::{pages_returned, Pool, HUGE_PAGE, MADVISE, MADV_DONTNEED, MAP_NORESERVE, MINCORE, MREMAP_DONTUNMAP, MREMAP_FIXED,
             MREMAP_MAYMOVE, POOL, POOL_LOCK, ZEROS};
+use crate::owner_lock::OwnerLock;
 use crate::sys::{self, *};
 use coreplane_runtime::buddy::{FREE_HEAD, UNPOPULATED};
 use core::sync::atomic::{AtomicBool, AtomicIsize, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
@@ -77,8 +78,8 @@ static HELPING: AtomicBool = AtomicBool::new(false);
 /// (first page, pages; 0 pages: none), put back by a child forked meanwhile.
 static STEP_END: AtomicU32 = AtomicU32::new(0);
 static HELP_STEP: AtomicU64 = AtomicU64::new(0);
-/// Whether a thread is writing through the memory file (and may reopen it): one at a time.
-static MEM_BUSY: AtomicBool = AtomicBool::new(false);
+/// Held by the thread writing through the memory file (which it may reopen): one at a time.
+static MEM_LOCK: OwnerLock = OwnerLock::new();
 /// The pressure's last reading (`under_pressure`) and when it was read (TSC; 0: never).
 static PRESSED: AtomicBool = AtomicBool::new(false);
 static PRESSED_AT: AtomicU64 = AtomicU64::new(0);
@@ -100,7 +101,7 @@ pub fn child_after_fork(pool: &mut Pool) {
     SLEEPING.store(0, Relaxed);
     STEP_END.store(0, Relaxed);
     HELPING.store(false, Relaxed);
-    MEM_BUSY.store(false, Relaxed);
+    MEM_LOCK.reset();
     let step = HELP_STEP.swap(0, Relaxed);
     if step as u32 != 0 && pool.ring_len < super::RING {
         pool.ring[(pool.ring_head + pool.ring_len) % super::RING] = ((step >> 32) as u32, step as u32);
@@ -415,9 +416,9 @@ unsafe fn zero_streaming(at: usize, len: usize) {
 /// Writes zeros over [addr, addr + len) through the memory file (one thread at a time: it may
 /// reopen the file).
 fn zero_through_mem(addr: usize, len: usize) {
-    while MEM_BUSY.swap(true, Acquire) {
-        core::hint::spin_loop();
-    }
+    // By kernel tid: the scrubber and a helping program thread both come here (and a helper
+    // holds its program's signals off, so no handler of the same thread comes in between).
+    MEM_LOCK.acquire(sys::gettid() as u32);
     ensure_mem();
     let iov: [(usize, usize); 64] = [(ZEROS.as_ptr() as usize, ZEROS.len()); 64];
     let mut done = 0;
@@ -433,7 +434,7 @@ fn zero_through_mem(addr: usize, len: usize) {
         }
         done += n as usize;
     }
-    MEM_BUSY.store(false, Release);
+    MEM_LOCK.release();
 }
 
 /// Polls for work a while, then sleeps on `WORK` until woken (or 100 ms, a safety net).
