@@ -10,6 +10,9 @@ extern "C" {
 #endif
 
 #define CP_MAX_VCORES 64
+/* The environment variable that names the arbiter's socket, and the socket by default. */
+#define CP_ARBITER_SOCKET_ENV "COREPLANE_ARBITER_SOCKET"
+#define CP_ARBITER_SOCKET_DEFAULT "/run/coreplane/arbiter.sock"
 enum { CP_VCORE_FREE = 0, CP_VCORE_HELD = 1, CP_VCORE_PREEMPT_PENDING = 2 };
 enum { CP_EV_GRANTED = 1, CP_EV_PREEMPT_PENDING = 2, CP_EV_PREEMPTED = 3, CP_EV_RELEASED = 4 };
 
