@@ -141,15 +141,19 @@ def test_profile_counts_the_tlb_flushes_of_every_process(tmp_path):
 
 
 def test_sigkill_of_the_program_cleans_the_cell(tmp_path):
+    # A duration no other test's sleep has, so that another test's program under the runtime is
+    # never taken for this one's (it was, now and then, in a full `make test`).
+    duration = f"30.{os.getpid()}"
     proc = subprocess.Popen(CLI + ["run", "--json", "--compute-cores", "1", "--control-cores", "0", "--delegate",
-                                   "all", "--", "sleep", "30"], stderr=subprocess.PIPE, text=True)
+                                   "all", "--", "sleep", duration], stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
     victim = None
     while victim is None and time.time() < deadline:
         for pid in os.listdir("/proc"):
             try:
+                argv = open(f"/proc/{pid}/cmdline").read().split("\0")
                 if pid.isdigit() and os.readlink(f"/proc/{pid}/exe").endswith("coreplane-rt") and \
-                        open(f"/proc/{pid}/cmdline").read().split("\0")[1].endswith("sleep"):
+                        argv[1].endswith("sleep") and argv[3] == duration:
                     victim = int(pid)
             except (OSError, IndexError):
                 continue
