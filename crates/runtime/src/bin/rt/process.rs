@@ -503,14 +503,22 @@ pub fn readlink_self_exe(path: usize, buf: usize, size: usize) -> Option<isize> 
 
 /// A call is about to run locally that the kernel allows only in a single-threaded process if
 /// `needs_one_thread` (asked last, after the cheaper checks): the program's only thread retires
-/// the delegates and pauses an MCP's monitor first (dispatch resumes it after the call), since
-/// the kernel counts them as threads.
+/// the delegates and the memory service's threads (they start again when next needed; a
+/// pool-demand pool is filled by the kernel from then on) and pauses an MCP's monitor first
+/// (dispatch resumes it after the call), since the kernel counts them as threads.
 fn alone_for(needs_one_thread: impl FnOnce() -> bool) {
     let t = thread::current();
     let (delegates, monitor) = (delegate::has_delegates(t.pid), crate::mcp::monitoring(t.pid));
-    if t.depth == 0 && app_threads::alone(t) && (delegates || monitor) && needs_one_thread() {
+    // The memory service's scrubber and pool-demand's fault handler are threads too: with
+    // them, unshare(CLONE_NEWUSER) failed with EINVAL (strace's *--pidns-translation tests
+    // under pool-demand, whose handler runs from the start).
+    let memory = crate::memsvc::has_scrubber();
+    if t.depth == 0 && app_threads::alone(t) && (delegates || monitor || memory) && needs_one_thread() {
         if delegates {
             delegate::retire(t.pid);
+        }
+        if memory {
+            crate::memsvc::retire();
         }
         crate::mcp::pause();
     }
