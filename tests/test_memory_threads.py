@@ -14,7 +14,7 @@ from test_memory_service import MEMORY_MODES
 
 @pytest.fixture(scope="module")
 def unshare_user(tmp_path_factory) -> Path:
-    return build_program(tmp_path_factory, "unshare_user")
+    return build_program(tmp_path_factory, "memory_unshare_user")
 
 
 @pytest.mark.parametrize("memory", MEMORY_MODES)

@@ -1,32 +1,46 @@
-/* Frees 64 MiB (under --memory pool the scrubber starts; under pool-demand the fault handler runs
- * from the start), then unshare(CLONE_NEWUSER), which the kernel allows only in a single-threaded
- * process: the runtime's threads must step aside as natively there are none. Then uses memory
- * again. Prints the unshare's result. */
+// unshare(CLONE_NEWUSER), which the kernel allows only in a single-threaded process, then
+// calls that a delegate makes (pipe I/O, also from a new thread): prints "uid 0 in the new
+// user namespace" and "piped" (issue 12: under --delegate all the delegate threads made it EINVAL).
+// Then a child unshares a pid namespace, after which the kernel refuses it new threads, and
+// makes pipe I/O: prints "child in a new pid namespace: 0" (under --delegate all its first
+// delegated call waited forever for a delegate that could not be started).
 #define _GNU_SOURCE
-#include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-
-static unsigned long churn(void) {
-    unsigned long nonzero = 0;
-    for (int round = 0; round < 3; round++) {
-        unsigned char *p = mmap(NULL, 64UL << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            return ~0UL;
-        for (unsigned long i = 0; i < (64UL << 20); i += 4096)
-            nonzero += p[i]++ != 0;
-        munmap(p, 64UL << 20);
-    }
-    return nonzero;
+#include <sys/wait.h>
+#include <unistd.h>
+static int fds[2];
+static void *writer(void *arg)
+{
+    (void)arg;
+    (void)write(fds[1], "piped", 5);
+    return NULL;
 }
-
-int main(void) {
-    unsigned long before = churn();
-    int r = unshare(CLONE_NEWUSER);
-    printf("unshare(CLONE_NEWUSER): %s\n", r == 0 ? "ok" : strerror(errno));
-    unsigned long after = churn();
-    printf("fresh memory non-zero pages: %lu, %lu\n", before, after);
-    return r != 0 || before || after;
+int main(void)
+{
+    if (unshare(CLONE_NEWUSER) != 0) {
+        perror("unshare");
+        return 1;
+    }
+    printf("uid %d in the new user namespace\n", getuid() == 65534 ? 0 : (int)getuid());
+    char buf[8] = {0};
+    pthread_t t;
+    if (pipe(fds) != 0 || pthread_create(&t, NULL, writer, NULL) != 0) return 2;
+    if (read(fds[0], buf, 5) != 5) return 3;
+    pthread_join(t, NULL);
+    printf("%s\n", buf);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        char again[8] = {0};
+        if (unshare(CLONE_NEWPID) != 0) _exit(4);
+        if (write(fds[1], "again", 5) != 5 || read(fds[0], again, 5) != 5) _exit(5);
+        _exit(strcmp(again, "again") != 0);
+    }
+    int status;
+    if (child < 0 || waitpid(child, &status, 0) != child) return 4;
+    printf("child in a new pid namespace: %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return strcmp(buf, "piped") != 0 || status != 0;
 }
