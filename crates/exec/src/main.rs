@@ -262,6 +262,11 @@ fn main() {
     }
     if args.null_page_sled {
         cfg += ";sled=1";
+        if !coreplane_runtime::config::protection_keys() {
+            // Asked for, so given; but the program should not learn of it from a crash.
+            error_line("warning: --null-page-sled on a CPU without protection keys: page 0 is readable, so a NULL \
+                        read returns sled bytes instead of faulting (a JVM's implicit null checks then crash)");
+        }
     }
     if args.vdso == Vdso::Intercept {
         cfg += ";vdso=1";

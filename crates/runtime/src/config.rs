@@ -8,6 +8,14 @@ pub const MAX_CPUS: usize = 1024;
 /// Largest mean gap between timed local calls (`te`, coreplane-exec --time-every).
 pub const TIME_EVERY_MAX: u64 = 1 << 20;
 
+/// Whether the CPU and the kernel provide protection keys (CPUID leaf 7, ECX.OSPKE), which the
+/// page-0 sled needs to make page 0 execute-only: the runtime picks its rewrite by it, and the
+/// launcher warns when `--null-page-sled` is asked for without them.
+pub fn protection_keys() -> bool {
+    use core::arch::x86_64::{__cpuid, __cpuid_count};
+    __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ecx & (1 << 4) != 0
+}
+
 /// The memory pressure (%) from which the pool gives freed memory back, unless a cell says.
 pub const DEFAULT_GIVE_BACK: u32 = 10;
 

@@ -322,13 +322,6 @@ fn enabled() -> bool {
     mode() != Mode::Trap
 }
 
-/// Whether the CPU and kernel offer protection keys (CPUID.7.0:ECX.OSPKE), the only way an
-/// execute-only page is unreadable on x86.
-fn protection_keys() -> bool {
-    use core::arch::x86_64::{__cpuid, __cpuid_count};
-    __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ecx & (1 << 4) != 0
-}
-
 /// Calls that block until another thread or process acts (the models' wait calls): the Rust
 /// path times every one. A sample would scale a few long waits up to a thread's blocked time
 /// (xz -T2's main thread: 9 of 15 futex calls timed, 73 ms of waiting in a 65 ms life).
@@ -354,7 +347,7 @@ pub fn install() {
         COREPLANE_FAST_BOUNCE = bounce.0;
         COREPLANE_SAMPLE_MASK = 2 * (cfg.time_every.max(1) - 1);
     }
-    let mode = if (cfg.null_page_sled || protection_keys()) && install_sled() {
+    let mode = if (cfg.null_page_sled || coreplane_runtime::config::protection_keys()) && install_sled() {
         Mode::Sled
     } else if install_relocating() {
         Mode::Relocate
