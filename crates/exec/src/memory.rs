@@ -77,14 +77,14 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     n.checked_shl(shift).filter(|v| v >> shift == n && *v > 0).ok_or_else(|| format!("'{text}': size out of range"))
 }
 
-/// The machine's memory (MemTotal of /proc/meminfo), in bytes.
+/// The machine's memory (MemTotal of /proc/meminfo, from sysinfo(2): reading /proc/meminfo
+/// cost every process started under the pool ≈ 20 µs), in bytes.
 fn machine_bytes() -> Result<u64, String> {
-    let text = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kib| kib * 1024)
-        .ok_or_else(|| "/proc/meminfo: no MemTotal line".to_string())
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sysinfo(&mut info) } != 0 {
+        return Err(format!("sysinfo: {}", std::io::Error::last_os_error()));
+    }
+    Ok(info.totalram as u64 * info.mem_unit.max(1) as u64)
 }
 
 /// Whether this process may handle the faults of its own memory through userfaultfd, as the

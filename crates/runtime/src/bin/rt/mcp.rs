@@ -155,34 +155,12 @@ pub fn monitoring(pid: i32) -> bool {
 }
 
 /// Finds ENV_WANT (returned) and ENV_SOCKET (copied NUL-terminated into `socket`) in this
-/// image's environment, read from /proc/self/environ (the runtime keeps only its own entries).
+/// image's environment.
 fn from_environment(socket: &mut [u8; 108]) -> Option<u32> {
-    const SIZE: usize = 1 << 21; // the kernel's limit on one image's arguments and environment
-    let buf = sys::map_anon(SIZE)?;
-    let fd = unsafe { syscall3(OPEN, b"/proc/self/environ\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
-    let mut len = 0;
-    while fd >= 0 && len < SIZE {
-        let n = unsafe { syscall3(READ, fd as usize, buf as usize + len, SIZE - len) };
-        if n <= 0 {
-            break;
-        }
-        len += n as usize;
-    }
-    if fd >= 0 {
-        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    }
-    let env = unsafe { core::slice::from_raw_parts(buf, len) };
-    let (mut want, mut found_socket) = (None, false);
-    for entry in env.split(|&b| b == 0) {
-        if crate::env::is_env(entry, ENV_WANT) {
-            want = coreplane_runtime::config::parse_u64(&entry[ENV_WANT.len() + 1..]).map(|n| n.min(MAX_VCORES as u64) as u32);
-        } else if crate::env::is_env(entry, ENV_SOCKET) && entry.len() - ENV_SOCKET.len() - 1 < socket.len() {
-            sys::concat(&[&entry[ENV_SOCKET.len() + 1..]], socket);
-            found_socket = true;
-        }
-    }
-    unsafe { syscall3(MUNMAP, buf as usize, SIZE, 0) };
-    want.filter(|_| found_socket)
+    let want = crate::env::at_start(ENV_WANT)?;
+    let path = crate::env::at_start(ENV_SOCKET).filter(|p| p.len() < socket.len())?;
+    sys::concat(&[path], socket);
+    coreplane_runtime::config::parse_u64(want).map(|n| n.min(MAX_VCORES as u64) as u32)
 }
 
 /// Connects to the arbiter at `path` and attaches: (the connection, moved out of the way of the
