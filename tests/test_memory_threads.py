@@ -26,3 +26,21 @@ def test_unshare_of_a_user_namespace_after_the_pool_started(unshare_user, memory
     proc = run_cli("run", "--memory", memory, "--memory-budget", "256M", "--delegate", delegate, "--",
                    str(unshare_user), timeout=120)
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def tsync_pool(tmp_path_factory) -> Path:
+    return build_program(tmp_path_factory, "seccomp_tsync_pool")
+
+
+@pytest.mark.parametrize("memory", MEMORY_MODES)
+@pytest.mark.parametrize("delegate", ["none", "all"])
+@pytest.mark.parametrize("how", ["alone", "threads"])
+def test_a_filter_on_every_thread_leaves_the_memory_services_threads_out(tsync_pool, memory, delegate, how):
+    # Before: killed by SIGSYS (-31): the filter, synchronised onto every thread, landed on the
+    # scrubber and pool-demand's fault handler, whose calls (pread64, ioctl) it kills on.
+    native = subprocess.run([str(tsync_pool), how], capture_output=True, text=True, timeout=60)
+    assert (native.returncode, native.stdout) == (0, "ok 12\n"), native.stderr
+    proc = run_cli("run", "--memory", memory, "--memory-budget", "512M", "--delegate", delegate, "--",
+                   str(tsync_pool), how, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr

@@ -5,6 +5,9 @@
 use crate::sys::{self, *};
 use crate::{delegate, process, profile, signals, thread};
 
+/// seccomp(SET_MODE_FILTER) flag: the filter goes on every thread of the process.
+const SECCOMP_FILTER_FLAG_TSYNC: usize = 1;
+
 /// Calls that need the trap's ucontext: they are never served by the fast path.
 pub fn needs_trap(nr: usize) -> bool {
     matches!(nr, RT_SIGRETURN | CLONE | CLONE3) || nr >= coreplane_runtime::sysset::MAX_SYSCALLS
@@ -52,7 +55,12 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
         PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a), 0),
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
-        SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => filtered_from_now(run(nr, a), a[1]),
+        SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => {
+            if a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0 {
+                process::before_filter_on_every_thread();
+            }
+            filtered_from_now(run(nr, a), a[1])
+        }
         MMAP | MUNMAP | MPROTECT | MREMAP | crate::memsvc::BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,
         // A mapping at a place the kernel picks replaces nothing, so it changes no answer of
         // `textmap`, unless it executes: new text (a JIT's, or a library dlopen maps whole with
@@ -107,10 +115,9 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
 /// (SECCOMP_FILTER_FLAG_NEW_LISTENER); a TSYNC that failed returns the tid of a thread it could
 /// not synchronise.
 fn filtered_from_now(result: isize, flags: usize) -> isize {
-    const TSYNC: usize = 1;
     const NEW_LISTENER: usize = 8;
     if result == 0 || (result > 0 && flags & NEW_LISTENER != 0) {
-        thread::current().now_filtered(flags & TSYNC != 0);
+        thread::current().now_filtered(flags & SECCOMP_FILTER_FLAG_TSYNC != 0);
     }
     result
 }

@@ -141,8 +141,9 @@ pub fn pause() {
 }
 
 /// After the call `pause` made way for: the monitor of this process again, if it was paused.
+/// Not from a thread under a seccomp filter of the program's: the monitor would carry the filter.
 pub fn resume() {
-    if MONITOR.paused.load(Acquire) == sys::getpid() {
+    if MONITOR.paused.load(Acquire) == sys::getpid() && !crate::thread::current().is_filtered() {
         MONITOR.paused.store(0, Relaxed);
         spawn();
     }

@@ -542,6 +542,24 @@ pub fn before_setns(fd: usize, nstype: usize) {
     });
 }
 
+/// A seccomp filter of the program's is about to be put on every thread of the process
+/// (SECCOMP_FILTER_FLAG_TSYNC): the runtime's own threads must not carry it, since it was written
+/// for the program's calls and theirs differ. The memory service's threads end (for good: see
+/// `memsvc::before_filter_on_every_thread`), as does an MCP's monitor (its cores no longer
+/// follow the MCP), and the delegates too where the caller is the program's only thread (its
+/// calls are local from then on). Among other program threads, a delegate may be in one of
+/// their calls: the delegates stay, carry the filter, and wait for work that no longer comes,
+/// with futex (which any filter a threaded program runs under allows) and, for their first
+/// idle millisecond, sched_yield (which a filter might refuse: a difference that remains).
+pub fn before_filter_on_every_thread() {
+    let t = thread::current();
+    crate::memsvc::before_filter_on_every_thread();
+    crate::mcp::pause();
+    if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
+        delegate::retire(t.pid);
+    }
+}
+
 /// Seccomp strict mode for the calling thread, entered by call `nr` (seccomp(SET_MODE_STRICT)
 /// or prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT)): from then on the kernel allows the thread
 /// read, write, exit and rt_sigreturn only and kills it for any other call, the runtime's

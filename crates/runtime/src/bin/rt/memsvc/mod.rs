@@ -224,6 +224,15 @@ pub fn retire() {
     scrub::retire();
 }
 
+/// A seccomp filter of the program's is about to be put on every thread of the process
+/// (SECCOMP_FILTER_FLAG_TSYNC): the service's threads end first, so that it lands on the
+/// program's threads only, and none starts again (a thread created by a filtered one carries its
+/// filter): the program threads zero freed pool pages themselves when they need them (`scrub::help`),
+/// and the kernel fills a pool-demand pool from then on.
+pub fn before_filter_on_every_thread() {
+    retire();
+}
+
 /// Whether the pool exists (`--memory pool`, and a request has started it).
 pub fn enabled() -> bool {
     READY.load(Acquire)
@@ -232,7 +241,13 @@ pub fn enabled() -> bool {
 /// At process start: the pool will be of `bytes`, reserved when a request first needs it;
 /// `on_demand`: its pages are filled by the runtime's fault handler (`--memory pool-demand`);
 /// freed memory goes back to the kernel while the memory pressure is `give_back` % or more.
+/// An image that starts under a seccomp filter of the program's (inherited across execve) gets
+/// no pool: the kernel serves its memory calls, where the filter sees them as natively, and the
+/// pool's own calls (reserving, opening, zeroing) never meet a filter written for the program.
 pub fn start(bytes: u64, on_demand: bool, give_back: u32) {
+    if sys::seccomp_filtered() {
+        return;
+    }
     BUDGET.store(bytes, Relaxed);
     GROW.store(crate::env::config().memory_grow, Relaxed);
     grow::configure(crate::env::config().memory_supervisor);
@@ -540,6 +555,41 @@ impl Pool {
     }
 }
 
+/// The caller needs queued pages zeroed: rather than sleep until the scrubber gets a CPU, it
+/// zeroes a step of the queue itself (`scrub::claim`), else waits for the scrubber. Err when
+/// the pool could not be taken again (not reached: this thread let the lock go).
+fn help_or_wait(guard: Guard, pool: &mut Pool) -> Result<(), isize> {
+    let Some(step) = scrub::claim(pool) else {
+        wait_for_scrubber(guard);
+        return Ok(());
+    };
+    let base = pool.base;
+    let held_off = HeldOff::begin();
+    drop(guard);
+    scrub::wake();
+    scrub::help(base, step);
+    let Some((guard, pool)) = Guard::take() else {
+        scrub::helped();
+        return Err(-ENOMEM);
+    };
+    scrub::helped();
+    pool.scrubbed(step.0, step.1);
+    drop(held_off);
+    drop(guard);
+    pages_returned();
+    Ok(())
+}
+
+/// Waits for queued pages: for the scrubber to hand some back (at most 10 ms, a safety net), or,
+/// where there can be no scrubber (a thread under a seccomp filter starts none), zeroes them here.
+fn wait_for_queued(guard: Guard, pool: &mut Pool) -> Result<(), isize> {
+    if scrub::running() || !crate::thread::current().is_filtered() {
+        wait_for_scrubber(guard);
+        return Ok(());
+    }
+    help_or_wait(guard, pool)
+}
+
 /// Waits until the scrubber hands pages back (at most 10 ms, a safety net).
 fn wait_for_scrubber(guard: Guard) {
     let seq = RETURNED.load(SeqCst);
@@ -616,25 +666,7 @@ fn allocate(n: usize) -> Result<Option<usize>, isize> {
             }
             Taken::Wait => {
                 waited = true;
-                // Rather than sleep until the scrubber gets a CPU, zero a step of its queue here.
-                let Some(step) = scrub::claim(pool) else {
-                    wait_for_scrubber(guard);
-                    continue;
-                };
-                let base = pool.base;
-                let held_off = HeldOff::begin();
-                drop(guard);
-                scrub::wake();
-                scrub::help(base, step);
-                let Some((guard, pool)) = Guard::take() else {
-                    scrub::helped(); // not reached: this thread let the lock go above
-                    return Err(-ENOMEM);
-                };
-                scrub::helped();
-                pool.scrubbed(step.0, step.1);
-                drop(held_off);
-                drop(guard);
-                pages_returned();
+                help_or_wait(guard, pool)?;
             }
             Taken::OverBudget if pool.grow(n) => {}
             Taken::OverBudget => return Err(-ENOMEM),
@@ -701,7 +733,9 @@ fn brk(addr: usize) -> Option<isize> {
                 return Some(old as isize);
             }
             if (top + lazy..new_top).any(|i| pool.buddy.state(i) == DIRTY) {
-                wait_for_scrubber(guard);
+                if wait_for_queued(guard, pool).is_err() {
+                    return Some(old as isize);
+                }
                 continue;
             }
             let r = unsafe { syscall3(MPROTECT, start + top * PAGE, n * PAGE, PROT_READ | PROT_WRITE) };
@@ -712,7 +746,9 @@ fn brk(addr: usize) -> Option<isize> {
             pool.buddy.mark(top as u32, n, USED);
             pool.held += n;
         } else if new_top < top && !pool.lower_break(new_top, top) {
-            wait_for_scrubber(guard);
+            if wait_for_queued(guard, pool).is_err() {
+                return Some(old as isize);
+            }
             continue;
         }
         pool.heap_top = new_top;
@@ -788,7 +824,9 @@ pub fn munmap(addr: usize, len: usize) -> Option<isize> {
         let Some((guard, pool)) = Guard::take() else { return Some(-ENOMEM) };
         let (first, n) = pool.overlap(addr, len)?;
         if !pool.release_held(first, n) {
-            wait_for_scrubber(guard);
+            if wait_for_queued(guard, pool).is_err() {
+                return Some(-ENOMEM);
+            }
             continue;
         }
         let (base, end, start) = (pool.base, pool.end(), scrub::running() || pool.dirty_pages >= SCRUB_FROM);

@@ -215,6 +215,11 @@ fn resident_pages(addr: usize, pages: usize) -> usize {
 /// grows the descriptor table, which the kernel does with an RCU grace period (7 ms seen here)
 /// when another thread shares the table, as the scrubber does once started.
 pub fn wake() {
+    // A thread under a seccomp filter of the program's would pass it on to the scrubber, whose
+    // calls the filter was not written for: its work waits for the program's threads' help.
+    if !running() && crate::thread::current().is_filtered() {
+        return;
+    }
     if !RUNNING.swap(true, AcqRel) {
         if !super::demand::active() && unsafe { MEM.0 } < 0 {
             open_mem();
@@ -237,6 +242,8 @@ pub fn wake() {
 }
 
 /// Ends the scrubber, if the process has one (see `super::retire`); the queued runs stay queued.
+/// The pressure file goes with it (the next scrubber opens it again): a program thread that
+/// zeroes queued pages itself then reads no pressure, a call its seccomp filter might refuse.
 pub fn retire() {
     if !running() {
         return;
@@ -247,6 +254,10 @@ pub fn retire() {
     THREAD.await_exit();
     STOP.store(false, Relaxed);
     SLEEPING.store(0, Relaxed);
+    let psi = PSI.swap(-1, Relaxed);
+    if psi >= 0 {
+        unsafe { syscall3(CLOSE, psi as usize, 0, 0) };
+    }
     RUNNING.store(false, Release);
 }
 
