@@ -67,6 +67,14 @@ const HARMLESS_FLAGS: usize = MAP_NORESERVE | MAP_POPULATE | MAP_STACK;
 /// pool starts with the first larger one, so a program that never maps much (a shell,
 /// coreutils, the loader's own small maps) runs as without the service.
 const MIN_SERVED: usize = 128 * 1024;
+/// Mappings of this size or more are filled with huge pages where the kernel can (MADV_HUGEPAGE;
+/// not under pool-demand, whose userfaultfd copies 4 KiB pages); smaller ones and the heap fault
+/// in 4 KiB pages, as natively. Asked for on the whole pool, every short process that mapped a
+/// buffer and touched little of it paid to zero a huge page (sort's 6 MiB buffer for a few lines:
+/// one 2 MiB page per run, where natively a few 4 KiB faults); asked for only where the program
+/// had used a freed 2 MiB densely (the scrubber's refill), the mmap loop was 1.4x faster than
+/// Linux instead of 6x (64 MiB), 1.2x instead of 3.1x (256 MiB).
+const HUGE_FROM: usize = 16 << 20;
 
 /// Freed pages that start the scrubber (4 MiB; or a request that waits for them): a process
 /// that frees a block or two before it exits (ripgrep: 168 KiB) does not pay for a thread.
@@ -279,35 +287,22 @@ fn reserve(bytes: u64, growth: u64) {
     let heap = ((bytes + growth) as usize).next_multiple_of(HUGE_PAGE);
     let size = heap + SPREAD * heap;
     let pages = size / PAGE;
-    let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    let raw = unsafe { syscall6(MMAP, 0, size + HUGE_PAGE, PROT_NONE, flags, usize::MAX, 0) };
-    if failed(raw) || pages >= u32::MAX as usize {
+    let base = reserve_aligned(size);
+    if pages >= u32::MAX as usize {
         sys::die(&[b"cannot reserve the memory pool (--memory-budget too large for this process?)"]);
     }
-    // Aligned to a huge page, so that the buddy's aligned blocks are whole huge pages.
-    let base = (raw as usize).next_multiple_of(HUGE_PAGE);
-    unsafe {
-        if base > raw as usize {
-            syscall3(MUNMAP, raw as usize, base - raw as usize, 0);
-        }
-        syscall3(MUNMAP, base + size, raw as usize + HUGE_PAGE - base, 0);
-    }
-    if !demand::register(base, size) {
-        // The kernel fills the pool with huge pages where it can (userfaultfd copies 4 KiB pages).
-        // Asking for them only where the program had used a freed 2 MiB densely (the scrubber's
-        // refill) kept first touches in 4 KiB pages as natively, but made the mmap loop 1.4x
-        // faster than Linux instead of 6x (64 MiB), 1.2x instead of 3.1x (256 MiB), and did not
-        // change the `seq | sort -rn` pipeline measurably.
-        unsafe { syscall3(MADVISE, base, size, MADV_HUGEPAGE) };
-    }
-    let bookkeeping = |bytes: usize| {
-        sys::map_anon(bytes.next_multiple_of(PAGE)).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's bookkeeping"]))
-    };
+    // Huge pages are asked for per mapping (`mmap`), not for the whole pool.
+    demand::register(base, size);
+    // One mapping for the three arrays: every process under the pool pays for its start-up calls.
+    let state_bytes = pages.next_multiple_of(PAGE);
+    let links_bytes = (pages * 4).next_multiple_of(PAGE);
+    let book = sys::map_anon(state_bytes + 2 * links_bytes)
+        .unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's bookkeeping"]));
     let (state, next, prev) = unsafe {
         (
-            core::slice::from_raw_parts_mut(bookkeeping(pages), pages),
-            core::slice::from_raw_parts_mut(bookkeeping(pages * 4) as *mut u32, pages),
-            core::slice::from_raw_parts_mut(bookkeeping(pages * 4) as *mut u32, pages),
+            core::slice::from_raw_parts_mut(book, pages),
+            core::slice::from_raw_parts_mut(book.add(state_bytes) as *mut u32, pages),
+            core::slice::from_raw_parts_mut(book.add(state_bytes + links_bytes) as *mut u32, pages),
         )
     };
     unsafe {
@@ -334,6 +329,34 @@ fn reserve(bytes: u64, growth: u64) {
     END.store(base + size, Relaxed);
     READY.store(true, Release);
     unsafe { (*core::ptr::addr_of_mut!(POOL)).as_mut().unwrap_unchecked() }.publish();
+}
+
+/// `size` bytes of address space (a multiple of HUGE_PAGE), PROT_NONE and not populated, aligned
+/// to a huge page so that the buddy's aligned blocks are whole huge pages. The kernel aligns an
+/// anonymous mapping of whole huge pages itself where transparent huge pages are built in (one
+/// call); elsewhere a huge page more is mapped and the ends trimmed.
+fn reserve_aligned(size: usize) -> usize {
+    let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    let map = |len: usize| unsafe { syscall6(MMAP, 0, len, PROT_NONE, flags, usize::MAX, 0) };
+    let raw = map(size);
+    if !failed(raw) && raw as usize % HUGE_PAGE == 0 {
+        return raw as usize;
+    }
+    if !failed(raw) {
+        unsafe { syscall3(MUNMAP, raw as usize, size, 0) };
+    }
+    let raw = map(size + HUGE_PAGE);
+    if failed(raw) {
+        sys::die(&[b"cannot reserve the memory pool (--memory-budget too large for this process?)"]);
+    }
+    let base = (raw as usize).next_multiple_of(HUGE_PAGE);
+    unsafe {
+        if base > raw as usize {
+            syscall3(MUNMAP, raw as usize, base - raw as usize, 0);
+        }
+        syscall3(MUNMAP, base + size, raw as usize + HUGE_PAGE - base, 0);
+    }
+    base
 }
 
 /// Before fork: no other thread (nor the scrubber) may be half-way through the pool's
@@ -694,6 +717,9 @@ pub fn mmap(a: &[usize; 6]) -> Option<isize> {
     Some(match allocate(pages_of(len)) {
         Ok(None) => return None,
         Ok(Some(addr)) => {
+            if len >= HUGE_FROM && !demand::active() {
+                unsafe { syscall3(MADVISE, addr, len, MADV_HUGEPAGE) };
+            }
             if flags & MAP_POPULATE != 0 {
                 // Fresh or dropped pages are not populated yet (an old kernel's EINVAL: they
                 // fault in at first touch).
