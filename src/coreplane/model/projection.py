@@ -21,12 +21,14 @@ def concurrency(profile: Profile) -> int:
 
 def project(profile: Profile, gamma: float, fc_ns: float, policy: Policy, delegate_threads: int = 1,
             compute_cores: int = 1, control_cores: int = 1, spin_ns: float | None = None,
-            local_ns: Mapping[str, float] | None = None, startup_ns: float = 0.0) -> dict:
+            local_ns: Mapping[str, float] | None = None, startup_ns: float = 0.0,
+            yield_ns: float | None = None) -> dict:
     """Each model's result as a dict (queueing: `applicable` false, with the reason, where no
     queue can form; `saturated` where one grows without bound), and `answer`: the headline's.
     `local_ns`, `spin_ns` and `startup_ns` are what coreplane's runtime adds (from a
     calibration, model/calibration.py): the start-up is added to every projected time but the
-    naive model's, which stays the paper's eq. 3."""
+    naive model's, which stays the paper's eq. 3. `yield_ns` (calibration.yield_ns) gives the
+    closed model the control-core hand-overs between processes that delegate side by side."""
     def timed(result: dict) -> dict:
         if startup_ns and result.get("speedup") is not None:
             result["speedup"] = with_startup(profile.wall_ns, result["speedup"], startup_ns)
@@ -43,7 +45,8 @@ def project(profile: Profile, gamma: float, fc_ns: float, policy: Policy, delega
         results["queueing"] = {"applicable": True, **timed(queueing(profile, gamma, fc_ns, policy, delegate_threads,
                                                                     local_ns=local_ns).to_dict())}
     results["closed"] = timed(closed(profile, gamma, fc_ns, policy, compute_cores=compute_cores,
-                                     control_cores=control_cores, spin_ns=spin_ns, local_ns=local_ns).to_dict())
+                                     control_cores=control_cores, spin_ns=spin_ns, local_ns=local_ns,
+                                     yield_ns=yield_ns).to_dict())
     head = results[HEADLINE]
     results["answer"] = {"model": HEADLINE, "description": head["model"], "speedup": head["speedup"],
                          "time_ns": head["time_ns"], "concurrency": alive}

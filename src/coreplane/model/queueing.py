@@ -366,7 +366,28 @@ def _phase_part(segment: Segment, share: Share, delegated: frozenset[str], scale
     return split(Segment(segment.label, segment.compute_ns * share.compute, calls), delegated, scale)
 
 
-def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: float, spin: float) -> _Load:
+# The share of a delegated call's blocked time (beyond its CPU time, `cpu_scale`) that its
+# caller's spin takes from the compute cores when other processes delegate in the same phase
+# and they outnumber the compute cores: the caller spins through it (it cannot tell a blocked
+# read from a slow round trip) while the stage it waits for runs on the same core, and the
+# scheduler gives each of the two runnable threads half of it. Measured (session 12): a 3-stage
+# pipeline of 8 KiB calls (head -c | tr | sha256sum) at F = 0 took 245 ms; spinning through
+# blocked time at full weight projects 380 ms, at half 271 ms.
+BLOCKED_SHARE = 0.5
+
+
+def _delegating_processes(profile: Profile, phase: list[Share], parts: list[Split]) -> dict[int, float]:
+    """Delegated calls of each process (by pid) in a phase: each process has its own delegates."""
+    calls: dict[int, float] = {}
+    for share, part in zip(phase, parts):
+        if part.remote_calls:
+            pid = profile.threads[share.thread].pid if profile.multithreaded else 0
+            calls[pid] = calls.get(pid, 0.0) + part.remote_calls
+    return calls
+
+
+def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: float, spin: float,
+                    blocked_share: float = 1.0) -> _Load:
     """A thread's cycle with delegation: once per delegated call, its share of the computation
     and local calls on the compute cores plus the part of the round trip it spins there (at most
     `spin`), the delegate's g/n at the control cores, the rest of the round trip and its blocked
@@ -374,7 +395,8 @@ def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: 
     a delegated call's time was blocked in the kernel, which its caller, not knowing, spins
     through like the rest of the round trip rt = g/n + 2·f_c (a stage's read of an empty pipe
     holds the one compute core the stage that would fill it needs); the rest of a local call's
-    time is blocked time, a delay."""
+    time is blocked time, a delay. `blocked_share` (BLOCKED_SHARE where processes delegate side by
+    side) is how much of the spin through blocked time takes the compute core; the rest is delay."""
     work = (part.compute_ns / gamma + part.local_ns) * r
     blocked += part.local_ns * (1.0 - r)
     n = part.remote_calls
@@ -383,8 +405,42 @@ def _projected_load(part: Split, r: float, blocked: float, gamma: float, fc_ns: 
     service = part.remote_g_ns * r / n
     rt = part.remote_g_ns / n + 2.0 * fc_ns
     held = min(spin, rt)
+    # The part of the spin through blocked time that the compute cores give to other threads.
+    shared = (1.0 - blocked_share) * max(0.0, held - (service + 2.0 * fc_ns))
     at_control = min(service, rt - held)
-    return _Load(work / n + held, at_control, rt - held - at_control + blocked / n, float(n))
+    return _Load(work / n + held - shared, at_control, rt - held - at_control + blocked / n + shared, float(n))
+
+
+def _handover_ns(profile: Profile, phase: list[Share], parts: list[Split], wall_ns: float, native_ns: float,
+                 fc_ns: float, spin: float, yield_ns: float, control_cores: int) -> tuple[float, float]:
+    """The control-core hand-overs of one phase: (their number, the time they add). Each process
+    has its own delegate (a shell pipeline's stages each have one), and all of them spin on the
+    control cores. A call of the process that makes most of the phase's delegated calls (the
+    main one: a stage writing line by line) wakes the next stage's delegate, blocked in its read
+    of the pipe; that delegate takes the core for its own round trip, 2·f_c, and, once idle,
+    polls on until it yields the core (every `yield_ns`: delegate.rs's YIELD_EVERY pauses),
+    while the main delegate waits with its call claimed and in flight. So each hand-over adds
+    2·f_c + `yield_ns`, weighted by the share of the phase the main process has a call on the
+    control core, ρ = n_main·2·f_c / wall (none when its delegate is idle anyway).
+
+    How many: under delegation the stages read in other batches than in the profile (0.1-0.2 of
+    the profile's reads at F = 0, up to 7x as many at 10 µs), and the control core changed hands
+    about once per `spin` + `yield_ns` (a stage's caller polls `spin` on a blocked read before it
+    sleeps and is woken across cores): 8-10 k turns a second at F = 0, 4-5 k at 10 µs. So at most
+    wall / (spin + `yield_ns`), at most one per call of the main process, and at most the other
+    processes' own calls as often again as the phase is slowed down. With P processes and c
+    control cores, the share (P − c)/(P − 1) of them (none when each delegate can have a core)."""
+    calls = _delegating_processes(profile, phase, parts)
+    if len(calls) < 2 or control_cores >= len(calls) or wall_ns <= 0:
+        return 0.0, 0.0
+    main = max(calls.values())
+    round_trip = 2.0 * fc_ns
+    rho = min(1.0, main * round_trip / wall_ns)
+    others = sum(calls.values()) - main
+    slowed = max(1.0, wall_ns / native_ns) if native_ns > 0 else 1.0
+    count = min(wall_ns / (spin + yield_ns), main, others * slowed)
+    count *= (len(calls) - control_cores) / (len(calls) - 1)
+    return count, count * (round_trip + yield_ns) * rho
 
 
 @dataclass
@@ -407,6 +463,8 @@ class ClosedResult:
     speedup: float
     time_ns: float
     native_model_ns: float
+    handovers: float = 0.0      # control-core hand-overs between processes' delegates (`_handover_ns`)
+    handover_ns: float = 0.0    # the time they add
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -414,7 +472,7 @@ class ClosedResult:
 
 def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute_cores: int = 1,
            control_cores: int = 1, spin_ns: float | None = None,
-           local_ns: Mapping[str, float] | None = None) -> ClosedResult:
+           local_ns: Mapping[str, float] | None = None, yield_ns: float | None = None) -> ClosedResult:
     """The closed (finite-source) queueing model: S = wall without delegation / wall with it.
 
     Each thread is one customer; it cycles once per delegated call through the compute cores
@@ -426,26 +484,36 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
     for it, was spent blocked (a pipeline stage's read of an empty pipe) and is a delay too,
     natively and delegated. The run is solved phase by phase (`phases`): the threads alive in a phase,
     each with the share of its load that falls there; the phases' wall times add up. With one
-    thread the result is eq. 11's."""
+    thread the result is eq. 11's. `yield_ns` (the delegates' yield period, from a calibration:
+    model/calibration.yield_ns) adds the control-core hand-overs between processes that
+    delegate side by side (`_handover_ns`); None leaves them out."""
     if compute_cores < 1 or control_cores < 1:
         raise ValueError("compute_cores and control_cores must be at least 1")
     delegated, scale = delegated_set(profile, policy), local_scale(profile, local_ns)
     segments, cpu = profile.segments(), cpu_scale(profile)
     spin = float("inf") if spin_ns is None else float(spin_ns)
     cuts, parents = phases(profile)
-    wall_nd = wall_d = busy_time = waits = calls = 0.0
+    wall_nd = wall_d = busy_time = waits = calls = handovers = handover_ns = 0.0
     exact = True
     for phase in cuts:
         native, projected = [], []
-        for share in phase:
-            part = _phase_part(segments[share.thread], share, delegated, scale)
+        parts = [_phase_part(segments[share.thread], share, delegated, scale) for share in phase]
+        processes = len(_delegating_processes(profile, phase, parts))
+        shared = BLOCKED_SHARE if processes >= 2 and processes > compute_cores else 1.0
+        for share, part in zip(phase, parts):
             r, blocked = cpu[share.thread], _blocked_ns(profile, share, parents)
             native.append(_Load((part.compute_ns + part.syscall_ns) * r, 0.0, blocked + part.syscall_ns * (1.0 - r), 1.0))
-            projected.append(_projected_load(part, r, blocked, gamma, fc_ns, spin))
-        wall_nd += _solve_group(native, compute_cores, control_cores)[0]
+            projected.append(_projected_load(part, r, blocked, gamma, fc_ns, spin, shared))
+        nd = _solve_group(native, compute_cores, control_cores)[0]
+        wall_nd += nd
         wall, busy, w, c, ok = _solve_group(projected, compute_cores, control_cores)
+        busy_time += busy * wall   # the compute cores wait through the hand-overs added below
+        if yield_ns:
+            n, added = _handover_ns(profile, phase, parts, wall, nd, fc_ns, spin, yield_ns, control_cores)
+            handovers += n
+            handover_ns += added
+            wall += added
         wall_d += wall
-        busy_time += busy * wall
         waits += w
         calls += c
         exact = exact and ok
@@ -455,4 +523,5 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
         model=f"closed MVA, {n_threads} thread(s) on {compute_cores} compute / {control_cores} control core(s)",
         threads=n_threads, compute_cores=compute_cores, control_cores=control_cores, gamma=gamma, fc_ns=fc_ns,
         spin_ns=spin_ns, exact=exact, compute_busy=busy_time / wall_d if wall_d > 0 else 0.0,
-        wait_ns=waits / calls if calls else 0.0, speedup=s, time_ns=profile.wall_ns / s, native_model_ns=wall_nd)
+        wait_ns=waits / calls if calls else 0.0, speedup=s, time_ns=profile.wall_ns / s, native_model_ns=wall_nd,
+        handovers=handovers, handover_ns=handover_ns)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.model.calibration import Calibration, delegated_run, profiled_startup_ns, with_startup
+from coreplane.model.calibration import Calibration, delegated_run, profiled_startup_ns, with_startup, yield_ns
 from coreplane.model.estimate import ForwardCost, aggregate_gamma, leave_one_out, solve_gamma
 from coreplane.model.naive import naive
 from coreplane.model.projection import HEADLINE, project
@@ -85,7 +85,7 @@ def speedups(subject: Subject, config: Config, cal: Calibration, machine: Machin
         "queueing": with_startup(subject.native_ns, None if q.saturated else q.speedup, startup),
         "closed": with_startup(subject.native_ns, closed(prof, gamma, fc, pol, compute_cores=machine.compute_count,
                                                 control_cores=machine.control_count, spin_ns=cal.spin_ns(config.fc_ns),
-                                                local_ns=local).speedup, startup),
+                                                local_ns=local, yield_ns=yield_ns(cal)).speedup, startup),
         "project": _as_project(subject, config, cal, machine, gamma, statistic),
     }
 
@@ -99,7 +99,7 @@ def _as_project(subject: Subject, config: Config, cal: Calibration, machine: Mac
     cost = delegated_run(prof, pol, cal, gamma, config.fc_ns, statistic)
     fc, startup = cost.fc_ns, cost.added_ns - profiled_startup_ns(prof, cal)
     answer = project(prof, gamma, fc, pol, 1, machine.compute_count, machine.control_count,
-                     cal.spin_ns(config.fc_ns), None, startup)["answer"]
+                     cal.spin_ns(config.fc_ns), None, startup, yield_ns=yield_ns(cal))["answer"]
     return None if answer["time_ns"] is None else subject.native_ns / answer["time_ns"]
 
 
