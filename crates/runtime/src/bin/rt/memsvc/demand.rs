@@ -76,10 +76,10 @@ pub fn running() -> bool {
 }
 
 /// When chosen: registers the pool [base, base + size) with a userfaultfd and starts the
-/// handler; false (nothing done) when the pool is the kernel's to fill.
-pub fn register(base: usize, size: usize) -> bool {
+/// handler; nothing when the pool is the kernel's to fill.
+pub fn register(base: usize, size: usize) {
     if !CHOSEN.load(Relaxed) {
-        return false;
+        return;
     }
     let fd = unsafe { syscall3(USERFAULTFD, O_CLOEXEC, 0, 0) };
     if fd < 0 {
@@ -108,7 +108,6 @@ pub fn register(base: usize, size: usize) -> bool {
     ACTIVE.store(true, Release);
     RUNNING.store(true, Release);
     THREAD.spawn(handler_main, b"fault handler thread");
-    true
 }
 
 /// Before the pool moves pages with mremap (`super::mremap`): takes the userfaultfd off the range
