@@ -54,8 +54,9 @@ struct Args {
     /// each syscall per thread (1: time every call). Counts are always exact.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=coreplane_runtime::config::TIME_EVERY_MAX))]
     time_every: u64,
-    /// Fast path through a sled at address 0 even on a CPU without protection keys, where page 0
-    /// then reads as sled bytes instead of faulting (default: relocated sites, page 0 unmapped).
+    /// Fast path through a sled at address 0 instead of relocated sites (the default, page 0
+    /// unmapped): a NULL call then enters the runtime, and without protection keys page 0 reads
+    /// as sled bytes.
     #[arg(long)]
     null_page_sled: bool,
     /// vDSO calls (clock_gettime, gettimeofday, time, getcpu, clock_getres): `native` leaves them
@@ -262,10 +263,13 @@ fn main() {
     }
     if args.null_page_sled {
         cfg += ";sled=1";
+        // Asked for, so given; but the program should not learn of it from a crash.
         if !coreplane_runtime::config::protection_keys() {
-            // Asked for, so given; but the program should not learn of it from a crash.
             error_line("warning: --null-page-sled on a CPU without protection keys: page 0 is readable, so a NULL \
                         read returns sled bytes instead of faulting (a JVM's implicit null checks then crash)");
+        } else {
+            error_line("warning: --null-page-sled: a call through a NULL pointer enters the sled, and so the \
+                        runtime, instead of faulting (NULL reads and writes fault)");
         }
     }
     if args.vdso == Vdso::Intercept {

@@ -95,9 +95,10 @@ def check_sud(host: Host, probes: dict[str, Probe]) -> Finding:
 
 
 def check_fast_path(host: Host, probes: dict[str, Probe]) -> Finding:
-    """Which fast path the runtime takes here: the page-0 sled needs protection keys (an
-    execute-only page 0 that reads fault) and CAP_SYS_RAWIO (to map page 0 at all); elsewhere
-    sites are relocated to trampolines and page 0 stays unmapped (crates/runtime fastpath.rs)."""
+    """Which fast path the runtime takes here: sites relocated to trampolines, page 0 unmapped
+    (crates/runtime fastpath.rs); the page-0 sled only when asked for (--null-page-sled), and
+    what it gives up here: with protection keys a NULL call enters the runtime, without them
+    page 0 reads as sled bytes too (and it needs CAP_SYS_RAWIO to map page 0 at all)."""
     flags = set((cpuinfo_field(host.read("/proc/cpuinfo"), "flags") or "").split())
     keys = {"pku", "ospke"} <= flags
     cap = re.search(r"^CapEff:\s*([0-9a-f]+)", host.read("/proc/self/status") or "", re.M)
@@ -105,11 +106,11 @@ def check_fast_path(host: Host, probes: dict[str, Probe]) -> Finding:
     ev = [f"protection keys: {'yes' if keys else 'no'} (pku, ospke in /proc/cpuinfo flags)",
           f"CAP_SYS_RAWIO: {'yes' if rawio else 'no'}",
           "vDSO calls: native by default (unseen); --vdso intercept profiles and delegates them"]
-    if keys and rawio:
-        return Finding("fast_path", OK, "page-0 sled, execute-only: NULL accesses fault", ev)
-    why = "no protection keys" if not keys else "no CAP_SYS_RAWIO to map page 0"
-    return Finding("fast_path", OK, f"relocating rewrite ({why}); page 0 unmapped, NULL accesses fault; "
-                   "--null-page-sled opts into the sled" + ("" if keys else ", under which page 0 reads as sled bytes"), ev)
+    sled = ("execute-only: a NULL call enters the runtime" if keys else "page 0 reads as sled bytes")
+    if not rawio:
+        sled += "; it needs CAP_SYS_RAWIO to map page 0"
+    return Finding("fast_path", OK, f"relocating rewrite; page 0 unmapped, NULL accesses fault; "
+                   f"--null-page-sled opts into the sled ({sled})", ev)
 
 
 def check_cgroups(host: Host, probes: dict[str, Probe]) -> Finding:

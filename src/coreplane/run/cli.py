@@ -15,8 +15,8 @@ TIME_EVERY_HELP = ("Profile: time one local call in N on average, after the firs
 MEMORY_HELP = ("Anonymous private memory: linux (the kernel's), pool (served in user space by the runtime from "
                "a pool of --memory-budget, freed memory zeroed on a control core) or pool-demand (the same, its "
                "pages filled by the runtime's userfaultfd handler); docs/architecture.md.")
-SLED_HELP = ("Fast path through a sled at address 0 even without protection keys, where page 0 then reads as "
-             "sled bytes instead of faulting (default there: relocated sites, page 0 unmapped).")
+SLED_HELP = ("Fast path through a sled at address 0 instead of relocated sites (the default, page 0 unmapped): "
+             "a NULL call then enters the runtime, and without protection keys page 0 reads as sled bytes.")
 
 
 def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads,

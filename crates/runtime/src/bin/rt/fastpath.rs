@@ -1,13 +1,15 @@
 //! The fast path: a syscall site that trapped once is rewritten to reach the runtime directly.
 //! Its next calls enter `coreplane_fast_entry` without a trap; plain local calls are then made
 //! and counted in a few instructions of assembly, others go to `dispatch::handle`. Two rewrites:
-//! - relocating (the default without protection keys): `mov eax, nr` before the `syscall`
+//! - relocating (the default): `mov eax, nr` before the `syscall`
 //!   becomes `jmp rel32` to a per-site stub in a trampoline page near the code (see
 //!   coreplane_runtime::reloc); page 0 stays unmapped, so NULL reads, writes and calls fault;
-//! - the page-0 sled (the default with protection keys, or `--null-page-sled`): `syscall`
-//!   (0f 05) becomes `call *%rax` (ff d0) into a sled at address 0 that covers every number.
-//!   Page 0 is mapped execute-only, which a CPU without protection keys cannot enforce (there
-//!   it is readable). Mapping it needs CAP_SYS_RAWIO (vm.mmap_min_addr is not changed).
+//! - the page-0 sled (`--null-page-sled` only): `syscall` (0f 05) becomes `call *%rax` (ff d0)
+//!   into a sled at address 0 that covers every number. Page 0 is mapped execute-only, which a
+//!   CPU without protection keys cannot enforce (there it is readable); with them NULL reads and
+//!   writes fault, but a NULL call enters the sled and so the runtime, where natively it faults:
+//!   it was the default with protection keys until a machine that has them ran the NULL-call
+//!   test (session 12). Mapping page 0 needs CAP_SYS_RAWIO (vm.mmap_min_addr is not changed).
 //!   A site that may run on a small stack (Go's Syscall6) is relocated even then: the sled
 //!   enters the ordinary entry, whose Rust path would run on that stack.
 //! In-place writes are atomic for other threads executing the same bytes (see `store_bytes`);
@@ -329,8 +331,8 @@ fn always_timed(nr: usize) -> bool {
     matches!(nr, FUTEX | WAIT4 | WAITID)
 }
 
-/// Fills the call tables and sets up the rewrite: the sled where page 0 can be made
-/// unreadable (or when asked for), else the relocating rewrite.
+/// Fills the call tables and sets up the rewrite: the sled when asked for (and page 0 can be
+/// mapped), else the relocating rewrite.
 pub fn install() {
     let cfg = crate::env::config();
     let mut local = SysSet::EMPTY;
@@ -347,7 +349,7 @@ pub fn install() {
         COREPLANE_FAST_BOUNCE = bounce.0;
         COREPLANE_SAMPLE_MASK = 2 * (cfg.time_every.max(1) - 1);
     }
-    let mode = if (cfg.null_page_sled || coreplane_runtime::config::protection_keys()) && install_sled() {
+    let mode = if cfg.null_page_sled && install_sled() {
         Mode::Sled
     } else if install_relocating() {
         Mode::Relocate
