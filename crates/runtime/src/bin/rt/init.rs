@@ -27,11 +27,15 @@ pub fn start() {
         // leaves the program running unlocked, which `coreplane cell status` shows.
         unsafe { syscall3(MLOCKALL, MCL_CURRENT | MCL_FUTURE, 0, 0) };
     }
-    if env::config().memory_pool > 0 {
+    // An image that starts under a seccomp filter of the program's (inherited across execve)
+    // gets no pool: the kernel serves its memory calls, where the filter sees them as natively,
+    // and the pool's own calls (reserving, zeroing) never meet a filter written for the program.
+    let filtered = sys::seccomp_filtered();
+    if env::config().memory_pool > 0 && !filtered {
         crate::memsvc::start(env::config().memory_pool, env::config().memory_on_demand, env::config().memory_give_back);
     }
     let t = thread::start_thread();
-    if sys::seccomp_filtered() {
+    if filtered {
         t.now_filtered(false);
     }
     app_threads::start(t);

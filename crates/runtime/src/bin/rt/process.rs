@@ -544,8 +544,9 @@ pub fn before_setns(fd: usize, nstype: usize) {
 
 /// A seccomp filter of the program's is about to be put on every thread of the process
 /// (SECCOMP_FILTER_FLAG_TSYNC): the runtime's own threads must not carry it, since it was written
-/// for the program's calls and theirs differ. The memory service's threads end (for good: see
-/// `memsvc::before_filter_on_every_thread`), as does an MCP's monitor (its cores no longer
+/// for the program's calls and theirs differ. The memory service's threads end for good (a thread
+/// a filtered one creates carries its filter, so none starts again: the program's threads zero
+/// freed pool pages themselves when they need them, and the kernel fills a pool-demand pool), as does an MCP's monitor (its cores no longer
 /// follow the MCP), and the delegates too where the caller is the program's only thread (its
 /// calls are local from then on). Among other program threads, a delegate may be in one of
 /// their calls: the delegates stay, carry the filter, and wait for work that no longer comes,
@@ -553,7 +554,7 @@ pub fn before_setns(fd: usize, nstype: usize) {
 /// idle millisecond, sched_yield (which a filter might refuse: a difference that remains).
 pub fn before_filter_on_every_thread() {
     let t = thread::current();
-    crate::memsvc::before_filter_on_every_thread();
+    crate::memsvc::retire();
     crate::mcp::pause();
     if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
         delegate::retire(t.pid);

@@ -71,7 +71,8 @@ const MIN_SERVED: usize = 128 * 1024;
 /// not under pool-demand, whose userfaultfd copies 4 KiB pages); smaller ones and the heap fault
 /// in 4 KiB pages, as natively. Asked for on the whole pool, every short process that mapped a
 /// buffer and touched little of it paid to zero a huge page (sort's 6 MiB buffer for a few lines:
-/// one 2 MiB page per run, where natively a few 4 KiB faults); asked for only where the program
+/// one 2 MiB page per run, where natively a few 4 KiB faults). The hint stays on the pages: a
+/// smaller block later carved from a large mapping's freed pages still gets huge pages. Asked for only where the program
 /// had used a freed 2 MiB densely (the scrubber's refill), the mmap loop was 1.4x faster than
 /// Linux instead of 6x (64 MiB), 1.2x instead of 3.1x (256 MiB).
 const HUGE_FROM: usize = 16 << 20;
@@ -223,7 +224,10 @@ pub fn has_scrubber() -> bool {
     scrub::running() || demand::running()
 }
 
-/// The program's only thread is about to enter seccomp strict mode: the service's threads end, as
+/// The service's threads end: before a call the kernel allows only in a single-threaded process
+/// (`process::alone_for`), before a seccomp filter is put on every thread
+/// (`process::before_filter_on_every_thread`), and before seccomp strict mode, below.
+/// The program's only thread is about to enter strict mode: the service's threads end, as
 /// the delegates do, so that the thread's exit(2) ends the process as natively. That exit may
 /// reach the kernel without the runtime seeing it (the thread no longer traps, and its call
 /// site may never have been rewritten), so the process must not depend on the runtime to end
@@ -236,15 +240,6 @@ pub fn retire() {
     scrub::retire();
 }
 
-/// A seccomp filter of the program's is about to be put on every thread of the process
-/// (SECCOMP_FILTER_FLAG_TSYNC): the service's threads end first, so that it lands on the
-/// program's threads only, and none starts again (a thread created by a filtered one carries its
-/// filter): the program threads zero freed pool pages themselves when they need them (`scrub::help`),
-/// and the kernel fills a pool-demand pool from then on.
-pub fn before_filter_on_every_thread() {
-    retire();
-}
-
 /// Whether the pool exists (`--memory pool`, and a request has started it).
 pub fn enabled() -> bool {
     READY.load(Acquire)
@@ -253,13 +248,7 @@ pub fn enabled() -> bool {
 /// At process start: the pool will be of `bytes`, reserved when a request first needs it;
 /// `on_demand`: its pages are filled by the runtime's fault handler (`--memory pool-demand`);
 /// freed memory goes back to the kernel while the memory pressure is `give_back` % or more.
-/// An image that starts under a seccomp filter of the program's (inherited across execve) gets
-/// no pool: the kernel serves its memory calls, where the filter sees them as natively, and the
-/// pool's own calls (reserving, opening, zeroing) never meet a filter written for the program.
 pub fn start(bytes: u64, on_demand: bool, give_back: u32) {
-    if sys::seccomp_filtered() {
-        return;
-    }
     BUDGET.store(bytes, Relaxed);
     GROW.store(crate::env::config().memory_grow, Relaxed);
     grow::configure(crate::env::config().memory_supervisor);
