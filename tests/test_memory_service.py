@@ -148,6 +148,19 @@ def test_pool_demand_refused_is_one_line(semantics):
         assert proc.returncode == 0 and proc.stdout == "zero ok\n", proc.stderr
 
 
+@pytest.mark.skipif(not UFFD_OK or os.geteuid() != 0, reason=UFFD_WHY or "dropping to another user needs root")
+@pytest.mark.parametrize("drop", [["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], ["unshare", "-Ur"]])
+def test_pool_demand_descendant_refused_userfaultfd_runs_as_natively(semantics, drop):
+    # Before: a descendant that gave up CAP_SYS_PTRACE (postgres's initdb run by `su nobody`,
+    # anything in a user namespace) died with 127 at its first pool reservation. Now the
+    # kernel fills its pool's pages, as under --memory pool.
+    argv = [*drop, str(semantics), "zero"]
+    native = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert native.returncode == 0, native.stderr
+    proc = run_pool(*argv, memory="pool-demand")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, native.stdout, "")
+
+
 @pytest.mark.parametrize("memory", MEMORY_MODES)
 def test_exhaustion_is_enomem_and_memory_comes_back(semantics, memory):
     proc = run_pool(str(semantics), "exhaust", budget="64M", memory=memory)
