@@ -153,7 +153,7 @@ def test_sigkill_of_the_program_cleans_the_cell(tmp_path):
             try:
                 argv = open(f"/proc/{pid}/cmdline").read().split("\0")
                 if pid.isdigit() and os.readlink(f"/proc/{pid}/exe").endswith("coreplane-rt") and \
-                        argv[1].endswith("sleep") and argv[3] == duration:
+                        argv[0] == "sleep" and argv[1] == duration:
                     victim = int(pid)
             except (OSError, IndexError):
                 continue

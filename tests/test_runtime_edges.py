@@ -283,3 +283,59 @@ def test_a_program_that_drops_privileges_is_profiled(mode, tmp_path):
     assert (proc.returncode, proc.stdout) == (3, "dropped\n"), proc.stderr
     exes = [p["exe"] for p in json.loads(prof.read_text())["processes"]]
     assert exes[0].endswith("setpriv") and any(e.endswith(("/sh", "/dash")) for e in exes[1:]), exes
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_program_the_dropping_caller_may_reach_only_before_its_execve_runs(built, mode):
+    # setpriv keeps CAP_DAC_OVERRIDE up to its execve and loses it there, so natively it starts a
+    # program in a directory only root may search (pytest's 0700 temporary directory). Before:
+    # "Permission denied", 126: access(2) checked with the real uid, and the loader opened the
+    # program after the exec, with the credentials already dropped.
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", str(built / "arg_edges")]
+    assert os.stat(built).st_mode & 0o077 == 0 or pytest.skip("the temporary directory is searchable by others")
+    native = watched(argv)
+    proc = watched(CLI + ["run", "--delegate", mode, "--", *argv])
+    assert native.returncode == 0, native.stderr
+    assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_proc_shows_the_programs_name_command_line_and_environment(mode, tmp_path):
+    # What ps, pgrep -x, pkill -f and pidof read. Before: comm "exe" (or "coreplane-rt" for the
+    # first process), cmdline "coreplane-rt /usr/bin/sh sh -c ...", and the runtime's configuration
+    # in environ; a program overwriting argv[0] (setproctitle) changed nothing there, and
+    # /proc/self/auxv was the runtime's (its own entry point).
+    script = ("cat /proc/$$/comm /proc/self/comm; tr '\\0' ' ' < /proc/$$/cmdline; echo; "
+              "tr '\\0' '\\n' < /proc/$$/environ | grep -c '^COREPLANE_' || true; pgrep -x -s 0 sh | wc -l")
+    argv = ["sh", "-c", script, "name"]
+    native = watched(argv)
+    proc = watched(CLI + ["run", "--delegate", mode, "--", *argv])
+    assert proc.stdout == native.stdout, proc.stderr
+    assert native.stdout.startswith("sh\ncat\nsh -c ")
+    setproctitle = tmp_path / "setproctitle.c"
+    setproctitle.write_text(SETPROCTITLE)
+    exe = tmp_path / "spt"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(setproctitle)], check=True)
+    same_as_natively(exe, mode)
+
+
+SETPROCTITLE = r"""
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+int main(int argc, char **argv) {
+    (void)argc;
+    unsigned long aux[2] = {0, 0};
+    FILE *a = fopen("/proc/self/auxv", "r");
+    while (fread(aux, sizeof aux, 1, a) == 1 && aux[0] != AT_ENTRY) {}
+    printf("auxv entry %s\n", aux[0] == AT_ENTRY && aux[1] == getauxval(AT_ENTRY) ? "as given" : "differs");
+    memset(argv[0], 'x', strlen(argv[0]));
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    char b[4096];
+    size_t n = fread(b, 1, sizeof b, f);
+    for (size_t i = 0; i < n; i++) putchar(b[i] ? b[i] : '|');
+    putchar('\n');
+    return 0;
+}
+"""

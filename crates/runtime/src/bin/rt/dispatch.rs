@@ -21,7 +21,7 @@ pub fn answered_by_runtime(nr: usize) -> bool {
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
         | MUNMAP | MPROTECT | MREMAP | MMAP | SHMAT | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS
         | CLOSE_RANGE | DUP2 | DUP3)
-        || nr == crate::memsvc::BRK && crate::env::config().memory_pool > 0
+        || nr == BRK && crate::env::config().memory_pool > 0
         // close is frequent: through the runtime (+35 ns) only where it may hold descriptors.
         || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())
 }
@@ -61,7 +61,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             }
             filtered_from_now(run(nr, a), a[1])
         }
-        MMAP | MUNMAP | MPROTECT | MREMAP | crate::memsvc::BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,
+        MMAP | MUNMAP | MPROTECT | MREMAP | BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,
         // A mapping at a place the kernel picks replaces nothing, so it changes no answer of
         // `textmap`, unless it executes: new text (a JIT's, or a library dlopen maps whole with
         // its executable first segment) was else left off a complete map, and its sites trapped

@@ -195,6 +195,27 @@ fn resolve_script(mut path: *const u8, argv: &mut Argv) -> *const u8 {
     fail(unsafe { sys::cstr(path) }, b"too many levels of #! interpreters")
 }
 
+/// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, or
+/// `coreplane-rt:FD` when the caller opened the ELF program as FD with its credentials before
+/// the exec (process::execve), for the loader to map from there (`given_fd`).
+pub fn rt_argv0(fd: Option<usize>, buf: &mut [u8; 40]) -> &[u8; 40] {
+    let mut digits = [0u8; 20];
+    match fd {
+        Some(fd) => sys::concat(&[RT_NAME, b":", sys::fmt_u64(fd as u64, &mut digits)], buf),
+        None => sys::concat(&[RT_NAME], buf),
+    };
+    buf
+}
+
+const RT_NAME: &[u8] = b"coreplane-rt";
+
+/// The program's descriptor that `rt_argv0` named in argv[0], if any.
+fn given_fd(argv0: *const u8) -> Option<usize> {
+    let name = unsafe { sys::cstr(argv0) };
+    let digits = name.strip_prefix(RT_NAME)?.strip_prefix(b":")?;
+    coreplane_runtime::config::parse_u64(digits).map(|fd| fd as usize)
+}
+
 /// Loads the program named by argv[1] and enters it; never returns.
 pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let argc = *sp;
@@ -215,10 +236,11 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let argv_buf = sys::map_anon(page_up((prog_argc + 2 * MAX_SHEBANG_DEPTH + 1) * 8)).unwrap_or_else(|| sys::die(&[b"out of memory"])) as *mut *const u8;
     core::ptr::copy_nonoverlapping(kargv.add(2), argv_buf, prog_argc);
     let mut argv = Argv { ptrs: argv_buf, len: prog_argc };
-    let exec_path = resolve_script(*kargv.add(1), &mut argv);
+    let given = given_fd(*kargv);
+    let exec_path = if given.is_some() { *kargv.add(1) } else { resolve_script(*kargv.add(1), &mut argv) };
 
     let mut phs = [Phdr::default(); MAX_PHDRS];
-    let fd = open_read(exec_path);
+    let fd = given.unwrap_or_else(|| open_read(exec_path));
     let (eh, nph) = read_headers(exec_path, fd, &mut phs);
     let prog = map_image(exec_path, fd, &eh, &phs[..nph]);
     crate::exe::remember_exe(fd);
@@ -252,10 +274,12 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
         push(*argv.ptrs.add(i) as usize);
     }
     push(0);
+    let mut kept_env = 0;
     for i in 0..n_env {
         let e = *envp.add(i);
         if e != crate::env::CONFIG_ENV && e != crate::env::TASK_ENV {
             push(e as usize);
+            kept_env += 1;
         }
     }
     push(0);
@@ -276,6 +300,11 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     }
     push(AT_NULL);
     push(0);
+    crate::cmdline::name(sys::cstr(*kargv.add(1)));
+    let env_at = argv.len + 2;
+    let aux_at = env_at + kept_env + 1;
+    crate::cmdline::publish(vec.add(1) as *mut *const u8, argv.len, vec.add(env_at) as *mut *const u8, kept_env,
+                            vec.add(aux_at), w - aux_at);
     let old_end = auxv.add(2 * (n_aux + 1)) as usize;
     let new_sp = (old_end - w * 8) & !15;
     crate::init::start();

@@ -8,7 +8,7 @@ use crate::exe::exe;
 use crate::placement::{self, Key};
 use crate::sigframe::{gregs, NGREG};
 use crate::sys::{self, *};
-use crate::{app_threads, delegate, profile, sud, thread};
+use crate::{app_threads, delegate, loader, profile, sud, thread};
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
@@ -346,28 +346,37 @@ pub fn fork() -> isize {
     fork_here(FORK, &[0; 6])
 }
 
-/// Fails like the kernel would, before the runtime is re-executed for `path`.
-fn precheck(path: *const u8) -> isize {
+/// Fails like the kernel would, before the runtime is re-executed for `path`, with the caller's
+/// credentials as they are before the exec (effective ids and capabilities, as execve checks
+/// them; access(2) would use the real ids and drop the capabilities). An ELF program stays open
+/// (its descriptor returned; None for a #! script): the loader maps it from that descriptor, since
+/// after the exec the credentials may no longer reach it (setpriv and su keep CAP_DAC_OVERRIDE
+/// up to the execve of a program in a directory only root may search, then drop it).
+fn precheck(path: *const u8) -> Result<Option<usize>, isize> {
     let fd = unsafe { syscall3(OPEN, path as usize, O_RDONLY | O_CLOEXEC, 0) };
     if fd < 0 {
-        return fd;
+        return Err(fd);
     }
     let mut head = [0u8; 4];
     let n = unsafe { syscall6(PREAD64, fd as usize, head.as_mut_ptr() as usize, 4, 0, 0, 0) };
+    let elf = n == 4 && &head == b"\x7fELF";
+    let verdict = match access_x(path) {
+        denied if denied < 0 => Err(denied),
+        _ if elf => return Ok(Some(fd as usize)),
+        _ if n >= 2 && &head[..2] == b"#!" => Ok(None),
+        _ => Err(-ENOEXEC),
+    };
     unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    let ok = access_x(path);
-    if ok < 0 {
-        return ok;
-    }
-    if n >= 2 && (&head[..2] == b"#!" || (n == 4 && &head == b"\x7fELF")) {
-        0
-    } else {
-        -ENOEXEC
-    }
+    verdict
 }
 
+/// Whether the caller may execute `path`, by its effective ids and capabilities
+/// (faccessat2 with AT_EACCESS; before Linux 5.8, access(2)).
 fn access_x(path: *const u8) -> isize {
-    unsafe { syscall3(ACCESS, path as usize, 1 /* X_OK */, 0) }
+    const FACCESSAT2: usize = 439;
+    const AT_EACCESS: usize = 0x200;
+    let r = unsafe { syscall6(FACCESSAT2, AT_FDCWD as usize, path as usize, 1 /* X_OK */, AT_EACCESS, 0, 0) };
+    if r == -ENOSYS { unsafe { syscall3(ACCESS, path as usize, 1, 0) } } else { r }
 }
 
 fn count(v: *const *const u8) -> usize {
@@ -387,14 +396,8 @@ static UNINTERPOSED: AtomicBool = AtomicBool::new(false);
 /// a tracer that attached itself (strace's PTRACE_SEIZE) before the program's execve.
 fn tracer_attached() -> bool {
     const FIELD: &[u8] = b"\nTracerPid:\t";
-    let fd = unsafe { syscall3(OPEN, b"/proc/thread-self/status\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
-    if fd < 0 {
-        return false;
-    }
     let mut buf = [0u8; 2048];
-    let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr() as usize, buf.len()) };
-    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    let text = &buf[..n.max(0) as usize];
+    let Some(text) = sys::read_once(b"/proc/thread-self/status\0", &mut buf) else { return false };
     text.windows(FIELD.len()).position(|w| w == FIELD).is_some_and(|at| text.get(at + FIELD.len()) != Some(&b'0'))
 }
 
@@ -422,10 +425,10 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     if unsafe { sys::cstr(path) } == PROC_SELF_EXE {
         path = exe().as_ptr();
     }
-    let r = precheck(path);
-    if r < 0 {
-        return r;
-    }
+    let image_fd = match precheck(path) {
+        Ok(fd) => fd,
+        Err(e) => return e,
+    };
     let (argv, envp) = (argv as *const *const u8, envp as *const *const u8);
     let (na, ne) = (count(argv), count(envp));
     let words = (2 + na + 1) + (ne + 3);
@@ -441,8 +444,9 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             w
         };
         let interposed = !UNINTERPOSED.load(Relaxed) && !tracer_attached();
+        let mut rt_name = [0u8; 40];
         if interposed {
-            push(b"coreplane-rt\0".as_ptr());
+            push(loader::rt_argv0(image_fd, &mut rt_name).as_ptr());
             push(path);
         }
         for i in 0..na {
@@ -464,7 +468,13 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         // thread-self: /proc/self is the thread-group leader's, whose exe and fd table are gone
         // once it ended with exit(2) while this thread lives on (execve then failed ENOENT).
         let image = if interposed { b"/proc/thread-self/exe\0".as_ptr() } else { path };
+        if let (true, Some(fd)) = (interposed, image_fd) {
+            syscall3(FCNTL, fd, F_SETFD, 0);
+        }
         let r = syscall3(EXECVE, image as usize, buf as usize, buf.add(env_start) as usize);
+        if let Some(fd) = image_fd {
+            syscall3(CLOSE, fd, 0, 0);
+        }
         profile::end_process_undo();
         syscall3(MUNMAP, buf as usize, words * 8, 0);
         r

@@ -14,6 +14,7 @@ pub const CLOSE_RANGE: usize = 436;
 pub const MMAP: usize = 9;
 pub const MPROTECT: usize = 10;
 pub const MUNMAP: usize = 11;
+pub const BRK: usize = 12;
 pub const MREMAP: usize = 25;
 pub const SHMAT: usize = 30;
 /// shmat's flag to replace what is mapped at the address, as mmap's MAP_FIXED does.
@@ -85,6 +86,7 @@ pub const E2BIG: isize = 7;
 pub const EINVAL: isize = 22;
 pub const EFBIG: isize = 27;
 pub const EPIPE: isize = 32;
+pub const ENOSYS: isize = 38;
 
 pub const SIGKILL: usize = 9;
 pub const SIGSYS: usize = 31;
@@ -294,6 +296,18 @@ pub fn concat(parts: &[&[u8]], out: &mut [u8]) -> usize {
     n
 }
 
+/// The first read(2) of the file at `path` (NUL-terminated) into `buf`: enough for the small
+/// /proc files the runtime looks at once. None when it cannot be opened.
+pub fn read_once<'a>(path: &[u8], buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    let fd = unsafe { syscall3(OPEN, path.as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr() as usize, buf.len()) };
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    Some(&buf[..n.max(0) as usize])
+}
+
 /// Formats `v` in decimal into `buf`, returning the digits.
 pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
@@ -321,6 +335,7 @@ pub const SOCKET: usize = 41;
 pub const CONNECT: usize = 42;
 pub const FCNTL: usize = 72;
 pub const F_DUPFD_CLOEXEC: usize = 1030;
+pub const F_SETFD: usize = 2;
 pub const AF_UNIX: usize = 1;
 pub const SOCK_CLOEXEC: usize = 0o2000000;
 pub const SOL_SOCKET: usize = 1;

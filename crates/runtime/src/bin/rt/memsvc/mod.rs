@@ -49,7 +49,6 @@ const HUGE_PAGES: usize = HUGE_PAGE / PAGE;
 pub(crate) const MADVISE: usize = 28;
 pub(crate) const MINCORE: usize = 27;
 pub(crate) const MADV_DONTNEED: usize = 4;
-pub const BRK: usize = 12;
 const MADV_HUGEPAGE: usize = 14;
 const MADV_POPULATE_WRITE: usize = 23;
 pub(crate) const MAP_NORESERVE: usize = 0x4000;
