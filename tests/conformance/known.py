@@ -57,6 +57,13 @@ FIXED = (
     "- **A child cloned onto a one-page stack died of SIGSEGV** (2 programs, clone-flags, ioctl_nsfs): each "
     "dispatch trap put a ~7 KB frame on that page; such a child now gets the runtime's signal stack, which "
     "the program does not see (08b6fd8). Test: tests/programs/small_stack_child.c.\n"
+    "- **What other processes saw of a program, and a caller's credentials at execve** (session 13, found "
+    "with programs of many runtimes outside the corpora): /proc/PID/comm was `exe` (or `coreplane-rt`), "
+    "cmdline `coreplane-rt /usr/bin/sleep sleep 2`, environ held the runtime's configuration, so ps, "
+    "pgrep -x and pkill -f missed the program; and setpriv, which keeps CAP_DAC_OVERRIDE up to its execve, "
+    "could not start a program only root may reach (126). The loader now names the process and publishes "
+    "the program's strings and auxv (PR_SET_MM_MAP), and execve opens the program before the exec (bc9606e). "
+    "Tests: the real program ps-pgrep-identity; tests/test_runtime_edges.py.\n"
     "- **Intermittent time-outs under `all`** (2 programs, nlattr_ifaddrmsg, nlattr_ifaddrlblmsg): not seen "
     "again after the hand-off fix (61ab790), likely the same lost completion."
 )

@@ -271,6 +271,9 @@ def cases() -> tuple[list[Case], list[str]]:
                                             "stdbuf -oL seq 3"), group="process"),
         Case("sigpipe-writer", sh("seq 1 1000000 | head -1; python3 -c 'import sys; print(\"x\" * 100000)' | "
                                   "head -c 5; echo; yes | sed 1q"), group="process"),
+        Case("ps-pgrep-identity", sh("sleep 2 & p=$!; sleep 0.3; cat /proc/$p/comm; tr '\\0' ' ' < /proc/$p/cmdline; "
+                                     "echo; ps -o comm=,args= -p $p; pgrep -x -P $$ sleep | grep -c $p; "
+                                     "pkill -P $$ -f '^sleep 2$'; wait $p; echo $?"), group="process"),
         Case("strace-tracing", ["strace", "-f", "-qq", "-e", "trace=exit_group", "-e", "signal=none",
                                 "sh", "-c", "echo traced; exit 2"], group="process"),
         Case("curl-http-server", sh(CURL_SERVER), text, timeout=60, group="network"),
