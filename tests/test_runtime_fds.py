@@ -5,6 +5,7 @@ died on its next read, taking the process with it (erl_child_setup does this at 
 start), and under `--memory pool` the growth supervisor's socket and the scrubber's /proc files
 went the same way, silently."""
 
+import resource
 import subprocess
 from pathlib import Path
 
@@ -28,3 +29,25 @@ def test_closing_every_descriptor_leaves_the_runtime_whole(close_all, memory, ho
     proc = run_cli("run", "--memory", memory, "--memory-budget", "256M", "--delegate", delegate, "--",
                    str(close_all), how, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+def fd_table_size(*run: str) -> int:
+    """FDSize (/proc/PID/status: the descriptor table's size) of a program run as `run` from here,
+    a process whose table holds 64 descriptors (subprocess closes the others)."""
+    argv = ["sh", "-c", "grep FDSize /proc/self/status"]
+    out = (run_cli(*run, "--", *argv, timeout=60) if run else subprocess.run(argv, capture_output=True, text=True)).stdout
+    return int(out.split()[1])
+
+
+@pytest.mark.parametrize("options,grown", [(("--delegate", "all"), True), (("--memory", "pool"), True),
+                                           (("--delegate", "none"), False)])
+def test_the_descriptor_table_is_grown_before_the_runtimes_threads_start(options, grown):
+    # The kernel grows a table shared by several threads only after an RCU grace period. Before,
+    # every growth of a delegating program's table (bfs's directories passing 64, 128, ...) paid
+    # one: bfs under --delegate all took twice its native time; grown while the process has one
+    # thread, it takes its native time (docs/benchmarks.md, session 13).
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1024:
+        pytest.skip("the soft RLIMIT_NOFILE is below 1024: the runtime grows the table to that limit")
+    native = fd_table_size()
+    assert native < 1024
+    assert fd_table_size("run", *options) == (1024 if grown else native)
