@@ -5,6 +5,7 @@
 // its name, its result and errno.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <asm/prctl.h>
 #include <signal.h>
@@ -61,5 +62,29 @@ int main(void)
     show("arch_prctl-set-gs-beyond", syscall(SYS_arch_prctl, ARCH_SET_GS, 0xbadfaceddeadbeefULL));
     show("arch_prctl-get-gs-null", syscall(SYS_arch_prctl, ARCH_GET_GS, NULL));
     show("arch_prctl-get-gs-past-end", syscall(SYS_arch_prctl, ARCH_GET_GS, end));
+
+    // Paths and arrays the runtime looks into (/proc/self/exe, its own environment entries):
+    // unreadable ones fail with EFAULT, and a string that ends just before the unmapped page is
+    // read whole.
+    char buf[64];
+    show("readlink-path-unmapped", syscall(SYS_readlink, end, buf, sizeof buf));
+    show("readlink-path-null", syscall(SYS_readlink, NULL, buf, sizeof buf));
+    show("readlinkat-path-unmapped", syscall(SYS_readlinkat, AT_FDCWD, end, buf, sizeof buf));
+    show("readlink-self-exe-buf-unmapped", syscall(SYS_readlink, "/proc/self/exe", end, sizeof buf));
+    show("readlink-self-exe-size-0", syscall(SYS_readlink, "/proc/self/exe", buf, 0));
+    memcpy(end - 15, "/proc/self/exe", 15);
+    show("readlink-self-exe-at-page-end", syscall(SYS_readlink, end - 15, buf, sizeof buf) > 0);
+    memcpy(end - 2, "x", 2);
+    show("readlink-short-at-page-end", syscall(SYS_readlink, end - 2, buf, sizeof buf));
+    show("execve-path-unmapped", syscall(SYS_execve, end, NULL, NULL));
+    char *argv[] = {"true", NULL};
+    show("execve-argv-unmapped", syscall(SYS_execve, "/bin/true", end - 8, NULL));
+    show("execve-env-entry-unmapped", syscall(SYS_execve, "/bin/true", argv, (char *[]){end, NULL}));
+    show("execveat-path-unmapped", syscall(SYS_execveat, 3, end, argv, NULL, 0));
+    // The runtime keeps the program's handlers: a struct it cannot read or write fails so too.
+    show("rt_sigaction-act-straddling", syscall(SYS_rt_sigaction, SIGUSR1, end - 8, NULL, 8));
+    show("rt_sigaction-oldact-unmapped", syscall(SYS_rt_sigaction, SIGUSR1, NULL, end, 8));
+    show("sigaltstack-unmapped", syscall(SYS_sigaltstack, end, NULL));
+    show("sigaltstack-old-unmapped", syscall(SYS_sigaltstack, NULL, end));
     return 0;
 }

@@ -12,7 +12,8 @@ use crate::{app_threads, delegate, loader, profile, sud, thread};
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-const PROC_SELF_EXE: &[u8] = b"/proc/self/exe";
+/// With its NUL: a path the runtime answers for is compared whole, as the kernel would read it.
+const PROC_SELF_EXE: &[u8] = b"/proc/self/exe\0";
 /// Exit-code marker in a profile: this image was replaced by execve.
 pub const EXEC_MARKER: u64 = 1 << 32;
 
@@ -379,16 +380,6 @@ fn access_x(path: *const u8) -> isize {
     if r == -ENOSYS { unsafe { syscall3(ACCESS, path as usize, 1, 0) } } else { r }
 }
 
-fn count(v: *const *const u8) -> usize {
-    let mut n = 0;
-    if !v.is_null() {
-        while unsafe { !(*v.add(n)).is_null() } {
-            n += 1;
-        }
-    }
-    n
-}
-
 /// Set when a thread of this process asked to be traced (see `traced`).
 static UNINTERPOSED: AtomicBool = AtomicBool::new(false);
 
@@ -421,20 +412,28 @@ pub fn traced(result: isize) -> isize {
 /// the environment, so the new image is intercepted from its first instruction (the program
 /// itself, without the runtime's entries in the environment, in a traced process).
 pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
-    let mut path = path as *const u8;
-    if unsafe { sys::cstr(path) } == PROC_SELF_EXE {
-        path = exe().as_ptr();
-    }
+    let t = thread::current();
+    let path = if t.program_starts_with(path, PROC_SELF_EXE) { exe().as_ptr() } else { path as *const u8 };
     let image_fd = match precheck(path) {
         Ok(fd) => fd,
         Err(e) => return e,
     };
+    let (Some(na), Some(ne)) = (t.program_array_len(argv), t.program_array_len(envp)) else {
+        return given_up(image_fd, -EFAULT);
+    };
     let (argv, envp) = (argv as *const *const u8, envp as *const *const u8);
-    let (na, ne) = (count(argv), count(envp));
     let words = (2 + na + 1) + (ne + 3);
     let mut task = [0u8; 96];
-    placement::env_entry(&thread::current().place, &mut task);
-    let Some(buf) = sys::map_anon((words * 8 + PAGE - 1) & !(PAGE - 1)) else { return -ENOMEM };
+    placement::env_entry(&t.place, &mut task);
+    let size = (words * 8 + PAGE - 1) & !(PAGE - 1);
+    let Some(buf) = sys::map_anon(size) else { return given_up(image_fd, -ENOMEM) };
+    // The new vector may fill a hole the program's pointers point into (strace's tests place
+    // arguments before an unmapped page): natively the kernel finds nothing mapped there.
+    let inside = |p: *const u8| (buf as usize..buf as usize + size).contains(&(p as usize));
+    if inside(path) || (0..na).any(|i| inside(unsafe { *argv.add(i) })) || (0..ne).any(|i| inside(unsafe { *envp.add(i) })) {
+        unsafe { syscall3(MUNMAP, buf as usize, size, 0) };
+        return given_up(image_fd, -EFAULT);
+    }
     let buf = buf as *mut *const u8;
     unsafe {
         let mut w = 0;
@@ -454,9 +453,9 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         }
         let env_start = push(core::ptr::null());
         for i in 0..ne {
-            let e = sys::cstr(*envp.add(i));
-            if !env::is_env(e, coreplane_runtime::config::ENV_NAME) && !env::is_env(e, env::TASK_NAME) {
-                push(*envp.add(i));
+            let e = *envp.add(i) as usize;
+            if !env::is_program_env(e, coreplane_runtime::config::ENV_NAME) && !env::is_program_env(e, env::TASK_NAME) {
+                push(e as *const u8);
             }
         }
         if interposed {
@@ -472,20 +471,29 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             syscall3(FCNTL, fd, F_SETFD, 0);
         }
         let r = syscall3(EXECVE, image as usize, buf as usize, buf.add(env_start) as usize);
-        if let Some(fd) = image_fd {
-            syscall3(CLOSE, fd, 0, 0);
-        }
         profile::end_process_undo();
-        syscall3(MUNMAP, buf as usize, words * 8, 0);
-        r
+        syscall3(MUNMAP, buf as usize, size, 0);
+        given_up(image_fd, r)
     }
+}
+
+/// An execve that failed with `error`: the program's descriptor `precheck` opened is closed.
+fn given_up(image_fd: Option<usize>, error: isize) -> isize {
+    if let Some(fd) = image_fd {
+        unsafe { syscall3(CLOSE, fd, 0, 0) };
+    }
+    error
 }
 
 /// execveat(2): resolved to a path, then as execve.
 pub fn execveat(a: &[usize; 6]) -> isize {
-    let (dirfd, path, flags) = (a[0] as i32 as isize, a[1] as *const u8, a[4]);
+    let (dirfd, flags) = (a[0] as i32 as isize, a[4]);
     const AT_EMPTY_PATH: usize = 0x1000;
-    let rel = unsafe { sys::cstr(path) };
+    let mut given = [0u8; 4096];
+    let rel = match thread::current().program_cstr(a[1], &mut given) {
+        Ok(rel) => rel,
+        Err(e) => return e,
+    };
     if dirfd == AT_FDCWD || rel.first() == Some(&b'/') {
         return execve(a[1], a[2], a[3]);
     }
@@ -501,14 +509,15 @@ pub fn execveat(a: &[usize; 6]) -> isize {
 }
 
 /// readlink/readlinkat of /proc/self/exe: the program, not the runtime.
+/// A path or buffer the kernel could not read or write fails with EFAULT, as natively.
 pub fn readlink_self_exe(path: usize, buf: usize, size: usize) -> Option<isize> {
-    if unsafe { sys::cstr(path as *const u8) } != PROC_SELF_EXE {
+    let t = thread::current();
+    if !t.program_starts_with(path, PROC_SELF_EXE) || (size as isize) <= 0 {
         return None;
     }
     let exe = exe();
     let n = exe.len().min(size);
-    unsafe { core::ptr::copy_nonoverlapping(exe.as_ptr(), buf as *mut u8, n) };
-    Some(n as isize)
+    Some(if t.write_program(buf, &exe[..n]) { n as isize } else { -EFAULT })
 }
 
 /// A call is about to run locally that the kernel allows only in a single-threaded process if

@@ -36,6 +36,21 @@ pub struct KSigaction {
     pub mask: u64,
 }
 
+impl KSigaction {
+    /// The program's struct at `addr`, read as the kernel reads it (None: EFAULT).
+    pub fn read_from_program(addr: usize) -> Option<KSigaction> {
+        let mut k = KSigaction::default();
+        let bytes = unsafe { core::slice::from_raw_parts_mut(&mut k as *mut KSigaction as *mut u8, core::mem::size_of::<Self>()) };
+        crate::thread::current().read_program(addr, bytes).then_some(k)
+    }
+
+    /// Written to the program's memory at `addr` as the kernel writes it (false: EFAULT).
+    pub fn write_to_program(&self, addr: usize) -> bool {
+        let bytes = unsafe { core::slice::from_raw_parts(self as *const KSigaction as *const u8, core::mem::size_of::<Self>()) };
+        crate::thread::current().write_program(addr, bytes)
+    }
+}
+
 /// rt_sigaction(2) for the runtime's own handlers.
 pub fn sigaction(sig: usize, act: Option<&KSigaction>, old: Option<&mut KSigaction>) -> isize {
     let a = act.map_or(0, |a| a as *const _ as usize);

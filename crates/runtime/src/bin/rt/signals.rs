@@ -52,12 +52,15 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
             if size != SIGSET_SIZE {
                 return -EINVAL;
             }
+            // As the kernel: the new action read first (EFAULT changes nothing), the old one
+            // written after the change (EFAULT then, with the change made).
             let prev = VIRTUAL[i];
             if act != 0 {
-                VIRTUAL[i] = *(act as *const KSigaction);
+                let Some(new) = KSigaction::read_from_program(act) else { return -EFAULT };
+                VIRTUAL[i] = new;
             }
-            if old != 0 {
-                *(old as *mut KSigaction) = prev;
+            if old != 0 && !prev.write_to_program(old) {
+                return -EFAULT;
             }
             return 0;
         }
@@ -66,7 +69,8 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
         }
         let mut copy;
         let act_ptr = if act != 0 {
-            copy = *(act as *const KSigaction);
+            let Some(given) = KSigaction::read_from_program(act) else { return -EFAULT };
+            copy = given;
             copy.mask &= !SIGSYS_BIT;
             if copy.handler > 1 {
                 copy.flags |= SA_SIGINFO; // not for SIG_DFL (0) and SIG_IGN (1)

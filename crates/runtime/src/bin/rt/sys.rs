@@ -87,6 +87,7 @@ pub const EINVAL: isize = 22;
 pub const EFBIG: isize = 27;
 pub const EPIPE: isize = 32;
 pub const ENOSYS: isize = 38;
+pub const ENAMETOOLONG: isize = 36;
 
 pub const SIGKILL: usize = 9;
 pub const SIGSYS: usize = 31;

@@ -105,6 +105,59 @@ impl Thread {
         sys::write_program(self.pid, addr, data)
     }
 
+    /// Whether the program's memory at `addr` starts with the bytes `expected`, read as the kernel
+    /// reads an argument: false for an address the kernel would fail with EFAULT (a call the
+    /// runtime looks into is then left to the kernel, which fails it so, where the runtime must not
+    /// fault instead).
+    pub fn program_starts_with(&self, addr: usize, expected: &[u8]) -> bool {
+        let mut buf = [0u8; 64];
+        let got = &mut buf[..expected.len().min(64)];
+        got.len() == expected.len() && self.read_program(addr, got) && got == expected
+    }
+
+    /// The program's NUL-terminated string at `addr`, copied into `buf` (without its NUL): None where
+    /// the kernel would fail with EFAULT, or ENAMETOOLONG where it does not fit. Read up to a page
+    /// boundary at a time, so a string that ends just before unmapped memory is read whole.
+    pub fn program_cstr<'a>(&self, addr: usize, buf: &'a mut [u8]) -> Result<&'a [u8], isize> {
+        let mut n = 0;
+        while n < buf.len() {
+            let at = addr + n;
+            let len = (PAGE - at % PAGE).min(buf.len() - n);
+            if addr == 0 || !self.read_program(at, &mut buf[n..n + len]) {
+                return Err(-EFAULT);
+            }
+            if let Some(end) = buf[n..n + len].iter().position(|&c| c == 0) {
+                return Ok(&buf[..n + end]);
+            }
+            n += len;
+        }
+        Err(-ENAMETOOLONG)
+    }
+
+    /// The program's pointer array at `addr` (argv, envp), up to its NULL: its length, or None
+    /// where the kernel would fail with EFAULT. Read a page's worth at a time, then word by word
+    /// where a read runs off the array's mapping.
+    pub fn program_array_len(&self, addr: usize) -> Option<usize> {
+        if addr == 0 {
+            return Some(0);
+        }
+        let mut n = 0;
+        let mut chunk = [0usize; 64];
+        loop {
+            let at = addr + n * 8;
+            let words = (PAGE - at % PAGE) / 8;
+            let words = words.clamp(1, chunk.len());
+            let bytes = unsafe { core::slice::from_raw_parts_mut(chunk.as_mut_ptr() as *mut u8, words * 8) };
+            if !self.read_program(at, bytes) {
+                return None;
+            }
+            match chunk[..words].iter().position(|&w| w == 0) {
+                Some(end) => return Some(n + end),
+                None => n += words,
+            }
+        }
+    }
+
     /// A filter now applies to this thread (to every thread of the process with `everywhere`).
     pub fn now_filtered(&mut self, everywhere: bool) {
         self.filtered = true;
