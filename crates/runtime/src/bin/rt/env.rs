@@ -25,14 +25,6 @@ pub fn is_env(entry: &[u8], name: &[u8]) -> bool {
     entry.len() > name.len() && entry.starts_with(name) && entry[name.len()] == b'='
 }
 
-/// Whether the program's environment entry at `addr` is `name=...`, read as the kernel reads it
-/// (a bad address is not, and the kernel fails the call with EFAULT).
-pub fn is_program_env(addr: usize, name: &[u8]) -> bool {
-    let mut prefix = [0u8; 32];
-    let n = sys::concat(&[name, b"="], &mut prefix);
-    n == name.len() + 1 && crate::thread::current().program_starts_with(addr, &prefix[..n])
-}
-
 /// The configuration; `read` has succeeded before anything asks.
 pub fn config() -> &'static Config<'static> {
     unsafe { (*core::ptr::addr_of!(CONFIG)).as_ref().unwrap_unchecked() }

@@ -195,27 +195,6 @@ fn resolve_script(mut path: *const u8, argv: &mut Argv) -> *const u8 {
     fail(unsafe { sys::cstr(path) }, b"too many levels of #! interpreters")
 }
 
-/// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, or
-/// `coreplane-rt:FD` when the caller opened the ELF program as FD with its credentials before
-/// the exec (process::execve), for the loader to map from there (`given_fd`).
-pub fn rt_argv0(fd: Option<usize>, buf: &mut [u8; 40]) -> &[u8; 40] {
-    let mut digits = [0u8; 20];
-    match fd {
-        Some(fd) => sys::concat(&[RT_NAME, b":", sys::fmt_u64(fd as u64, &mut digits)], buf),
-        None => sys::concat(&[RT_NAME], buf),
-    };
-    buf
-}
-
-const RT_NAME: &[u8] = b"coreplane-rt";
-
-/// The program's descriptor that `rt_argv0` named in argv[0], if any.
-fn given_fd(argv0: *const u8) -> Option<usize> {
-    let name = unsafe { sys::cstr(argv0) };
-    let digits = name.strip_prefix(RT_NAME)?.strip_prefix(b":")?;
-    coreplane_runtime::config::parse_u64(digits).map(|fd| fd as usize)
-}
-
 /// Loads the program named by argv[1] and enters it; never returns.
 pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let argc = *sp;
@@ -236,7 +215,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let argv_buf = sys::map_anon(page_up((prog_argc + 2 * MAX_SHEBANG_DEPTH + 1) * 8)).unwrap_or_else(|| sys::die(&[b"out of memory"])) as *mut *const u8;
     core::ptr::copy_nonoverlapping(kargv.add(2), argv_buf, prog_argc);
     let mut argv = Argv { ptrs: argv_buf, len: prog_argc };
-    let given = given_fd(*kargv);
+    let given = crate::exe::given_fd(*kargv);
     let exec_path = if given.is_some() { *kargv.add(1) } else { resolve_script(*kargv.add(1), &mut argv) };
 
     let mut phs = [Phdr::default(); MAX_PHDRS];

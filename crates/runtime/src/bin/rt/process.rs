@@ -8,7 +8,7 @@ use crate::exe::exe;
 use crate::placement::{self, Key};
 use crate::sigframe::{gregs, NGREG};
 use crate::sys::{self, *};
-use crate::{app_threads, delegate, loader, profile, sud, thread};
+use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
@@ -445,7 +445,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         let interposed = !UNINTERPOSED.load(Relaxed) && !tracer_attached();
         let mut rt_name = [0u8; 40];
         if interposed {
-            push(loader::rt_argv0(image_fd, &mut rt_name).as_ptr());
+            push(crate::exe::rt_argv0(image_fd, &mut rt_name).as_ptr());
             push(path);
         }
         for i in 0..na {
@@ -454,7 +454,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         let env_start = push(core::ptr::null());
         for i in 0..ne {
             let e = *envp.add(i) as usize;
-            if !env::is_program_env(e, coreplane_runtime::config::ENV_NAME) && !env::is_program_env(e, env::TASK_NAME) {
+            if !is_program_env(t, e, coreplane_runtime::config::ENV_NAME) && !is_program_env(t, e, env::TASK_NAME) {
                 push(e as *const u8);
             }
         }
@@ -475,6 +475,14 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         syscall3(MUNMAP, buf as usize, size, 0);
         given_up(image_fd, r)
     }
+}
+
+/// Whether the program's environment entry at `addr` is `name=...`, read as the kernel reads it
+/// (a bad address is not, and the kernel fails the execve with EFAULT).
+fn is_program_env(t: &thread::Thread, addr: usize, name: &[u8]) -> bool {
+    let mut prefix = [0u8; 32];
+    let n = sys::concat(&[name, b"="], &mut prefix);
+    n == name.len() + 1 && t.program_starts_with(addr, &prefix[..n])
 }
 
 /// An execve that failed with `error`: the program's descriptor `precheck` opened is closed.
