@@ -339,3 +339,21 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("busybox") is None, reason="chroot needs root and busybox")
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_an_execve_in_a_chroot_without_proc(mode, tmp_path):
+    # Before: "chroot: failed to run command '/bin/busybox': No such file or directory", 127. The
+    # runtime re-entered itself through /proc/thread-self/exe, which a chroot without /proc lacks
+    # (debootstrap's second stage, pbuilder); now through its own binary, kept open.
+    (tmp_path / "bin").mkdir()
+    shutil.copy(shutil.which("busybox"), tmp_path / "bin" / "busybox")
+    if "statically linked" not in subprocess.run(["file", "-L", str(tmp_path / "bin" / "busybox")],
+                                                 capture_output=True, text=True).stdout:
+        pytest.skip("busybox here is not static")
+    argv = ["chroot", str(tmp_path), "/bin/busybox", "sh", "-c", "echo in; /bin/busybox echo exec; exit 3"]
+    native = watched(argv)
+    assert (native.returncode, native.stdout) == (3, "in\nexec\n"), native.stderr
+    proc = watched(CLI + ["run", "--delegate", mode, "--", *argv])
+    assert (proc.returncode, proc.stdout) == (3, "in\nexec\n"), proc.stderr

@@ -27,23 +27,86 @@ pub fn exe() -> &'static [u8] {
     }
 }
 
-/// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, or
-/// `coreplane-rt:FD` when the caller opened the ELF program as FD with its credentials before
-/// the exec (process::execve), for the loader to map from there (`given_fd`).
-pub fn rt_argv0(fd: Option<usize>, buf: &mut [u8; 40]) -> &[u8; 40] {
-    let mut digits = [0u8; 20];
-    match fd {
-        Some(fd) => sys::concat(&[RT_NAME, b":", sys::fmt_u64(fd as u64, &mut digits)], buf),
-        None => sys::concat(&[RT_NAME], buf),
-    };
+/// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, then `:FD` when
+/// the caller opened the ELF program as FD with its credentials before the exec (process::execve)
+/// for the loader to map from there (`given_fd`), then `@FD` naming the runtime's own binary
+/// (`runtime_for_exec`, `adopt_runtime`).
+pub fn rt_argv0(program: Option<usize>, runtime: Option<usize>, buf: &mut [u8; 48]) -> &[u8; 48] {
+    let mut n = sys::concat(&[RT_NAME], buf);
+    for (mark, fd) in [(b":", program), (b"@", runtime)] {
+        if let Some(fd) = fd {
+            let mut digits = [0u8; 20];
+            n += sys::concat(&[mark, sys::fmt_u64(fd as u64, &mut digits)], &mut buf[n..]);
+        }
+    }
     buf
 }
 
 const RT_NAME: &[u8] = b"coreplane-rt";
 
+/// The descriptor argv[0] names after `mark` (`:` the program, `@` the runtime), if any.
+fn named_fd(argv0: *const u8, mark: u8) -> Option<usize> {
+    let name = unsafe { sys::cstr(argv0) }.strip_prefix(RT_NAME)?;
+    let at = name.iter().position(|&c| c == mark)? + 1;
+    let end = name[at..].iter().position(|c| !c.is_ascii_digit()).map_or(name.len(), |n| at + n);
+    coreplane_runtime::config::parse_u64(&name[at..end]).map(|fd| fd as usize)
+}
+
 /// The program's descriptor that `rt_argv0` named in argv[0], if any.
 pub fn given_fd(argv0: *const u8) -> Option<usize> {
-    let name = unsafe { sys::cstr(argv0) };
-    let digits = name.strip_prefix(RT_NAME)?.strip_prefix(b":")?;
-    coreplane_runtime::config::parse_u64(digits).map(|fd| fd as usize)
+    named_fd(argv0, b':')
+}
+
+/// The runtime's own binary, open (O_PATH, close-on-exec) for the life of the process, and the
+/// file it was: a program's execve re-enters the runtime through it (execveat with
+/// AT_EMPTY_PATH), where /proc may not exist (a chroot without /proc, as debootstrap's second
+/// stage and pbuilder run: there /proc/thread-self/exe failed with ENOENT, and the program's
+/// execve with it). Not kept from the program's close (that would send every close through the
+/// runtime): a descriptor closed or replaced since is found out by its identity, and /proc used.
+static mut RUNTIME: (isize, u64, u64) = (-1, 0, 0);
+
+/// At process start: the runtime's binary from the descriptor argv[0] names (`@FD`), or opened
+/// through /proc/self/exe, moved out of the program's way.
+pub fn adopt_runtime(argv0: *const u8) {
+    const O_PATH: usize = 0o10000000;
+    let fd = match named_fd(argv0, b'@') {
+        Some(fd) if crate::own_fds::identity(fd).is_some() => {
+            unsafe { syscall3(FCNTL, fd, F_SETFD, FD_CLOEXEC) };
+            fd as isize
+        }
+        _ => {
+            let fd = unsafe { syscall3(OPEN, b"/proc/self/exe\0".as_ptr() as usize, O_PATH | O_CLOEXEC, 0) };
+            if fd < 0 {
+                return;
+            }
+            let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
+            if high >= 0 {
+                unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+                high
+            } else {
+                fd
+            }
+        }
+    };
+    if let Some((dev, ino)) = crate::own_fds::identity(fd as usize) {
+        unsafe { RUNTIME = (fd, dev, ino) };
+    }
+}
+
+/// For an execve that re-enters the runtime: its binary's descriptor, inheritable until
+/// `after_exec_failed`, when it is still the one `adopt_runtime` opened.
+pub fn runtime_for_exec() -> Option<usize> {
+    let (fd, dev, ino) = unsafe { RUNTIME };
+    if fd < 0 || crate::own_fds::identity(fd as usize) != Some((dev, ino)) {
+        return None;
+    }
+    unsafe { syscall3(FCNTL, fd as usize, F_SETFD, 0) };
+    Some(fd as usize)
+}
+
+/// The execve failed: the runtime's descriptor is close-on-exec again.
+pub fn after_exec_failed(fd: Option<usize>) {
+    if let Some(fd) = fd {
+        unsafe { syscall3(FCNTL, fd, F_SETFD, FD_CLOEXEC) };
+    }
 }

@@ -286,6 +286,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
                             vec.add(aux_at), w - aux_at);
     let old_end = auxv.add(2 * (n_aux + 1)) as usize;
     let new_sp = (old_end - w * 8) & !15;
+    crate::exe::adopt_runtime(*kargv);
     crate::init::start();
     coreplane_enter(new_sp, vec, w, entry)
 }

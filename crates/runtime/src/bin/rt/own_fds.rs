@@ -91,7 +91,8 @@ pub fn unix_connect(kind: usize, path: &[u8]) -> isize {
 }
 
 /// Device and inode of the file `fd` refers to; None when it is not open.
-fn identity(fd: usize) -> Option<(u64, u64)> {
+/// The file `fd` refers to (device, inode); None when it is not open.
+pub fn identity(fd: usize) -> Option<(u64, u64)> {
     let mut st = [0u64; 18]; // struct stat: st_dev, then st_ino
     let r = unsafe { syscall3(FSTAT, fd, st.as_mut_ptr() as usize, 0) };
     (r == 0).then(|| (st[0], st[1]))

@@ -443,9 +443,10 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             w
         };
         let interposed = !UNINTERPOSED.load(Relaxed) && !tracer_attached();
-        let mut rt_name = [0u8; 40];
+        let runtime = if interposed { crate::exe::runtime_for_exec() } else { None };
+        let mut rt_name = [0u8; 48];
         if interposed {
-            push(crate::exe::rt_argv0(image_fd, &mut rt_name).as_ptr());
+            push(crate::exe::rt_argv0(image_fd, runtime, &mut rt_name).as_ptr());
             push(path);
         }
         for i in 0..na {
@@ -464,13 +465,20 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         }
         push(core::ptr::null());
         profile::end_process(EXEC_MARKER);
-        // thread-self: /proc/self is the thread-group leader's, whose exe and fd table are gone
-        // once it ended with exit(2) while this thread lives on (execve then failed ENOENT).
-        let image = if interposed { b"/proc/thread-self/exe\0".as_ptr() } else { path };
         if let (true, Some(fd)) = (interposed, image_fd) {
             syscall3(FCNTL, fd, F_SETFD, 0);
         }
-        let r = syscall3(EXECVE, image as usize, buf as usize, buf.add(env_start) as usize);
+        let (args, env) = (buf as usize, buf.add(env_start) as usize);
+        const AT_EMPTY_PATH: usize = 0x1000;
+        let r = match (interposed, runtime) {
+            // The runtime's own binary, where /proc may be missing (exe::adopt_runtime).
+            (true, Some(fd)) => syscall6(EXECVEAT, fd, b"\0".as_ptr() as usize, args, env, AT_EMPTY_PATH, 0),
+            // thread-self: /proc/self is the thread-group leader's, whose exe and fd table are
+            // gone once it ended with exit(2) while this thread lives on (ENOENT).
+            (true, None) => syscall3(EXECVE, b"/proc/thread-self/exe\0".as_ptr() as usize, args, env),
+            (false, _) => syscall3(EXECVE, path as usize, args, env),
+        };
+        crate::exe::after_exec_failed(runtime);
         profile::end_process_undo();
         syscall3(MUNMAP, buf as usize, size, 0);
         given_up(image_fd, r)

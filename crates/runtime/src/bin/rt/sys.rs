@@ -337,6 +337,7 @@ pub const CONNECT: usize = 42;
 pub const FCNTL: usize = 72;
 pub const F_DUPFD_CLOEXEC: usize = 1030;
 pub const F_SETFD: usize = 2;
+pub const FD_CLOEXEC: usize = 1;
 pub const AF_UNIX: usize = 1;
 pub const SOCK_CLOEXEC: usize = 0o2000000;
 pub const SOL_SOCKET: usize = 1;
