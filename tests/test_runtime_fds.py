@@ -48,6 +48,7 @@ def test_the_descriptor_table_is_grown_before_the_runtimes_threads_start(options
     if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1024:
         pytest.skip("the soft RLIMIT_NOFILE is below 1024: the runtime grows the table to that limit")
     # Under --delegate none too: the runtime keeps its own binary open at 900 or above
-    # (exe::adopt_runtime), which grows the table while the process has one thread.
+    # (exe::adopt_runtime), which grows the table while the process has one thread, whatever
+    # the options.
     assert fd_table_size() < 1024
     assert fd_table_size("run", *options) == 1024

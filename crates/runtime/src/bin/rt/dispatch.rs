@@ -42,14 +42,8 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         EXECVEAT => process::execveat(a),
         EXIT => process::exit_thread(a[0]),
         EXIT_GROUP => process::exit_group(a[0]),
-        READLINK => match process::readlink_self_exe(a[0], a[1], a[2]) {
-            Some(r) => r,
-            None => run(nr, a),
-        },
-        READLINKAT if a[0] as i32 as isize == AT_FDCWD => match process::readlink_self_exe(a[1], a[2], a[3]) {
-            Some(r) => r,
-            None => run(nr, a),
-        },
+        READLINK => process::readlink_self_exe(a[0], a[1], a[2], run(nr, a)),
+        READLINKAT if a[0] as i32 as isize == AT_FDCWD => process::readlink_self_exe(a[1], a[2], a[3], run(nr, a)),
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
         PRCTL if a[0] == PR_SET_SECCOMP && a[1] == 1 /* SECCOMP_MODE_STRICT */ => process::strict_mode(nr, a),
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),

@@ -27,6 +27,20 @@ pub fn exe() -> &'static [u8] {
     }
 }
 
+/// The runtime's own binary's path, as the kernel names it in /proc/self/exe, read at the first
+/// need (empty where /proc is missing).
+pub fn runtime_path() -> &'static [u8] {
+    use core::sync::atomic::{AtomicUsize, Ordering::*};
+    static mut PATH: [u8; 4096] = [0; 4096];
+    static LEN: AtomicUsize = AtomicUsize::new(usize::MAX);
+    let path = unsafe { &mut *core::ptr::addr_of_mut!(PATH) };
+    if LEN.load(Acquire) == usize::MAX {
+        let n = unsafe { syscall3(READLINK, b"/proc/self/exe\0".as_ptr() as usize, path.as_mut_ptr() as usize, path.len()) };
+        LEN.store(n.max(0) as usize, Release);
+    }
+    &path[..LEN.load(Acquire)]
+}
+
 /// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, then `:FD` when
 /// the caller opened the ELF program as FD with its credentials before the exec (process::execve)
 /// for the loader to map from there (`given_fd`), then `@FD` naming the runtime's own binary
@@ -65,8 +79,15 @@ pub fn given_fd(argv0: *const u8) -> Option<usize> {
 /// runtime): a descriptor closed or replaced since is found out by its identity, and /proc used.
 static mut RUNTIME: (isize, u64, u64) = (-1, 0, 0);
 
-/// At process start: the runtime's binary from the descriptor argv[0] names (`@FD`), or opened
-/// through /proc/self/exe, moved out of the program's way.
+/// At process start, before the runtime's first thread: the runtime's binary from the descriptor
+/// argv[0] names (`@FD`), or opened through /proc/self/exe and moved out of the program's way.
+/// Moved to 900 or above, it grows the descriptor table to 1024 while the process has one
+/// thread. That matters: the kernel grows a table that several threads share only after an RCU
+/// grace period (expand_fdtable's synchronize_rcu), milliseconds on these machines, where
+/// natively a single-threaded program grows it for nothing; beside the delegates every growth
+/// paid that (bfs, whose directory descriptors pass 64, 128, 256, ..., took 2.40x its native time
+/// under `--delegate all`, 1.33x with the table grown first; session 13). Fork and execve keep
+/// the table's size.
 pub fn adopt_runtime(argv0: *const u8) {
     const O_PATH: usize = 0o10000000;
     let fd = match named_fd(argv0, b'@') {
@@ -79,13 +100,7 @@ pub fn adopt_runtime(argv0: *const u8) {
             if fd < 0 {
                 return;
             }
-            let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
-            if high >= 0 {
-                unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-                high
-            } else {
-                fd
-            }
+            crate::own_fds::moved_high(fd)
         }
     };
     if let Some((dev, ino)) = crate::own_fds::identity(fd as usize) {

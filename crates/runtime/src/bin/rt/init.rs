@@ -1,12 +1,11 @@
 //! Process start-up: every step, in order, between loading the program and entering it.
-//! The runtime's signal handlers, the compute cores, the descriptor table (grown while the process
-//! has one thread, when the runtime will add threads), the profile file, the main thread's state
+//! The runtime's signal handlers, the compute cores, the profile file, the main thread's state
 //! and place, Syscall User Dispatch, then the fast path and its calibration. Runs once per image
 //! (the program's start, and every execve, which re-enters the runtime); new threads and forked
 //! children set up their own part in `process`.
 
 use crate::sys::{self, *};
-use crate::{app_threads, calibration, delegate, env, fastpath, mcp, own_fds, placement, profile, sud, thread, trap};
+use crate::{app_threads, calibration, delegate, env, fastpath, mcp, placement, profile, sud, thread, trap};
 
 /// Arms the process: once this returns, every syscall of program code reaches the runtime.
 pub fn start() {
@@ -21,11 +20,6 @@ pub fn start() {
     if !compute.is_empty() {
         // Program threads inherit this; delegates re-pin themselves on the control cores.
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
-    }
-    let cfg = env::config();
-    if cfg.delegated != coreplane_runtime::sysset::SysSet::EMPTY || cfg.memory_pool > 0 {
-        // Before the runtime's first thread (see own_fds::grow_table_alone).
-        own_fds::grow_table_alone();
     }
     profile::open_process();
     if env::config().lock_memory {

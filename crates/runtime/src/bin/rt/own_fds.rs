@@ -28,45 +28,21 @@ static INO: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 /// `exec 3>file` would replace fd 3); itself if it cannot be moved. Either way it is kept from
 /// the program's close calls.
 pub fn out_of_the_way(fd: isize) -> isize {
-    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
-    let fd = if high < 0 {
-        fd
-    } else {
-        unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-        high
-    };
+    let fd = moved_high(fd);
     keep(fd);
     fd
 }
 
-/// Grows the descriptor table to hold the runtime's own descriptors and the program's first 1024
-/// (fewer under a lower soft RLIMIT_NOFILE) while the process still has one thread. The kernel
-/// grows a table that several threads share only after an RCU grace period (expand_fdtable's
-/// synchronize_rcu), milliseconds on these machines, where natively a single-threaded program's
-/// table grows for nothing; with the runtime's threads beside it (delegates, the pool's
-/// scrubber) every growth paid that: bfs, whose directory descriptors pass 64, 128, 256, ...,
-/// took 44-62 ms under `--delegate all` against 25 natively, and 27-30 ms with the table grown
-/// first (session 13). A table never shrinks, and fork and execve keep its size.
-pub fn grow_table_alone() {
-    const PRLIMIT64: usize = 302;
-    const RLIMIT_NOFILE: usize = 7;
-    const O_PATH: usize = 0o10000000;
-    let mut limit = [0u64; 2];
-    unsafe { syscall6(PRLIMIT64, 0, RLIMIT_NOFILE, 0, limit.as_mut_ptr() as usize, 0, 0) };
-    let top = limit[0].min(1024) as usize;
-    if top < 4 {
-        return;
+/// `fd` moved to 900 or above (close-on-exec), or itself if it cannot be moved; not kept.
+/// The first such descriptor of a process grows its table to 1024, best while the process has
+/// one thread (`exe::adopt_runtime`).
+pub fn moved_high(fd: isize) -> isize {
+    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
+    if high < 0 {
+        return fd;
     }
-    let fd = unsafe { syscall3(OPEN, b"/\0".as_ptr() as usize, O_PATH | O_CLOEXEC, 0) };
-    if fd < 0 {
-        return;
-    }
-    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, top - 1) };
-    for open in [high, fd] {
-        if open >= 0 {
-            unsafe { syscall3(CLOSE, open as usize, 0, 0) };
-        }
-    }
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    high
 }
 
 /// A connected AF_UNIX socket of type `kind` (close-on-exec, out of the way of the program's

@@ -524,16 +524,23 @@ pub fn execveat(a: &[usize; 6]) -> isize {
     execve(full.as_ptr() as usize, a[2], a[3])
 }
 
-/// readlink/readlinkat of /proc/self/exe: the program, not the runtime.
-/// A path or buffer the kernel could not read or write fails with EFAULT, as natively.
-pub fn readlink_self_exe(path: usize, buf: usize, size: usize) -> Option<isize> {
+/// readlink/readlinkat that the kernel answered with `result`: of /proc/self/exe, the program,
+/// not the runtime. The kernel checks the path and the buffer first, so only an answer as long as
+/// the runtime's own path is looked into further (every other readlink pays one comparison).
+pub fn readlink_self_exe(path: usize, buf: usize, size: usize, result: isize) -> isize {
+    let runtime = crate::exe::runtime_path();
+    if result <= 0 || runtime.is_empty() || result as usize != runtime.len().min(size) {
+        return result;
+    }
     let t = thread::current();
-    if !t.program_starts_with(path, PROC_SELF_EXE) || (size as isize) <= 0 {
-        return None;
+    let mut got = [0u8; 64];
+    let got = &mut got[..(result as usize).min(64)];
+    if !t.read_program(buf, got) || got != &runtime[..got.len()] || !t.program_starts_with(path, PROC_SELF_EXE) {
+        return result;
     }
     let exe = exe();
     let n = exe.len().min(size);
-    Some(if t.write_program(buf, &exe[..n]) { n as isize } else { -EFAULT })
+    if t.write_program(buf, &exe[..n]) { n as isize } else { -EFAULT }
 }
 
 /// A call is about to run locally that the kernel allows only in a single-threaded process if
