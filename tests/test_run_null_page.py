@@ -55,9 +55,14 @@ def rewritten(tmp_path: Path, exe: Path, *args: str, opts: tuple[str, ...] = ())
     return overhead(tmp_path, exe, *args, opts=opts)["rewritten_sites"]
 
 
-def test_each_way_of_writing_rewrites_its_site(rewrite_race, tmp_path):
-    # One call of each of the three sites (one store, two-phase, short jump) rewrites all three.
-    assert rewritten(tmp_path, rewrite_race, "1", "1") - rewritten(tmp_path, rewrite_race, "1", "0") == 3
+@pytest.mark.parametrize("at", [1, 5])
+def test_each_way_of_writing_rewrites_its_site(rewrite_race, tmp_path, at):
+    # `at` calls of each of the three sites (one store, two-phase, short jump) rewrite all three,
+    # and one fewer none of them.
+    opts = ("--rewrite-at", str(at))
+    calls = lambda n: rewritten(tmp_path, rewrite_race, "1", str(n), opts=opts)  # noqa: E731
+    assert calls(at) - calls(0) == 3
+    assert calls(at - 1) == calls(0)
 
 
 @pytest.mark.parametrize("policy", ["none", "getppid"])
@@ -77,7 +82,7 @@ def test_a_site_shaped_like_gos_syscall6_is_rewritten(go_syscall_site, tmp_path,
     # the sled too, which leaves this site to the relocating rewrite).
     if sled and os.geteuid() != 0:
         pytest.skip("mapping the sled at address 0 needs CAP_SYS_RAWIO (not root)")
-    opts = ("--null-page-sled",) if sled else ()
+    opts = ("--rewrite-at", "1", *(("--null-page-sled",) if sled else ()))
     assert (rewritten(tmp_path, go_syscall_site, "1", opts=opts)
             - rewritten(tmp_path, go_syscall_site, "0", opts=opts)) == 1
 
@@ -115,7 +120,8 @@ def test_one_read_of_the_maps_answers_for_every_library(go_syscall_site, tmp_pat
     # The site in the program's own text traps after the last library was mapped: the read of
     # /proc/self/maps that a libc site made in the same generation already answers for it.
     # Before, each r-x mapping was read on its own (one more read here; a bash 3-4 per exec).
-    without, with_site = (overhead(tmp_path, go_syscall_site, n)["maps_reads"] for n in ("0", "1"))
+    at_first = ("--rewrite-at", "1")
+    without, with_site = (overhead(tmp_path, go_syscall_site, n, opts=at_first)["maps_reads"] for n in ("0", "1"))
     assert with_site == without >= 1
 
 

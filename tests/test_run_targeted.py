@@ -286,5 +286,5 @@ def test_sites_are_rewritten_only_while_their_code_is_file_text(tmp_path):
     subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGRAMS / "remapped_code.c")], check=True)
     native = subprocess.run([str(exe), str(tmp_path / "code.bin")], capture_output=True, text=True)
     assert native.stdout == "b8 b8 b8\n"
-    proc = run_cli("run", "--", str(exe), str(tmp_path / "code.bin"))
+    proc = run_cli("run", "--rewrite-at", "1", "--", str(exe), str(tmp_path / "code.bin"))
     assert (proc.returncode, proc.stdout) == (0, "b8 e9 b8\n"), proc.stderr

@@ -23,7 +23,7 @@ enum Command {
     Floor(floor::FloorArgs),
     /// Null syscall timed per call beside the ping-pong of the same cores (run it under coreplane).
     Paths(paths::PathsArgs),
-    /// First and second call at 64 distinct syscall sites (the fast path's cold cost).
+    /// The first calls at 64 distinct syscall sites (the fast path's cold cost: traps, the rewrite).
     Sites,
     /// Which fast-path rewrite each syscall site of ELF files would get (a static count).
     Coverage(coverage::CoverageArgs),

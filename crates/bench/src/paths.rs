@@ -1,7 +1,8 @@
 //! Syscall paths as a program under coreplane run sees them: a null syscall (getppid through
 //! glibc's syscall(), one hot site) timed call by call, next to the cache-line ping-pong between
 //! the same two cores in the same process, so that ratios come from one run; and the cost of
-//! the first call at a site (`sites`: 64 distinct syscall instructions, first and second call).
+//! the first calls at a site (`sites`: 64 distinct syscall instructions, each call timed up to
+//! past the one that rewrites the site).
 
 use crate::cpu::{pin_current_thread, tsc_end, tsc_per_ns, tsc_start};
 use crate::floor::{parse_cores, pingpong};
@@ -101,27 +102,29 @@ sites!(s00 = 0 s01 = 1 s02 = 2 s03 = 3 s04 = 4 s05 = 5 s06 = 6 s07 = 7 s08 = 8 s
        s45 = 45 s46 = 46 s47 = 47 s48 = 48 s49 = 49 s50 = 50 s51 = 51 s52 = 52 s53 = 53 s54 = 54 s55 = 55
        s56 = 56 s57 = 57 s58 = 58 s59 = 59 s60 = 60 s61 = 61 s62 = 62 s63 = 63);
 
+/// Calls timed at each site: twice the runtime's default rewrite point, so that under coreplane
+/// the trapped calls, the one that rewrites the site and the fast-path calls after it all show.
+pub const CALLS_PER_SITE: usize = 2 * coreplane_runtime::config::DEFAULT_REWRITE_AT as usize;
+
 #[derive(Serialize)]
 pub struct SitesReport {
     sites: usize,
-    /// The first call at each site (under coreplane: trap, then rewrite).
-    first_call_ns: Summary,
-    /// The second call at the same site.
-    second_call_ns: Summary,
+    /// The i-th call at each site, i = 1.. (under coreplane: traps until the rewrite, then the
+    /// fast path).
+    calls_ns: Vec<Summary>,
 }
 
-/// First and second call at 64 distinct syscall sites.
+/// The first CALLS_PER_SITE calls at each of 64 distinct syscall sites.
 pub fn sites() -> SitesReport {
     let tsc_ns = tsc_per_ns(Duration::from_millis(50));
-    let mut first = Vec::new();
-    let mut second = Vec::new();
+    let mut calls = vec![Vec::new(); CALLS_PER_SITE];
     for site in SITES {
-        for out in [&mut first, &mut second] {
+        for out in calls.iter_mut() {
             let t0 = tsc_start();
             site();
             let t1 = tsc_end();
             out.push((t1 - t0) as f64 / tsc_ns);
         }
     }
-    SitesReport { sites: SITES.len(), first_call_ns: summarise(&mut first), second_call_ns: summarise(&mut second) }
+    SitesReport { sites: SITES.len(), calls_ns: calls.iter_mut().map(|c| summarise(c)).collect() }
 }

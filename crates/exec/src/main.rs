@@ -59,6 +59,11 @@ struct Args {
     /// as sled bytes.
     #[arg(long)]
     null_page_sled: bool,
+    /// A syscall site is rewritten for the fast path at its Nth trap (1: at its first). Until
+    /// then its calls trap (≈ 2 µs each); a rewrite costs about as much as several traps.
+    #[arg(long, default_value_t = coreplane_runtime::config::DEFAULT_REWRITE_AT,
+          value_parser = clap::value_parser!(u32).range(1..=coreplane_runtime::config::REWRITE_AT_MAX as i64))]
+    rewrite_at: u32,
     /// vDSO calls (clock_gettime, gettimeofday, time, getcpu, clock_getres): `native` leaves them
     /// to the kernel's vDSO, unseen; `intercept` profiles them under their syscall names and lets
     /// the delegation policy delegate them or keep them local (then made through the real vDSO).
@@ -260,6 +265,9 @@ fn main() {
     }
     if let Some(p) = placement {
         cfg += &format!(";map={p}");
+    }
+    if args.rewrite_at != coreplane_runtime::config::DEFAULT_REWRITE_AT {
+        cfg += &format!(";rwat={}", args.rewrite_at);
     }
     if args.null_page_sled {
         cfg += ";sled=1";

@@ -16,6 +16,12 @@ pub fn protection_keys() -> bool {
     __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ecx & (1 << 4) != 0
 }
 
+/// At which trap a syscall site is rewritten (`rwat`, coreplane-exec --rewrite-at): a rewrite
+/// costs several traps (docs/benchmarks.md, "A site rewritten at its Nth trap"), and most sites
+/// of a short process trap once or twice.
+pub const DEFAULT_REWRITE_AT: u32 = 8;
+pub const REWRITE_AT_MAX: u64 = u16::MAX as u64;
+
 /// The memory pressure (%) from which the pool gives freed memory back, unless a cell says.
 pub const DEFAULT_GIVE_BACK: u32 = 10;
 
@@ -78,6 +84,8 @@ pub struct Config<'a> {
     /// Show the program a vDSO whose calls the runtime makes, so they are profiled and follow
     /// the delegation policy (`--vdso intercept`; default: the kernel's vDSO, calls unseen).
     pub vdso_intercept: bool,
+    /// A syscall site is rewritten for the fast path at its `rewrite_at`-th trap (1: its first).
+    pub rewrite_at: u32,
     /// Bytes of the memory pool that serves anonymous memory in user space (`--memory pool`);
     /// 0: the kernel serves it (`--memory linux`).
     pub memory_pool: u64,
@@ -130,6 +138,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         placement: b"",
         null_page_sled: false,
         vdso_intercept: false,
+        rewrite_at: DEFAULT_REWRITE_AT,
         memory_pool: 0,
         memory_on_demand: false,
         memory_give_back: DEFAULT_GIVE_BACK,
@@ -159,6 +168,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"map" => cfg.placement = value,
             b"sled" => cfg.null_page_sled = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"vdso" => cfg.vdso_intercept = parse_u64(value).filter(|n| *n <= 1)? == 1,
+            b"rwat" => cfg.rewrite_at = parse_u64(value).filter(|n| (1..=REWRITE_AT_MAX).contains(n))? as u32,
             b"mem" => cfg.memory_pool = parse_u64(value)?,
             b"memd" => cfg.memory_on_demand = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"give" => cfg.memory_give_back = parse_u64(value).filter(|n| *n <= 100)? as u32,

@@ -52,10 +52,18 @@ def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
         "b_fast_path_minus_native_ns": p50(out["fast_path"], "null_syscall_ns") - p50(out["native"], "null_syscall_ns"),
         "b_floor_dispatch_armed_ns": p50(out["native_dispatch_armed"], "null_syscall_ns")
         - p50(out["native"], "null_syscall_ns"),
-        "d_first_call_ns": p50(out["sites_runtime"], "first_call_ns"),
-        "d_second_call_ns": p50(out["sites_runtime"], "second_call_ns"),
+        **_site_calls(out["sites_runtime"]),
     }
     return out
+
+
+def _site_calls(sites: dict) -> dict:
+    """The first calls at a site under the runtime: the first (a trap), the call that rewrites the
+    site (the dearest, the runtime's Nth) and the one after it (the fast path)."""
+    calls = [c["p50"] for c in sites["calls_ns"]]
+    at = max(range(len(calls)), key=calls.__getitem__)
+    return {"d_first_call_ns": calls[0], "d_rewrite_at": at + 1, "d_rewrite_call_ns": calls[at],
+            "d_after_rewrite_ns": calls[min(at + 1, len(calls) - 1)]}
 
 
 def _wall(argv: list[str]) -> float:

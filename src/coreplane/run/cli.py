@@ -15,13 +15,15 @@ TIME_EVERY_HELP = ("Profile: time one local call in N on average, after the firs
 MEMORY_HELP = ("Anonymous private memory: linux (the kernel's), pool (served in user space by the runtime from "
                "a pool of --memory-budget, freed memory zeroed on a control core) or pool-demand (the same, its "
                "pages filled by the runtime's userfaultfd handler); docs/architecture.md.")
+REWRITE_AT_HELP = ("Rewrite a syscall site for the fast path at its Nth trap (1: its first); until then its calls "
+                   "trap (≈ 2 µs each). Default: the runtime's (docs/architecture.md, fast path).")
 SLED_HELP = ("Fast path through a sled at address 0 instead of relocated sites (the default, page 0 unmapped): "
              "a NULL call then enters the runtime, and without protection keys page 0 reads as sled bytes.")
 
 
 def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads,
              profile, cell, time_every: int, null_page_sled: bool, vdso: str, mapping: Path | None = None,
-             online_map: str | None = None) -> RunOptions:
+             online_map: str | None = None, rewrite_at: int | None = None) -> RunOptions:
     placement, command = None, list(ctx.args)
     if mapping:
         from coreplane.map.mapfile import cpu_lists, with_threads
@@ -30,7 +32,8 @@ def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, c
     return RunOptions(command=command, delegate=delegate, local=[n for n in (local or "").split(",") if n],
                       forward_cost_ns=forward_cost, compute_cores=compute_cores, control_cores=control_cores,
                       delegate_threads=delegate_threads, profile=profile, cell=cell, placement=placement,
-                      time_every=time_every, null_page_sled=null_page_sled, vdso=vdso, online_map=online_map)
+                      time_every=time_every, null_page_sled=null_page_sled, vdso=vdso, online_map=online_map,
+                      rewrite_at=rewrite_at)
 
 
 def _emit(doc: dict, json_flag: bool, json_out: Path | None) -> None:
@@ -54,6 +57,7 @@ def run(
                                  "(coreplane-profile/1) here."),
     time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
     null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
+    rewrite_at: int = typer.Option(None, "--rewrite-at", metavar="N", min=1, max=65535, help=REWRITE_AT_HELP),
     vdso: str = o.vdso(),
     memory: str = typer.Option("linux", "--memory", metavar="linux|pool|pool-demand", help=MEMORY_HELP),
     memory_budget: str = typer.Option("1G", "--memory-budget", metavar="SIZE", help="The memory pool's size "
@@ -87,7 +91,7 @@ def run(
     """Run PROGRAM with every syscall intercepted: `coreplane run [OPTIONS] -- PROGRAM [ARGS...]`.
     Ends as the program did: its exit status, or death by the same signal (a shell shows 128+N)."""
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, delegate_threads, profile,
-                    cell, time_every, null_page_sled, vdso, mapping, online_map)
+                    cell, time_every, null_page_sled, vdso, mapping, online_map, rewrite_at)
     opts.memory, opts.memory_budget, opts.scrubber_priority = memory, memory_budget, scrubber_priority
     opts.memory_grow = memory_grow
     resolved = check(opts)
@@ -111,6 +115,7 @@ def profile(
     out: Path = typer.Option(None, "--out", "-o", metavar="FILE", help="Keep the profile JSON here."),
     time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
     null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
+    rewrite_at: int = typer.Option(None, "--rewrite-at", metavar="N", min=1, max=65535, help=REWRITE_AT_HELP),
     vdso: str = o.vdso(),
     plot: Path = typer.Option(None, "--plot", metavar="FILE", help="Draw the syscall CDF and counts "
                               "(paper 002 Fig. 6/12)."),
@@ -127,7 +132,7 @@ def profile(
 
     path = out or temporary_profile()
     opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,
-                    null_page_sled, vdso)
+                    null_page_sled, vdso, rewrite_at=rewrite_at)
     opts.count_tlb_flushes = True   # what `coreplane project` charges once a delegate polls
     check(opts)
     result = run_program(opts)

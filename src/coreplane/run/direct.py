@@ -9,7 +9,7 @@ from coreplane.core import binaries, vocabulary as v
 # The options of `coreplane run` that coreplane-exec takes unchanged: name -> takes a value.
 PASSED = {v.DELEGATE: True, "--local": True, v.FORWARD_COST: True, v.COMPUTE_CORES: True,
           v.CONTROL_CORES: True, v.DELEGATE_THREADS: True, "--profile": True, "--time-every": True,
-          "--null-page-sled": False, "--vdso": True, "--memory": True, "--memory-budget": True,
+          "--null-page-sled": False, "--rewrite-at": True, "--vdso": True, "--memory": True, "--memory-budget": True,
           "--scrubber-priority": True, "--memory-grow": True, "--online-map": True}
 NO_CELL = "--no-cell"
 # coreplane-exec prints its errors with this prefix instead of its own name.

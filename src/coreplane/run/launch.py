@@ -36,6 +36,7 @@ class RunOptions:
     placement: dict[str, list[int]] | None = None  # clone-tree key -> CPUs (coreplane run --map)
     online_map: str | None = None  # a topology spec: tasks placed as they appear (coreplane run --online-map)
     null_page_sled: bool = False  # the fast path through a sled at address 0 (coreplane-exec --null-page-sled)
+    rewrite_at: int | None = None  # a site is rewritten at its Nth trap (coreplane-exec --rewrite-at; None: its default)
     vdso: str = "native"  # "intercept": vDSO calls profiled and delegable (coreplane-exec --vdso)
     memory: str = "linux"  # "pool": anonymous memory served by the runtime's memory service (--memory)
     memory_budget: str = "1G"  # the pool's size (--memory-budget)
@@ -88,6 +89,8 @@ def exec_argv(opts: RunOptions) -> list[str]:
         argv += [v.CONTROL_CORES, opts.control_cores]
     if opts.null_page_sled:
         argv.append("--null-page-sled")
+    if opts.rewrite_at is not None:
+        argv += ["--rewrite-at", str(opts.rewrite_at)]
     if opts.profile:
         argv += ["--profile", str(opts.profile)]
         if opts.count_tlb_flushes:

@@ -10,7 +10,7 @@ const SECCOMP_FILTER_FLAG_TSYNC: usize = 1;
 
 /// Calls that need the trap's ucontext: they are never served by the fast path.
 pub fn needs_trap(nr: usize) -> bool {
-    matches!(nr, RT_SIGRETURN | CLONE | CLONE3) || nr >= coreplane_runtime::sysset::MAX_SYSCALLS
+    matches!(nr, RT_SIGRETURN | CLONE | CLONE3 | VFORK) || nr >= coreplane_runtime::sysset::MAX_SYSCALLS
 }
 
 /// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
@@ -37,7 +37,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
     match nr {
         RT_SIGACTION => signals::rt_sigaction(a[0], a[1], a[2], a[3]),
         RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2 => signals::masked_call(nr, a),
-        FORK | VFORK => process::fork(),
+        FORK => process::fork(),
         EXECVE => process::execve(a[0], a[1], a[2]),
         EXECVEAT => process::execveat(a),
         EXIT => process::exit_thread(a[0]),
@@ -150,8 +150,17 @@ fn run(nr: usize, a: &[usize; 6]) -> isize {
             return r;
         }
     }
+    local(nr, || unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) })
+}
+
+/// Call `nr`, made here by `make`, timed and recorded in the profile.
+pub fn local(nr: usize, make: impl FnOnce() -> isize) -> isize {
+    let t = thread::current();
+    if t.no_tsc {
+        return make();
+    }
     let t0 = sys::rdtsc();
-    let r = unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    let r = make();
     profile::record(t.prof, nr, r, t0, sys::rdtsc() - t0, None);
     r
 }

@@ -331,6 +331,12 @@ fn always_timed(nr: usize) -> bool {
     matches!(nr, FUTEX | WAIT4 | WAITID)
 }
 
+/// Whether a trapped call was bounced from a rewritten site (its `syscall` is the trap gadget's,
+/// `after_syscall` the address after it): the site's return address then lies on the stack.
+pub fn bounced(after_syscall: usize) -> bool {
+    unsafe { COREPLANE_TRAP_GADGETS[0] != 0 && after_syscall == COREPLANE_TRAP_GADGETS[0] + 2 }
+}
+
 /// Fills the call tables and sets up the rewrite: the sled when asked for (and page 0 can be
 /// mapped), else the relocating rewrite.
 pub fn install() {
@@ -429,9 +435,10 @@ fn map_code(hint: usize, exact: bool) -> Option<usize> {
     Some(p as usize)
 }
 
-/// After the first trap at a site: rewrite it when it is a `syscall` in file-backed text that
-/// this process's rewrite can take (JIT code, the vDSO and writable code are left alone). While
-/// another thread rewrites, the site is left to a later trap.
+/// After a trap at a site: rewrite it, at its `rewrite_at`-th trap (`hot_sites`), when it is a
+/// `syscall` in file-backed text that this process's rewrite can take (JIT code, the vDSO and
+/// writable code are left alone). While another thread rewrites, the site is left to a later
+/// trap (and that trap is not counted).
 pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     let site = after_syscall.wrapping_sub(2);
     // A thread in strict mode may make no call a rewrite needs (mprotect).
@@ -442,7 +449,8 @@ pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
         return;
     }
     // Checked under the lock: another thread may have rewritten it meanwhile.
-    if can_take(site, nr) && crate::textmap::is_file_text(site) && rewrite(site, nr) {
+    if crate::hot_sites::due(site, crate::env::config().rewrite_at) && can_take(site, nr)
+        && crate::textmap::is_file_text(site) && rewrite(site, nr) {
         crate::profile::count_rewrite();
     }
     rewrite_lock::unlock();

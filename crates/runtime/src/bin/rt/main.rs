@@ -14,6 +14,7 @@ mod dispatch;
 mod env;
 mod exe;
 mod fastpath;
+mod hot_sites;
 mod init;
 mod loader;
 mod mcp;

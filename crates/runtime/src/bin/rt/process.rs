@@ -6,7 +6,7 @@
 use crate::env;
 use crate::exe::exe;
 use crate::placement::{self, Key};
-use crate::sigframe::{gregs, NGREG};
+use crate::sigframe::{gregs, FPREGS_OFF, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE};
 use crate::sys::{self, *};
 use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
@@ -28,6 +28,9 @@ struct ChildStart {
     vfork_block: usize,
     /// The creator is under a seccomp filter of the program's, which the child inherits.
     filtered: bool,
+    /// The program's FPU control (MXCSR, then the x87 control word) at its clone, which a new
+    /// thread or process inherits natively; the runtime's handler ran with the default ones.
+    fpu_control: [u32; 2],
 }
 
 global_asm!(
@@ -51,9 +54,43 @@ global_asm!(
     "ud2",
     "2:",
     "ret",
-    // coreplane_resume(regs, stack): the program's registers at its clone, rax = 0.
+    // coreplane_vfork_clone(flags, child_sp, ptid, ctid, tls, frame): clone from the copied
+    // signal frame's ucontext `frame` as the stack, the child starting on child_sp as above; the
+    // parent puts the result in the frame's rax and returns to the program from it.
+    ".globl coreplane_vfork_clone",
+    "coreplane_vfork_clone:",
+    "mov rsp, r9",
+    "mov r10, rcx",
+    "mov eax, 56",
+    "syscall",
+    "test rax, rax",
+    "jnz 5f",
+    "mov rdi, rsp",
+    "call coreplane_child_entry",
+    "ud2",
+    "5:",
+    "mov [rsp + {frame_rax}], rax",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
+    // coreplane_syscall_on(stack, nr, a0, a1): a two-argument call made with rsp = stack.
+    ".globl coreplane_syscall_on",
+    "coreplane_syscall_on:",
+    "mov rax, rsp",
+    "mov rsp, rdi",
+    "push rax",
+    "mov rax, rsi",
+    "mov rdi, rdx",
+    "mov rsi, rcx",
+    "syscall",
+    "pop rsp",
+    "ret",
+    // coreplane_resume(regs, stack, fpu_control): the program's registers at its clone, rax = 0,
+    // and its MXCSR and x87 control word.
     ".globl coreplane_resume",
     "coreplane_resume:",
+    "ldmxcsr [rdx]",
+    "fldcw [rdx + 4]",
     "mov rsp, rsi",
     "mov r8, [rdi + 0]",
     "mov r9, [rdi + 8]",
@@ -70,12 +107,15 @@ global_asm!(
     "mov rdi, [rdi + 64]",
     "xor eax, eax",
     "jmp r11",
+    frame_rax = const GREGS_OFF + REG_RAX * 8,
 );
 
 extern "C" {
     fn coreplane_clone(flags: u64, child_sp: usize, ptid: usize, ctid: usize, tls: usize) -> isize;
     fn coreplane_clone3(args: *const u64, size: usize) -> isize;
-    fn coreplane_resume(regs: *const u64, stack: u64) -> !;
+    fn coreplane_resume(regs: *const u64, stack: u64, fpu_control: *const [u32; 2]) -> !;
+    fn coreplane_syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize;
+    fn coreplane_vfork_clone(flags: u64, child_sp: usize, ptid: usize, ctid: usize, tls: usize, frame: usize) -> !;
 }
 
 /// First code of every thread or process created with a new stack.
@@ -100,7 +140,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         placement::adopt(&mut t.place, &start.key, 0);
     }
     sud::arm_thread();
-    unsafe { coreplane_resume(start.regs.as_ptr(), start.stack) }
+    unsafe { coreplane_resume(start.regs.as_ptr(), start.stack, &start.fpu_control) }
 }
 
 const LENT_STACK_SIZE: usize = 64 * 1024;
@@ -137,6 +177,27 @@ fn lend_signal_stack(t: &mut thread::Thread) {
     t.lent_stack = unsafe { syscall3(SIGALTSTACK, &lent as *const SignalStack as usize, 0, 0) } == 0;
 }
 
+/// sigaltstack(2) trapped on the program's own signal stack (the runtime's handler is SA_ONSTACK)
+/// while the program was not on it, which natively may change the stack, is made from the
+/// thread's runtime stack, since from the handler the kernel would refuse it (EPERM). Rust's main thread
+/// disables its signal stack, then unmaps it, at exit: the runtime then ran on unmapped memory.
+/// The stack to make it from; None where the call is not such a call (the program on its stack,
+/// which natively is refused too, or the handler elsewhere).
+pub fn sigaltstack_needs_other_stack(uc: *mut u8, a: &[usize; 6]) -> Option<usize> {
+    let mut now = SignalStack { sp: 0, flags: 0, size: 0 };
+    unsafe { syscall3(SIGALTSTACK, 0, &mut now as *mut SignalStack as usize, 0) };
+    let on = |addr: usize| now.flags & SS_DISABLE == 0 && (now.sp..now.sp + now.size).contains(&addr);
+    if a[0] == 0 || thread::current().lent_stack || !on(uc as usize) || on(gregs(uc)[REG_RSP] as usize) {
+        return None;
+    }
+    Some((thread::current().rt_sp - 128) & !15)
+}
+
+/// sigaltstack(2) made on `stack` (`sigaltstack_needs_other_stack`).
+pub fn sigaltstack_on(stack: usize, a: &[usize; 6]) -> isize {
+    unsafe { coreplane_syscall_on(stack, SIGALTSTACK, a[0], a[1]) }
+}
+
 /// sigaltstack(2) on a thread with the runtime's signal stack: the program sees none (as it had
 /// none) until it sets its own, which then replaces the runtime's.
 pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
@@ -164,10 +225,21 @@ pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
 /// trap for this very clone lies on it, suspended: the child's own traps there overwrote that
 /// frame and the parent returned through it (SIGSEGV in hyperfine, `fd -x`; Rust gives every
 /// thread a signal stack). Its Thread mapping was also never freed: one mapping per spawn.
+/// A stackless vfork's block (`stackless_vfork`) has two more areas after those: the child's
+/// stack until it resumes the program, and the copy of the parent's trap frame.
 struct VforkBlock(usize);
 
+/// Room for the child's start in a stackless vfork's block, and for the parent's frame copy
+/// (the ucontext and siginfo, and the FPU state: 2.7 KB with AVX-512, 11 KB with AMX tiles).
+const VFORK_CHILD_STACK: usize = 32 * 1024;
+const VFORK_FRAME_AREA: usize = 32 * 1024;
+/// The FPU state's software bytes (struct _fpx_sw_bytes) in its fxsave area: magic1, then the
+/// size of the whole state with its xsave header and components (else it is the 512-byte fxsave).
+const FPX_SW_OFF: usize = 464;
+const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
+
 impl VforkBlock {
-    const SIZE: usize = thread::THREAD_SIZE + LENT_STACK_SIZE;
+    const SIZE: usize = thread::THREAD_SIZE + LENT_STACK_SIZE + VFORK_CHILD_STACK + VFORK_FRAME_AREA;
 
     fn map() -> Option<VforkBlock> {
         sys::map_anon(Self::SIZE).map(|p| VforkBlock(p as usize))
@@ -190,6 +262,35 @@ impl VforkBlock {
     fn unmap(self) {
         unsafe { syscall3(MUNMAP, self.0, Self::SIZE, 0) };
     }
+
+    fn child_stack_top(&self) -> usize {
+        self.0 + thread::THREAD_SIZE + LENT_STACK_SIZE + VFORK_CHILD_STACK
+    }
+
+    /// Copies the trap's signal frame at `uc` into the frame area: the ucontext, the siginfo after
+    /// it, and the FPU state its fpregs points to (64-byte aligned, as xrstor needs), with fpregs
+    /// pointing to the copy. The copy's ucontext address (rt_sigreturn's stack pointer), or None
+    /// where the FPU state does not fit.
+    unsafe fn copy_frame(&self, uc: *mut u8) -> Option<usize> {
+        let area = self.child_stack_top();
+        let copy = area + 64;
+        let fp = *(uc.add(FPREGS_OFF) as *const usize);
+        let fp_size = match fp {
+            0 => 0,
+            _ if *((fp + FPX_SW_OFF) as *const u32) == FP_XSTATE_MAGIC1 => *((fp + FPX_SW_OFF + 4) as *const u32) as usize,
+            _ => 512,
+        };
+        let fp_copy = (copy + KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE + 63) & !63;
+        if fp_copy + fp_size > area + VFORK_FRAME_AREA {
+            return None;
+        }
+        core::ptr::copy_nonoverlapping(uc, copy as *mut u8, KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE);
+        if fp != 0 {
+            core::ptr::copy_nonoverlapping(fp as *const u8, fp_copy as *mut u8, fp_size);
+            *((copy + FPREGS_OFF) as *mut usize) = fp_copy;
+        }
+        Some(copy)
+    }
 }
 
 /// In a child process with its own copy of memory: own profile, its clone-tree name.
@@ -205,20 +306,32 @@ fn after_fork(key: &Key) {
     placement::adopt(&mut t.place, key, 0);
 }
 
-/// Places a ChildStart below `stack_top` and returns the child's initial stack pointer.
-fn prepare_child(uc: *mut u8, stack_top: u64, flags: u64, vfork_block: &Option<VforkBlock>) -> usize {
+/// Places a ChildStart below `stack_top` and returns the child's initial stack pointer; the
+/// child resumes the program on `program_sp` (`stack_top`, but for a stackless vfork).
+fn prepare_child(uc: *mut u8, stack_top: u64, program_sp: u64, flags: u64, vfork_block: &Option<VforkBlock>) -> usize {
     let g = gregs(uc);
     let sp = ((stack_top as usize) - core::mem::size_of::<ChildStart>()) & !15;
     let start = sp as *mut ChildStart;
     unsafe {
         (*start).regs.copy_from_slice(&g[..NGREG]);
-        (*start).stack = stack_top;
+        (*start).stack = program_sp;
         (*start).flags = flags;
         (*start).key = placement::child_key(&mut thread::current().place);
         (*start).vfork_block = vfork_block.as_ref().map_or(0, |b| b.0);
         (*start).filtered = thread::current().filtered;
+        (*start).fpu_control = fpu_control(uc);
     }
     sp
+}
+
+/// The program's MXCSR and x87 control word as its trap frame saved them (the fxsave area's
+/// bytes 24 and 0); the defaults where the frame has no FPU state.
+fn fpu_control(uc: *mut u8) -> [u32; 2] {
+    let fp = unsafe { *(uc.add(FPREGS_OFF) as *const usize) };
+    if fp == 0 {
+        return [0x1f80, 0x37f];
+    }
+    unsafe { [*((fp + 24) as *const u32), *(fp as *const u16) as u32] }
 }
 
 /// A child that runs in its parent's memory until it execs or exits gets a `VforkBlock`.
@@ -247,19 +360,22 @@ fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
     r
 }
 
-/// clone(2). vfork semantics (a child borrowing the parent's stack) cannot coexist with a
-/// runtime frame on that stack, so a stackless CLONE_VM|CLONE_VFORK becomes a plain fork.
-pub fn clone(uc: *mut u8, a: &[usize; 6]) -> isize {
+/// clone(2). A stackless CLONE_VM|CLONE_VFORK is a vfork (`stackless_vfork`); other stackless
+/// clones that share memory become a plain fork.
+pub fn clone(uc: *mut u8, a: &[usize; 6], bounced: bool) -> isize {
     let mut flags = a[0] as u64;
     let stack = a[1] as u64;
     if stack == 0 {
+        if flags & (CLONE_VM | CLONE_VFORK | CLONE_THREAD) == CLONE_VM | CLONE_VFORK && !bounced {
+            stackless_vfork(uc, flags, a[2], a[3], a[4]);
+        }
         if flags & CLONE_VM != 0 {
             flags &= !(CLONE_VM | CLONE_VFORK);
         }
         return fork_here(CLONE, &[flags as usize, 0, a[2], a[3], a[4], a[5]]);
     }
     let block = vfork_block(flags);
-    let sp = prepare_child(uc, stack, flags, &block);
+    let sp = prepare_child(uc, stack, stack, flags, &block);
     let r = counted_clone(flags, || unsafe { coreplane_clone(flags, sp, a[2], a[3], a[4]) });
     if let Some(b) = block {
         b.unmap(); // the child has exec'd or exited (or was never made)
@@ -321,7 +437,7 @@ pub fn clone3(uc: *mut u8, a: &[usize; 6]) -> isize {
         return fork_here(CLONE3, &[args.as_ptr() as usize, size, 0, 0, 0, 0]);
     }
     let block = vfork_block(flags);
-    let sp = prepare_child(uc, stack + stack_size, flags, &block);
+    let sp = prepare_child(uc, stack + stack_size, stack + stack_size, flags, &block);
     args[6] = sp as u64 - stack;
     let r = counted_clone(flags, || unsafe { coreplane_clone3(args.as_ptr(), size) });
     if let Some(b) = block {
@@ -342,9 +458,45 @@ fn clone3_args_valid(flags: u64, exit_signal: u64, stack: u64, stack_size: u64) 
         && stack.checked_add(stack_size).is_some_and(|end| end <= TASK_SIZE_MAX)
 }
 
-/// fork(2) and vfork(2) (the latter as fork, see `clone`).
+/// fork(2).
 pub fn fork() -> isize {
     fork_here(FORK, &[0; 6])
+}
+
+/// vfork(2) (`stackless_vfork`; where it cannot be, a fork). `bounced`: the call came from a
+/// rewritten site through the trap gadget, whose return address on the stack the child would pop
+/// and overwrite before the parent pops it.
+pub fn vfork(uc: *mut u8, bounced: bool) -> isize {
+    if !bounced {
+        stackless_vfork(uc, CLONE_VM | CLONE_VFORK | SIGCHLD as u64, 0, 0, 0);
+    }
+    fork()
+}
+
+/// A vfork child without a stack of its own (vfork(2): dash's and CPython's subprocesses) runs on
+/// its parent's stack, as natively: no copy of the parent's memory is made, nor torn down at its
+/// exec (as a fork, ≈ 0.2 ms a process here). Below the program's stack pointer lies the trap's
+/// signal frame and the handler's own, which the child's code overwrites while the parent waits;
+/// so the parent makes the clone from a copy of its frame in its `VforkBlock` and returns to the
+/// program from that copy (rt_sigreturn) with the clone's result, never to the handler. The child
+/// starts in the block, then resumes the program on the parent's stack pointer. Returns only
+/// where it cannot be done: a block that cannot be mapped, an FPU frame larger than the block
+/// holds.
+fn stackless_vfork(uc: *mut u8, flags: u64, ptid: usize, ctid: usize, tls: usize) {
+    let t = thread::current();
+    let g = gregs(uc);
+    if t.vfork_block == 0 {
+        match VforkBlock::map() {
+            Some(b) => t.vfork_block = b.0,
+            None => return,
+        }
+    }
+    let block = VforkBlock(t.vfork_block);
+    let Some(frame) = (unsafe { block.copy_frame(uc) }) else { return };
+    // The child's Thread is made afresh in the block at each vfork.
+    unsafe { core::ptr::write_bytes(block.thread_page(), 0, core::mem::size_of::<thread::Thread>()) };
+    let child_sp = prepare_child(uc, block.child_stack_top() as u64, g[REG_RSP], flags, &Some(VforkBlock(block.0)));
+    unsafe { coreplane_vfork_clone(flags, child_sp, ptid, ctid, tls, frame) }
 }
 
 /// Fails like the kernel would, before the runtime is re-executed for `path`, with the caller's
@@ -453,12 +605,9 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             push(*argv.add(i));
         }
         let env_start = push(core::ptr::null());
-        for i in 0..ne {
-            let e = *envp.add(i) as usize;
-            if !is_program_env(t, e, coreplane_runtime::config::ENV_NAME) && !is_program_env(t, e, env::TASK_NAME) {
-                push(e as *const u8);
-            }
-        }
+        program_env(t, envp, ne, |e| {
+            push(e as *const u8);
+        });
         if interposed {
             push(env::CONFIG_ENV);
             push(task.as_ptr());
@@ -482,6 +631,44 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         profile::end_process_undo();
         syscall3(MUNMAP, buf as usize, size, 0);
         given_up(image_fd, r)
+    }
+}
+
+/// Calls `keep` with each of the program's `n` environment entries at `envp`, in order, but the
+/// runtime's own (COREPLANE_RT=, COREPLANE_TASK=), reading them as the kernel reads them: the
+/// heads of 64 entries per process_vm_readv (one read per entry and name cost an exec from a
+/// shell with 35 variables ≈ 100 µs). An entry whose head cannot be read (a string shorter than
+/// the head before unmapped memory, or a bad address) is looked at alone.
+unsafe fn program_env(t: &thread::Thread, envp: *const *const u8, n: usize, mut keep: impl FnMut(usize)) {
+    const NAMES: [&[u8]; 2] = [coreplane_runtime::config::ENV_NAME, env::TASK_NAME];
+    const HEAD: usize = 13; // "COREPLANE_RT=": no longer than any name and its '='
+    let mut i = 0;
+    while i < n {
+        let chunk = (n - i).min(64);
+        let mut addrs = [0usize; 64];
+        for (j, a) in addrs[..chunk].iter_mut().enumerate() {
+            *a = *envp.add(i + j) as usize;
+        }
+        let mut heads = [0u8; 64 * HEAD];
+        let whole = t.read_program_heads(&addrs[..chunk], HEAD, &mut heads);
+        for (j, &e) in addrs[..whole].iter().enumerate() {
+            let head = &heads[j * HEAD..(j + 1) * HEAD];
+            let own = NAMES.iter().any(|name| {
+                let mut prefix = [0u8; 32];
+                let len = sys::concat(&[name, b"="], &mut prefix);
+                head == &prefix[..HEAD] && (len == HEAD || is_program_env(t, e, name))
+            });
+            if !own {
+                keep(e);
+            }
+        }
+        if whole < chunk {
+            let e = addrs[whole];
+            if !NAMES.iter().any(|name| is_program_env(t, e, name)) {
+                keep(e);
+            }
+        }
+        i += (whole + 1).min(chunk);
     }
 }
 

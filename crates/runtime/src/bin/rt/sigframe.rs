@@ -12,13 +12,18 @@ pub const REG_RAX: usize = 13;
 pub const REG_RSP: usize = 15;
 pub const REG_RIP: usize = 16;
 /// Offset of uc_mcontext.gregs in the kernel's ucontext.
-const GREGS_OFF: usize = 40;
+pub const GREGS_OFF: usize = 40;
+/// Offset of uc_mcontext.fpregs (the FPU state's address) in the kernel's ucontext: after the
+/// general registers.
+pub const FPREGS_OFF: usize = GREGS_OFF + NGREG * 8;
 /// Offset of uc_stack (the signal stack, a 24-byte stack_t) in the kernel's ucontext.
 pub const UC_STACK_OFF: usize = 16;
 /// Offset of uc_sigmask in the kernel's ucontext.
 pub const UC_SIGMASK_OFF: usize = 296;
 /// Size of the kernel's `struct ucontext` in an x86-64 rt_sigframe; the siginfo follows it.
 pub const KERNEL_UCONTEXT_SIZE: usize = 304;
+/// Size of a siginfo.
+pub const SIGINFO_SIZE: usize = 128;
 /// Offset of si_code in a siginfo.
 pub const SI_CODE_OFF: usize = 8;
 /// si_code of a SIGSYS raised by Syscall User Dispatch (the runtime's own); seccomp's

@@ -90,6 +90,7 @@ pub const ENOSYS: isize = 38;
 pub const ENAMETOOLONG: isize = 36;
 
 pub const SIGKILL: usize = 9;
+pub const SIGCHLD: usize = 17;
 pub const SIGSYS: usize = 31;
 /// Real-time signal the runtime reserves to interrupt a delegate's blocking call.
 pub const SIG_INTERRUPT: usize = 63;
@@ -219,6 +220,26 @@ fn copy_program(pid: i32, addr: usize, local: *mut u8, len: usize, write: bool) 
 /// Reads the program's memory at `addr` into `buf` (see `copy_program`).
 pub fn read_program(pid: i32, addr: usize, buf: &mut [u8]) -> bool {
     copy_program(pid, addr, buf.as_mut_ptr(), buf.len(), false)
+}
+
+/// Reads `len` bytes of the program's memory at each of `addrs` (at most 64) into `out`, back to
+/// back, in one process_vm_readv (see `copy_program`): how many of them, from the first, were
+/// read whole (the kernel stops at the first it cannot read).
+pub fn read_program_heads(pid: i32, addrs: &[usize], len: usize, out: &mut [u8]) -> usize {
+    let n = addrs.len().min(64).min(out.len() / len.max(1));
+    let mut there = [[0usize; 2]; 64];
+    for (i, &a) in addrs[..n].iter().enumerate() {
+        there[i] = [a, len];
+    }
+    let here = [out.as_mut_ptr() as usize, n * len];
+    let got = unsafe { syscall6(PROCESS_VM_READV, pid as usize, here.as_ptr() as usize, 1, there.as_ptr() as usize, n, 0) };
+    if got >= 0 || got == -EFAULT {
+        return got.max(0) as usize / len.max(1);
+    }
+    for (i, &a) in addrs[..n].iter().enumerate() {
+        unsafe { core::ptr::copy_nonoverlapping(a as *const u8, out.as_mut_ptr().add(i * len), len) };
+    }
+    n
 }
 
 /// Writes `data` into the program's memory at `addr` (see `copy_program`).

@@ -64,6 +64,10 @@ pub struct Thread {
     /// (the call's frame) while one is (`fastpath`, label 5): a handler on its own signal stack
     /// that interrupted that call then makes its calls where it is, not over the call's frames.
     pub rt_sp: usize,
+    /// The memory this thread's stackless vforks give their children and itself (a
+    /// `process::VforkBlock`, kept for the next one: the parent returns to the program from a copy
+    /// of its trap frame there), or 0 before the first.
+    pub vfork_block: usize,
 }
 
 /// A filter was installed with SECCOMP_FILTER_FLAG_TSYNC: the kernel put it on every thread of
@@ -113,6 +117,19 @@ impl Thread {
         let mut buf = [0u8; 64];
         let got = &mut buf[..expected.len().min(64)];
         got.len() == expected.len() && self.read_program(addr, got) && got == expected
+    }
+
+    /// `read_program` of `len` bytes at each of `addrs` (at most 64) into `out`, back to back, in
+    /// one call: how many of them, from the first, were read whole.
+    pub fn read_program_heads(&self, addrs: &[usize], len: usize, out: &mut [u8]) -> usize {
+        if self.is_filtered() {
+            let n = addrs.len().min(out.len() / len.max(1));
+            for (i, &a) in addrs[..n].iter().enumerate() {
+                unsafe { core::ptr::copy_nonoverlapping(a as *const u8, out.as_mut_ptr().add(i * len), len) };
+            }
+            return n;
+        }
+        sys::read_program_heads(self.pid, addrs, len, out)
     }
 
     /// The program's NUL-terminated string at `addr`, copied into `buf` (without its NUL): None where

@@ -1,5 +1,5 @@
 //! The trap path: the SIGSYS handler, entered by every syscall of code not yet rewritten.
-//! The calls that need the signal frame (clone, clone3, rt_sigreturn) are served from it; any
+//! The calls that need the signal frame (clone, clone3, vfork, rt_sigreturn) are served from it; any
 //! other goes to `dispatch::handle`, its site is rewritten for the fast path next time, and its
 //! result is written into the program's rax.
 
@@ -35,12 +35,21 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
     let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
     let g = gregs(uc);
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
+    let after_syscall = unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) };
     let result = match nr {
         RT_SIGRETURN => return signals::on_sigreturn(uc),
-        CLONE => process::clone(uc, &a),
+        CLONE => process::clone(uc, &a, fastpath::bounced(after_syscall)),
         CLONE3 => process::clone3(uc, &a),
+        VFORK => process::vfork(uc, fastpath::bounced(after_syscall)),
+        SIGALTSTACK if let Some(stack) = process::sigaltstack_needs_other_stack(uc, &a) => {
+            let r = dispatch::local(nr, || process::sigaltstack_on(stack, &a));
+            if r >= 0 {
+                keep_thread_state(nr, &a, uc);
+            }
+            r
+        }
         _ => {
-            fastpath::maybe_rewrite(unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) }, nr);
+            fastpath::maybe_rewrite(after_syscall, nr);
             let result = dispatch::handle(nr, &a);
             if result >= 0 {
                 keep_thread_state(nr, &a, uc);
