@@ -20,7 +20,7 @@ pub fn protection_keys() -> bool {
 /// costs several traps (docs/benchmarks.md, "A site rewritten at its Nth trap"), and most sites
 /// of a short process trap once or twice.
 pub const DEFAULT_REWRITE_AT: u32 = 8;
-pub const REWRITE_AT_MAX: u64 = u16::MAX as u64;
+pub const REWRITE_AT_MAX: u64 = 127;
 
 /// The memory pressure (%) from which the pool gives freed memory back, unless a cell says.
 pub const DEFAULT_GIVE_BACK: u32 = 10;

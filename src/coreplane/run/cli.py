@@ -57,7 +57,7 @@ def run(
                                  "(coreplane-profile/1) here."),
     time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
     null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
-    rewrite_at: int = typer.Option(None, "--rewrite-at", metavar="N", min=1, max=65535, help=REWRITE_AT_HELP),
+    rewrite_at: int = typer.Option(None, "--rewrite-at", metavar="N", min=1, max=127, help=REWRITE_AT_HELP),
     vdso: str = o.vdso(),
     memory: str = typer.Option("linux", "--memory", metavar="linux|pool|pool-demand", help=MEMORY_HELP),
     memory_budget: str = typer.Option("1G", "--memory-budget", metavar="SIZE", help="The memory pool's size "
@@ -115,7 +115,7 @@ def profile(
     out: Path = typer.Option(None, "--out", "-o", metavar="FILE", help="Keep the profile JSON here."),
     time_every: int = typer.Option(16, "--time-every", metavar="N", min=1, help=TIME_EVERY_HELP),
     null_page_sled: bool = typer.Option(False, "--null-page-sled", help=SLED_HELP),
-    rewrite_at: int = typer.Option(None, "--rewrite-at", metavar="N", min=1, max=65535, help=REWRITE_AT_HELP),
+    rewrite_at: int = typer.Option(None, "--rewrite-at", metavar="N", min=1, max=127, help=REWRITE_AT_HELP),
     vdso: str = o.vdso(),
     plot: Path = typer.Option(None, "--plot", metavar="FILE", help="Draw the syscall CDF and counts "
                               "(paper 002 Fig. 6/12)."),

@@ -8,27 +8,9 @@ use crate::{delegate, process, profile, signals, thread};
 /// seccomp(SET_MODE_FILTER) flag: the filter goes on every thread of the process.
 const SECCOMP_FILTER_FLAG_TSYNC: usize = 1;
 
-/// Calls that need the trap's ucontext: they are never served by the fast path.
-pub fn needs_trap(nr: usize) -> bool {
-    matches!(nr, RT_SIGRETURN | CLONE | CLONE3 | VFORK) || nr >= coreplane_runtime::sysset::MAX_SYSCALLS
-}
-
-/// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
-/// because they may change what an address is, see `textmap`; brk when the memory pool serves it;
-/// the closing calls because the runtime keeps descriptors of its own, see `own_fds`).
-pub fn answered_by_runtime(nr: usize) -> bool {
-    matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
-        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
-        | MUNMAP | MPROTECT | MREMAP | MMAP | SHMAT | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS
-        | CLOSE_RANGE | DUP2 | DUP3)
-        || nr == BRK && crate::env::config().memory_pool > 0
-        // close is frequent: through the runtime (+35 ns) only where it may hold descriptors.
-        || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())
-}
-
-/// Any call but those in `needs_trap`, from the trap or from the fast path. A thread in seccomp
-/// strict mode makes its calls as it gave them but exit: the kernel kills it for any other than
-/// read and write, as natively, where the runtime might answer one itself.
+/// Any call but those in `call_kinds::needs_trap`, from the trap or from the fast path. A thread
+/// in seccomp strict mode makes its calls as it gave them but exit: the kernel kills it for any
+/// other than read and write, as natively, where the runtime might answer one itself.
 pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
     let t = thread::current();
     if t.traced && !matches!(nr, EXECVE | EXECVEAT) || t.strict && nr != EXIT {
@@ -47,9 +29,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
         PRCTL if a[0] == PR_SET_SECCOMP && a[1] == 1 /* SECCOMP_MODE_STRICT */ => process::strict_mode(nr, a),
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
-        PRCTL if a[0] == PR_SET_SECCOMP => filtered_from_now(run(nr, a), 0),
+        PRCTL if a[0] == PR_SET_SECCOMP => {
+            crate::fastpath::rewrite_counted_sites();
+            filtered_from_now(run(nr, a), 0)
+        }
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
         SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => {
+            crate::fastpath::rewrite_counted_sites();
             if a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0 {
                 process::before_filter_on_every_thread();
             }
@@ -101,6 +87,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),
         _ => run(nr, a),
     }
+}
+
+/// Rust side of the fast path (fastpath.rs's entry calls it by name) for calls that are not
+/// plain local ones.
+#[no_mangle]
+extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isize {
+    handle(nr, unsafe { &*args })
 }
 
 /// A seccomp filter now applies to the calling thread (to every thread with

@@ -304,12 +304,6 @@ extern "C" {
     fn coreplane_fast_entry();
 }
 
-/// Rust side of the fast path for calls that are not plain local ones.
-#[no_mangle]
-extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isize {
-    crate::dispatch::handle(nr, unsafe { &*args })
-}
-
 /// This process's rewrite, once `install` has chosen it.
 fn mode() -> Mode {
     match MODE.load(Relaxed) {
@@ -344,9 +338,9 @@ pub fn install() {
     let mut local = SysSet::EMPTY;
     let mut bounce = SysSet::EMPTY;
     for nr in 0..coreplane_runtime::sysset::MAX_SYSCALLS {
-        if crate::dispatch::needs_trap(nr) {
+        if crate::call_kinds::needs_trap(nr) {
             bounce.insert(nr);
-        } else if !cfg.delegated.contains(nr) && !crate::dispatch::answered_by_runtime(nr) && !always_timed(nr) {
+        } else if !cfg.delegated.contains(nr) && !crate::call_kinds::answered_by_runtime(nr) && !always_timed(nr) {
             local.insert(nr);
         }
     }
@@ -442,17 +436,37 @@ fn map_code(hint: usize, exact: bool) -> Option<usize> {
 pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     let site = after_syscall.wrapping_sub(2);
     // A thread in strict mode may make no call a rewrite needs (mprotect).
-    if !enabled() || crate::dispatch::needs_trap(nr) || crate::thread::current().strict || !can_take(site, nr) {
+    if !enabled() || crate::call_kinds::needs_trap(nr) || crate::thread::current().strict || !can_take(site, nr) {
         return;
     }
     if !rewrite_lock::try_lock() {
         return;
     }
     // Checked under the lock: another thread may have rewritten it meanwhile.
-    if crate::hot_sites::due(site, crate::env::config().rewrite_at) && can_take(site, nr)
+    // A call that may install a seccomp filter must not come back through rt_sigreturn, which the
+    // filter may kill for (`rewrite_counted_sites`): its site is rewritten at its first trap, and
+    // the calls after the first take the fast path, as every site did before.
+    let at = if matches!(nr, PRCTL | SECCOMP) { 1 } else { crate::env::config().rewrite_at };
+    if crate::hot_sites::due(site, nr, at) && can_take(site, nr)
         && crate::textmap::is_file_text(site) && rewrite(site, nr) {
         crate::profile::count_rewrite();
     }
+    rewrite_lock::unlock();
+}
+
+/// Rewrites every site that trapped but was not yet due, before a seccomp filter of the program's
+/// applies: from then on a trap's rt_sigreturn, and a rewrite's mprotect, may be calls the filter
+/// kills for (strace's seccomp-filter-v allows close and exit alone, and closed from a site that
+/// had trapped once). Each is rewritten as at its Nth trap.
+pub fn rewrite_counted_sites() {
+    if !enabled() || !rewrite_lock::lock() {
+        return;
+    }
+    crate::hot_sites::drain(|site, nr| {
+        if can_take(site, nr) && crate::textmap::is_file_text(site) && rewrite(site, nr) {
+            crate::profile::count_rewrite();
+        }
+    });
     rewrite_lock::unlock();
 }
 

@@ -5,19 +5,24 @@
 
 use core::ptr::addr_of_mut;
 
-/// One page: a slot is the site's address (below 2^47) in the low bits and its traps in the top 16.
+/// One page of words: a site's address (below 2^47), the number it trapped with (below 512) and
+/// its traps so far (saturating).
 const SLOTS: usize = 512;
 /// Slots looked at from a site's hash before the table counts as full for it.
 const PROBES: usize = 16;
-const SITE_BITS: u32 = 48;
-const SITE_MASK: u64 = (1 << SITE_BITS) - 1;
+const NR_SHIFT: u32 = 48;
+const COUNT_SHIFT: u32 = 57;
+const SITE_MASK: u64 = (1 << NR_SHIFT) - 1;
+/// The most traps a slot counts: the configuration's largest rewrite point.
+const MAX_COUNT: u64 = (1 << (64 - COUNT_SHIFT)) - 1;
+const _: () = assert!(MAX_COUNT == coreplane_runtime::config::REWRITE_AT_MAX);
 /// 0 marks a free slot (page 0 holds no program code).
 static mut SITES: [u64; SLOTS] = [0; SLOTS];
 
-/// Counts a trap at `site`, under the rewrite lock: whether the site is now due for its
-/// rewrite, i.e. has trapped `rewrite_at` times. A site the table has no room for is due at
-/// once, as every site was before.
-pub fn due(site: usize, rewrite_at: u32) -> bool {
+/// Counts a trap of call `nr` at `site`, under the rewrite lock: whether the site is now due
+/// for its rewrite, i.e. has trapped `rewrite_at` times. A site the table has no room for is due
+/// at once, as every site was before.
+pub fn due(site: usize, nr: usize, rewrite_at: u32) -> bool {
     if rewrite_at <= 1 {
         return true;
     }
@@ -26,10 +31,20 @@ pub fn due(site: usize, rewrite_at: u32) -> bool {
     for i in 0..PROBES {
         let slot = &mut sites[(hash + i) % SLOTS];
         if *slot & SITE_MASK == site as u64 || *slot == 0 {
-            let traps = ((*slot >> SITE_BITS) + 1).min(u16::MAX as u64);
-            *slot = site as u64 | traps << SITE_BITS;
+            let traps = ((*slot >> COUNT_SHIFT) + 1).min(MAX_COUNT);
+            *slot = site as u64 | (nr as u64 & 511) << NR_SHIFT | traps << COUNT_SHIFT;
             return traps >= rewrite_at as u64;
         }
     }
     true
+}
+
+/// Each site counted so far with the number it trapped with, forgotten once given (under the
+/// rewrite lock).
+pub fn drain(mut each: impl FnMut(usize, usize)) {
+    let sites = unsafe { &mut *addr_of_mut!(SITES) };
+    for slot in sites.iter_mut().filter(|s| **s != 0) {
+        each((*slot & SITE_MASK) as usize, ((*slot >> NR_SHIFT) & 511) as usize);
+        *slot = 0;
+    }
 }

@@ -8,6 +8,7 @@
 
 mod app_threads;
 mod calibration;
+mod call_kinds;
 mod cmdline;
 mod delegate;
 mod dispatch;

@@ -1,0 +1,23 @@
+//! Which calls the runtime must see with their trap frame, and which it answers or adjusts
+//! itself rather than passing them on: what the fast path's tables send past its assembly, and
+//! what dispatch serves.
+
+use crate::sys::*;
+
+/// Calls that need the trap's ucontext: they are never served by the fast path.
+pub fn needs_trap(nr: usize) -> bool {
+    matches!(nr, RT_SIGRETURN | CLONE | CLONE3 | VFORK) || nr >= coreplane_runtime::sysset::MAX_SYSCALLS
+}
+
+/// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
+/// because they may change what an address is, see `textmap`; brk when the memory pool serves it;
+/// the closing calls because the runtime keeps descriptors of its own, see `own_fds`).
+pub fn answered_by_runtime(nr: usize) -> bool {
+    matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
+        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
+        | MUNMAP | MPROTECT | MREMAP | MMAP | SHMAT | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS
+        | CLOSE_RANGE | DUP2 | DUP3)
+        || nr == BRK && crate::env::config().memory_pool > 0
+        // close is frequent: through the runtime (+35 ns) only where it may hold descriptors.
+        || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())
+}
