@@ -187,6 +187,8 @@ bench: setup
 	$(CLI) bench floor --json > $(BENCH_OUT)/floor.json
 	$(CLI) bench floor --from $(BENCH_OUT)/floor.json
 	$(CLI) bench paths --json > $(BENCH_OUT)/paths.json
+	flock /run/coreplane-tests.lock $(PY) -m coreplane.bench.startcost --json > $(BENCH_OUT)/startcost.json   # a process's start (issues 12, 15)
+	$(PY) -m coreplane.bench.startcost --from $(BENCH_OUT)/startcost.json
 	$(PY) -m coreplane.dse.overhead --json > $(BENCH_OUT)/sweep-overhead.json
 	$(PY) -m coreplane.dse.overhead --from $(BENCH_OUT)/sweep-overhead.json
 	$(PY) -m coreplane.map.experiments ipc --out $(BENCH_OUT)/netos-ipc.json
