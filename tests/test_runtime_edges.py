@@ -347,7 +347,8 @@ def test_proc_shows_the_programs_name_command_line_and_environment(mode, tmp_pat
     # What ps, pgrep -x, pkill -f and pidof read. Before: comm "exe" (or "coreplane-rt" for the
     # first process), cmdline "coreplane-rt /usr/bin/sh sh -c ...", and the runtime's configuration
     # in environ; a program overwriting argv[0] (setproctitle) changed nothing there, and
-    # /proc/self/auxv was the runtime's (its own entry point).
+    # /proc/self/auxv was the runtime's (its own entry point); until session 14 /proc/self/stat's
+    # code range and VmExe were the runtime's too.
     script = ("cat /proc/$$/comm /proc/self/comm; tr '\\0' ' ' < /proc/$$/cmdline; echo; "
               "tr '\\0' '\\n' < /proc/$$/environ | grep -c '^COREPLANE_' || true; pgrep -x -s 0 sh | wc -l")
     argv = ["sh", "-c", script, "name"]
@@ -364,6 +365,7 @@ def test_proc_shows_the_programs_name_command_line_and_environment(mode, tmp_pat
 
 SETPROCTITLE = r"""
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 int main(int argc, char **argv) {
@@ -372,6 +374,23 @@ int main(int argc, char **argv) {
     FILE *a = fopen("/proc/self/auxv", "r");
     while (fread(aux, sizeof aux, 1, a) == 1 && aux[0] != AT_ENTRY) {}
     printf("auxv entry %s\n", aux[0] == AT_ENTRY && aux[1] == getauxval(AT_ENTRY) ? "as given" : "differs");
+    /* /proc/self/stat's startcode and endcode (fields 26, 27) hold this program's code, and
+     * VmExe is its size. */
+    char st[4096];
+    FILE *s = fopen("/proc/self/stat", "r");
+    size_t len = fread(st, 1, sizeof st - 1, s);
+    st[len] = 0;
+    char *at = strrchr(st, ')') + 2;
+    unsigned long field[30] = {0};
+    for (int i = 3; i <= 28 && at; i++, at = strchr(at, ' ') ? strchr(at, ' ') + 1 : NULL)
+        field[i] = strtoul(at, NULL, 10);
+    unsigned long here = (unsigned long)main;
+    printf("code holds main: %s\n", field[26] <= here && here < field[27] ? "yes" : "no");
+    FILE *t = fopen("/proc/self/status", "r");
+    char line[256];
+    while (fgets(line, sizeof line, t))
+        if (!strncmp(line, "VmExe:", 6))
+            fputs(line, stdout);
     memset(argv[0], 'x', strlen(argv[0]));
     FILE *f = fopen("/proc/self/cmdline", "r");
     char b[4096];

@@ -43,6 +43,8 @@ struct Image {
     entry: usize,
     phdr: usize,
     phnum: usize,
+    /// Its code and data as the kernel's exec records them for /proc/PID/stat (`cmdline`).
+    bounds: crate::cmdline::Bounds,
 }
 
 fn page_down(x: usize) -> usize {
@@ -122,7 +124,21 @@ fn map_image(path: *const u8, fd: usize, eh: &Ehdr, phs: &[Phdr]) -> Image {
         .find(|p| p.offset <= eh.phoff && eh.phoff < p.offset + p.filesz)
         .map(|p| base + (p.vaddr + eh.phoff - p.offset) as usize)
         .unwrap_or(0);
-    Image { base, entry: base + eh.entry as usize, phdr, phnum: eh.phnum as usize }
+    Image { base, entry: base + eh.entry as usize, phdr, phnum: eh.phnum as usize, bounds: bounds(base, phs) }
+}
+
+/// The code and data bounds binfmt_elf gives a program (mm->start_code and the rest): over the
+/// PT_LOAD segments, code from the lowest executable one's start to the furthest executable
+/// file end, data from the highest segment start to the furthest file end.
+fn bounds(base: usize, phs: &[Phdr]) -> crate::cmdline::Bounds {
+    let loads = || phs.iter().filter(|p| p.kind == PT_LOAD);
+    let code = || loads().filter(|p| p.flags & elf::PF_X != 0);
+    crate::cmdline::Bounds {
+        start_code: base + code().map(|p| p.vaddr as usize).min().unwrap_or(0),
+        end_code: base + code().map(|p| (p.vaddr + p.filesz) as usize).max().unwrap_or(0),
+        start_data: base + loads().map(|p| p.vaddr as usize).max().unwrap_or(0),
+        end_data: base + loads().map(|p| (p.vaddr + p.filesz) as usize).max().unwrap_or(0),
+    }
 }
 
 /// Reads the ELF header and program headers of an open file.
@@ -283,7 +299,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let env_at = argv.len + 2;
     let aux_at = env_at + kept_env + 1;
     crate::cmdline::publish(vec.add(1) as *mut *const u8, argv.len, vec.add(env_at) as *mut *const u8, kept_env,
-                            vec.add(aux_at), w - aux_at);
+                            vec.add(aux_at), w - aux_at, &prog.bounds, sp as usize);
     let old_end = auxv.add(2 * (n_aux + 1)) as usize;
     let new_sp = (old_end - w * 8) & !15;
     crate::exe::adopt_runtime(*kargv);
