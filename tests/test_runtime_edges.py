@@ -348,9 +348,11 @@ def test_proc_shows_the_programs_name_command_line_and_environment(mode, tmp_pat
     # first process), cmdline "coreplane-rt /usr/bin/sh sh -c ...", and the runtime's configuration
     # in environ; a program overwriting argv[0] (setproctitle) changed nothing there, and
     # /proc/self/auxv was the runtime's (its own entry point); until session 14 /proc/self/stat's
-    # code range and VmExe were the runtime's too.
+    # code range and VmExe were the runtime's too. pgrep is not in a pipeline: the stage after it
+    # is named sh until it execs, natively for a moment, under the runtime a little longer.
     script = ("cat /proc/$$/comm /proc/self/comm; tr '\\0' ' ' < /proc/$$/cmdline; echo; "
-              "tr '\\0' '\\n' < /proc/$$/environ | grep -c '^COREPLANE_' || true; pgrep -x -s 0 sh | wc -l")
+              "tr '\\0' '\\n' < /proc/$$/environ | grep -c '^COREPLANE_' || true; "
+              "f=$(mktemp); pgrep -x -s 0 sh > $f; wc -l < $f; rm -f $f")
     argv = ["sh", "-c", script, "name"]
     native = watched(argv)
     proc = watched(CLI + ["run", "--delegate", mode, "--", *argv])

@@ -273,7 +273,7 @@ def cases() -> tuple[list[Case], list[str]]:
                                   "head -c 5; echo; yes | sed 1q"), group="process"),
         Case("ps-pgrep-identity", sh("sleep 2 & p=$!; sleep 0.3; cat /proc/$p/comm; tr '\\0' ' ' < /proc/$p/cmdline; "
                                      "echo; ps -o comm=,args= -p $p; pgrep -x -P $$ sleep | grep -c $p; "
-                                     "pkill -P $$ -f '^sleep 2$'; wait $p; echo $?"), group="process"),
+                                     "{ pkill -P $$ -f '^sleep 2$'; wait $p; echo $?; } 2>/dev/null"), group="process"),
         Case("strace-tracing", ["strace", "-f", "-qq", "-e", "trace=exit_group", "-e", "signal=none",
                                 "sh", "-c", "echo traced; exit 2"], group="process"),
         Case("curl-http-server", sh(CURL_SERVER), text, timeout=60, group="network"),
