@@ -5,7 +5,8 @@
  * exits; the parent checks what it kept in registers and in its frame, its FPU rounding mode,
  * and signals that reach it right after the call. Also from a thread with a signal stack, while
  * another thread makes calls, and with the bare clone; and a thread's FPU control, inherited
- * from its creator. Prints one line per case. */
+ * from its creator; and threads that vfork once and end, whose runtime memory must go with them.
+ * Prints one line per case. */
 #define _GNU_SOURCE
 #include <fenv.h>
 #include <pthread.h>
@@ -142,6 +143,27 @@ static void *report_rounding(void *arg) {
     return NULL;
 }
 
+static void *vfork_once(void *arg) {
+    (void)arg;
+    pid_t p = vfork();
+    if (p == 0)
+        _exit(0);
+    waitpid(p, NULL, 0);
+    return NULL;
+}
+
+static long vm_data_kb(void) {
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmData: %ld", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 static volatile int stop;
 
 static void *busy(void *arg) {
@@ -178,6 +200,16 @@ int main(void) {
     pthread_join(t, NULL);
     pthread_create(&t, NULL, on_signal_stack, NULL);
     pthread_join(t, NULL);
+    /* Threads that vfork once each, then end, one after another: what the runtime kept for a
+     * thread's vforks goes with the thread. */
+    long before = 0;
+    for (int i = 0; i < 100; i++) {
+        if (i == 10)
+            before = vm_data_kb();
+        pthread_create(&t, NULL, vfork_once, NULL);
+        pthread_join(t, NULL);
+    }
+    printf("data growth over 90 vforking threads: %s\n", vm_data_kb() - before < 1024 ? "< 1 MB" : ">= 1 MB");
     pthread_t b;
     pthread_create(&b, NULL, busy, NULL);
     case_exit("threaded-exit");

@@ -8,11 +8,10 @@ and of CPU time (the whole tree's user + system).
 
 import os
 import statistics
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
+from coreplane.bench.memcorpus import timed
 from coreplane.bench.memsvc import bench_main
 from coreplane.core.native import binary
 from coreplane.core.errors import CoreplaneError
@@ -45,14 +44,12 @@ def runtimes(builds: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _timed(argv: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds of one run (CPU: the process tree's user + system)."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+def _timed(argv: list[str], tmp: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (memcorpus.timed), which must succeed."""
+    wall, cpu, (status, _, err) = timed(argv, tmp, dict(os.environ), 600)
     if status != 0:
-        raise CoreplaneError(f"{' '.join(argv[:6])}...: exit status {status}")
-    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+        raise CoreplaneError(f"{' '.join(argv[:6])}...: exit status {status}: {err.decode(errors='replace')[-200:]}")
+    return wall, cpu
 
 
 def measure(build: list[str] | None = None) -> dict:
@@ -63,7 +60,7 @@ def measure(build: list[str] | None = None) -> dict:
         for _ in range(ROUNDS):
             for w, (n, argv) in work.items():
                 for r, prefix in runs.items():
-                    wall, cpu = _timed(prefix + argv)
+                    wall, cpu = _timed(prefix + argv, Path(tmp))
                     samples[(w, r)].append((wall / n * 1e6, cpu / n * 1e6))
     rows = []
     for w in work:

@@ -6,7 +6,7 @@
 use crate::env;
 use crate::exe::exe;
 use crate::placement::{self, Key};
-use crate::sigframe::{gregs, FPREGS_OFF, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE};
+use crate::sigframe::{self, gregs, FPREGS_OFF, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE};
 use crate::sys::{self, *};
 use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
@@ -233,10 +233,6 @@ struct VforkBlock(usize);
 /// (the ucontext and siginfo, and the FPU state: 2.7 KB with AVX-512, 11 KB with AMX tiles).
 const VFORK_CHILD_STACK: usize = 32 * 1024;
 const VFORK_FRAME_AREA: usize = 32 * 1024;
-/// The FPU state's software bytes (struct _fpx_sw_bytes) in its fxsave area: magic1, then the
-/// size of the whole state with its xsave header and components (else it is the 512-byte fxsave).
-const FPX_SW_OFF: usize = 464;
-const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
 
 impl VforkBlock {
     const SIZE: usize = thread::THREAD_SIZE + LENT_STACK_SIZE + VFORK_CHILD_STACK + VFORK_FRAME_AREA;
@@ -274,19 +270,14 @@ impl VforkBlock {
     unsafe fn copy_frame(&self, uc: *mut u8) -> Option<usize> {
         let area = self.child_stack_top();
         let copy = area + 64;
-        let fp = *(uc.add(FPREGS_OFF) as *const usize);
-        let fp_size = match fp {
-            0 => 0,
-            _ if *((fp + FPX_SW_OFF) as *const u32) == FP_XSTATE_MAGIC1 => *((fp + FPX_SW_OFF + 4) as *const u32) as usize,
-            _ => 512,
-        };
+        let fp = sigframe::fpstate(uc);
         let fp_copy = (copy + KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE + 63) & !63;
-        if fp_copy + fp_size > area + VFORK_FRAME_AREA {
+        if fp_copy + fp.map_or(0, |(_, size)| size) > area + VFORK_FRAME_AREA {
             return None;
         }
         core::ptr::copy_nonoverlapping(uc, copy as *mut u8, KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE);
-        if fp != 0 {
-            core::ptr::copy_nonoverlapping(fp as *const u8, fp_copy as *mut u8, fp_size);
+        if let Some((at, size)) = fp {
+            core::ptr::copy_nonoverlapping(at as *const u8, fp_copy as *mut u8, size);
             *((copy + FPREGS_OFF) as *mut usize) = fp_copy;
         }
         Some(copy)
@@ -319,19 +310,9 @@ fn prepare_child(uc: *mut u8, stack_top: u64, program_sp: u64, flags: u64, vfork
         (*start).key = placement::child_key(&mut thread::current().place);
         (*start).vfork_block = vfork_block.as_ref().map_or(0, |b| b.0);
         (*start).filtered = thread::current().filtered;
-        (*start).fpu_control = fpu_control(uc);
+        (*start).fpu_control = sigframe::fpu_control(uc);
     }
     sp
-}
-
-/// The program's MXCSR and x87 control word as its trap frame saved them (the fxsave area's
-/// bytes 24 and 0); the defaults where the frame has no FPU state.
-fn fpu_control(uc: *mut u8) -> [u32; 2] {
-    let fp = unsafe { *(uc.add(FPREGS_OFF) as *const usize) };
-    if fp == 0 {
-        return [0x1f80, 0x37f];
-    }
-    unsafe { [*((fp + 24) as *const u32), *(fp as *const u16) as u32] }
 }
 
 /// A child that runs in its parent's memory until it execs or exits gets a `VforkBlock`.
@@ -642,6 +623,8 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
 unsafe fn program_env(t: &thread::Thread, envp: *const *const u8, n: usize, mut keep: impl FnMut(usize)) {
     const NAMES: [&[u8]; 2] = [coreplane_runtime::config::ENV_NAME, env::TASK_NAME];
     const HEAD: usize = 13; // "COREPLANE_RT=": no longer than any name and its '='
+    let mut prefixes = [[0u8; 32]; 2];
+    let lens = [0, 1].map(|k| sys::concat(&[NAMES[k], b"="], &mut prefixes[k]));
     let mut i = 0;
     while i < n {
         let chunk = (n - i).min(64);
@@ -653,11 +636,8 @@ unsafe fn program_env(t: &thread::Thread, envp: *const *const u8, n: usize, mut 
         let whole = t.read_program_heads(&addrs[..chunk], HEAD, &mut heads);
         for (j, &e) in addrs[..whole].iter().enumerate() {
             let head = &heads[j * HEAD..(j + 1) * HEAD];
-            let own = NAMES.iter().any(|name| {
-                let mut prefix = [0u8; 32];
-                let len = sys::concat(&[name, b"="], &mut prefix);
-                head == &prefix[..HEAD] && (len == HEAD || is_program_env(t, e, name))
-            });
+            // A head the length of the name and '=' decides; a longer name is read whole.
+            let own = (0..2).any(|k| head == &prefixes[k][..HEAD] && (lens[k] == HEAD || is_program_env(t, e, NAMES[k])));
             if !own {
                 keep(e);
             }
@@ -866,6 +846,10 @@ pub fn exit_thread(code: usize) -> ! {
     }
     delegate::release_slots(t);
     profile::end_thread(t.prof);
+    if t.vfork_block != 0 {
+        // Its stackless vforks' block: one a thread, kept for the thread's next vfork.
+        VforkBlock(t.vfork_block).unmap();
+    }
     if t.owned {
         // Its state and runtime stack (which it may be running on) go with it.
         sys::exit_unmapping(t as *mut thread::Thread as usize, thread::THREAD_SIZE, code);
