@@ -38,16 +38,34 @@ def test_wait_never_exceeds_the_other_threads_work():
 
 def test_schweitzer_approximates_exact_mva():
     # Used only above MVA_EXACT_LIMIT threads; on a small network it stays within ~10 % of exact MVA.
+    import numpy as np
     from coreplane.model import queueing as q
-    demands = [[1.0, 2.0, 0.5], [0.3, 0.1, 0.2], [2.0, 1.0, 4.0]]
-    kinds = [True, True, False]
-    exact = q._mva_exact(demands, kinds, 3)
-    approx = q._mva_schweitzer(demands, kinds, 3)
-    assert not approx.exact
-    assert approx.throughput == pytest.approx(exact.throughput, rel=0.12)
+    demands = np.array([[[1.0, 2.0, 0.5], [0.3, 0.1, 0.2], [2.0, 1.0, 4.0]]])
+    kinds = np.array([True, True, False])
+    exact, _ = q._mva_exact(demands, kinds)
+    approx, _ = q._mva_schweitzer(demands, kinds)
+    assert approx[0] == pytest.approx(exact[0], rel=0.12)
     # Symmetric machine repairman (exact 5/16 each): Schweitzer gives 1 − 1/√2 ≈ 0.293.
-    sym = q._mva_schweitzer([[1.0] * 3, [1.0] * 3], [True, False], 3)
-    assert sym.throughput == pytest.approx([1 - 2 ** -0.5] * 3, rel=1e-6)
+    sym, _ = q._mva_schweitzer(np.array([[[1.0] * 3, [1.0] * 3]]), np.array([True, False]))
+    assert sym[0] == pytest.approx([1 - 2 ** -0.5] * 3, rel=1e-6)
+
+
+def test_networks_solved_together_as_each_alone():
+    # mva_many pads the larger networks to one size and solves networks of one size together:
+    # each answer is the one it gets alone, exact below MVA_EXACT_LIMIT classes, approximate above.
+    import random
+    from coreplane.model import queueing as q
+    rng = random.Random(7)
+    kinds = [True, False, True, False, False]
+    nets = [[[rng.choice([0.0, rng.expovariate(1.0)]) for _ in range(k)] for _ in kinds]
+            for k in (1, 2, 2, 3, 12, 13, 20, 40)]
+    together = q.mva_many(nets, kinds)
+    for net, sol in zip(nets, together):
+        alone = q.mva(net, kinds)
+        assert sol.exact == alone.exact == (len(net[0]) <= q.MVA_EXACT_LIMIT)
+        assert sol.throughput == pytest.approx(alone.throughput, rel=1e-9)
+        assert [r for row in sol.residence for r in row] == pytest.approx(
+            [r for row in alone.residence for r in row], rel=1e-9)
 
 
 @pytest.mark.parametrize("fc", [0.0, 1000.0, 50_000.0])

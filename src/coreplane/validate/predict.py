@@ -163,8 +163,15 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
         by_round = [s.native_by_round[r] / walls[c.case][r] for r in rounds_of[c.case]]
         meas = float(np.median(by_round)) if by_round else s.native_ns / run["median"]
         gamma = cal.gamma(c.gamma)
-        at = lambda g, st, h=handoffs.get(c.case): round_speedups(s, c, cal, per_round, rounds_of[c.case],  # noqa: E731
-                                                                  machine, g, st, h)
+        memo: dict[tuple, dict] = {}
+
+        def at(g: float, st: str, probed: bool = True) -> dict:
+            """`round_speedups` at γ = g and statistic st, with the runs' own round trips unless
+            not `probed`; each once (the columns below ask for some twice)."""
+            if (g, st, probed) not in memo:
+                memo[g, st, probed] = round_speedups(s, c, cal, per_round, rounds_of[c.case], machine, g, st,
+                                                     handoffs.get(c.case) if probed else None)
+            return memo[g, st, probed]
         row = {"case": c.case, "program": c.program, "policy": c.policy, "fc_ns": c.fc_ns, "gamma_emulated": c.gamma,
                "gamma_estimated": gamma, "threads": max(1, len(s.profile.threads)), "delegated_calls":
                refined(s.profile, 1.0, 0.0, policy_of(c.policy)).delegated_calls, "n": run["n"],
@@ -175,7 +182,7 @@ def table(subjects: dict[str, Subject], configs: list[Config], measured: dict[st
             row[model] = value
         row["handoff_ns"] = (float(np.median([h.mean for h in handoffs[c.case].values()]))
                              if handoffs.get(c.case) else None)
-        plain = at(gamma, statistic, None) if handoffs.get(c.case) else row
+        plain = at(gamma, statistic, probed=False) if handoffs.get(c.case) else row
         for model in ROUND_ONLY:
             row[model] = plain[model.split("/")[0]]
         for st in STATISTICS:
