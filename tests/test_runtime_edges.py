@@ -20,6 +20,7 @@ Every run is bounded by the stress tests' watchdog."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -32,7 +33,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
          "small_stack_child", "vfork_signal_stack", "vfork_stackless", "altstack_unmap", "seccomp_late_filter", "setns_user",
          "strict_last", "strict_tid_freed", "strict_unseen", "mask_all", "setmask_pending", "block_race",
-         "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv", "strict_refused"]
+         "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv", "strict_refused", "self_exe", "seccomp_kill_thread"]
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +139,16 @@ def test_a_signal_stack_disabled_and_unmapped_from_a_site_run_once(built, mode):
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])
+def test_opening_proc_self_exe_opens_the_program(built, mode):
+    # Before: the runtime's binary (the process's executable to the kernel) was opened, from
+    # every name and call; readlink answered for /proc/self/exe only.
+    native = watched([str(built / "self_exe")]).stdout
+    assert native.count("same file 20/20, close-on-exec as asked 20/20, lowest descriptor 20/20") == 9
+    assert native.count(": same\n") == 3
+    same_as_natively(built / "self_exe", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
 def test_a_filter_that_allows_close_and_exit_alone(built, mode):
     # Before (sites rewritten at their 8th trap, 2d5e0e2): killed by SIGSYS (159), and under `all`
     # never ended (the filter killed one thread; the delegates lived on). The filter's own prctl
@@ -149,6 +160,19 @@ def test_a_filter_that_allows_close_and_exit_alone(built, mode):
         pytest.skip("seccomp filters are refused here")
     assert native.returncode == 0
     same_as_natively(built / "seccomp_late_filter", mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all", "pool"])
+def test_a_filter_that_kills_the_only_thread_ends_the_process(built, mode):
+    # Before: under --delegate all the kernel killed the program's only thread (SIGSYS, exit
+    # status 159 natively) and the delegates kept the process alive, so the run never ended.
+    native = watched([str(built / "seccomp_kill_thread")])
+    if native.returncode == 77:
+        pytest.skip("seccomp filters are refused here")
+    assert (native.returncode, native.stdout) == (-signal.SIGSYS, "before\n")
+    args = ["--memory", "pool", "--delegate", "all"] if mode == "pool" else ["--delegate", mode]
+    proc = watched(CLI + ["run", *args, "--", str(built / "seccomp_kill_thread")])
+    assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

@@ -10,11 +10,12 @@ pub fn needs_trap(nr: usize) -> bool {
 }
 
 /// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
-/// because they may change what an address is, see `textmap`; brk when the memory pool serves it;
+/// because they may change what an address is, see `textmap`; the opening calls for
+/// /proc/self/exe, see `process::open_self_exe`; brk when the memory pool serves it;
 /// the closing calls because the runtime keeps descriptors of its own, see `own_fds`).
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
-        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
+        | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | OPEN | OPENAT | OPENAT2 | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
         | MUNMAP | MPROTECT | MREMAP | MMAP | SHMAT | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS
         | CLOSE_RANGE | DUP2 | DUP3)
         || nr == BRK && crate::env::config().memory_pool > 0

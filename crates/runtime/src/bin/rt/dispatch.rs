@@ -24,6 +24,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         EXECVEAT => process::execveat(a),
         EXIT => process::exit_thread(a[0]),
         EXIT_GROUP => process::exit_group(a[0]),
+        OPEN | OPENAT | OPENAT2 => process::open_self_exe(nr, a, run(nr, a)),
         READLINK => process::readlink_self_exe(a[0], a[1], a[2], run(nr, a)),
         READLINKAT if a[0] as i32 as isize == AT_FDCWD => process::readlink_self_exe(a[1], a[2], a[3], run(nr, a)),
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
@@ -31,14 +32,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
         PRCTL if a[0] == PR_SET_SECCOMP => {
             crate::fastpath::rewrite_counted_sites();
+            process::before_filter(false);
             filtered_from_now(run(nr, a), 0)
         }
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
         SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => {
             crate::fastpath::rewrite_counted_sites();
-            if a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0 {
-                process::before_filter_on_every_thread();
-            }
+            process::before_filter(a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0);
             filtered_from_now(run(nr, a), a[1])
         }
         MMAP | MUNMAP | MPROTECT | MREMAP | BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,

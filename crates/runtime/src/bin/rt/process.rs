@@ -1,7 +1,7 @@
 //! The process family: clone, fork, execve, exit, and the calls that would reveal the runtime.
 //! clone/clone3/fork/vfork: every new thread and process arms SUD before running program code;
 //! execve re-enters the runtime, so interception survives exec; calls whose answers would
-//! otherwise show the runtime instead of the program (readlink of /proc/self/exe) are answered.
+//! otherwise show the runtime instead of the program (readlink and open of /proc/self/exe) are answered.
 
 use crate::env;
 use crate::exe::exe;
@@ -12,8 +12,6 @@ use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-/// With its NUL: a path the runtime answers for is compared whole, as the kernel would read it.
-const PROC_SELF_EXE: &[u8] = b"/proc/self/exe\0";
 /// Exit-code marker in a profile: this image was replaced by execve.
 pub const EXEC_MARKER: u64 = 1 << 32;
 
@@ -546,7 +544,9 @@ pub fn traced(result: isize) -> isize {
 /// itself, without the runtime's entries in the environment, in a traced process).
 pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     let t = thread::current();
-    let path = if t.program_starts_with(path, PROC_SELF_EXE) { exe().as_ptr() } else { path as *const u8 };
+    let mut head = [0u8; 32];
+    let own = matches!(t.program_cstr(path, &mut head), Ok(name) if names_own_exe(name));
+    let path = if own { exe().as_ptr() } else { path as *const u8 };
     let image_fd = match precheck(path) {
         Ok(fd) => fd,
         Err(e) => return e,
@@ -691,9 +691,10 @@ pub fn execveat(a: &[usize; 6]) -> isize {
     execve(full.as_ptr() as usize, a[2], a[3])
 }
 
-/// readlink/readlinkat that the kernel answered with `result`: of /proc/self/exe, the program,
-/// not the runtime. The kernel checks the path and the buffer first, so only an answer as long as
-/// the runtime's own path is looked into further (every other readlink pays one comparison).
+/// readlink/readlinkat that the kernel answered with `result`: of /proc/self/exe (`names_own_exe`),
+/// the program, not the runtime. The kernel checks the path and the buffer first, so only an
+/// answer as long as the runtime's own path is looked into further (every other readlink pays
+/// one comparison).
 pub fn readlink_self_exe(path: usize, buf: usize, size: usize, result: isize) -> isize {
     let runtime = crate::exe::runtime_path();
     if result <= 0 || runtime.is_empty() || result as usize != runtime.len().min(size) {
@@ -702,12 +703,59 @@ pub fn readlink_self_exe(path: usize, buf: usize, size: usize, result: isize) ->
     let t = thread::current();
     let mut got = [0u8; 64];
     let got = &mut got[..(result as usize).min(64)];
-    if !t.read_program(buf, got) || got != &runtime[..got.len()] || !t.program_starts_with(path, PROC_SELF_EXE) {
+    if !t.read_program(buf, got) || got != &runtime[..got.len()] || !names_own_exe(unsafe { accepted_path(path) }) {
         return result;
     }
     let exe = exe();
     let n = exe.len().min(size);
     if t.write_program(buf, &exe[..n]) { n as isize } else { -EFAULT }
+}
+
+/// open, openat or openat2 (`nr`, arguments `a`) that the kernel answered with `fd`: one of
+/// /proc/self/exe (`names_own_exe`) opened the runtime's binary, which is the process's
+/// executable to the kernel; the program's is put on the same descriptor instead, opened with
+/// the same flags (runc copies itself from there, Bun's compiled programs read their bundle).
+/// Every other open pays a comparison of its path's first bytes.
+pub fn open_self_exe(nr: usize, a: &[usize; 6], fd: isize) -> isize {
+    let path = if nr == OPEN { a[0] } else { a[1] };
+    if fd < 0 || !names_own_exe(unsafe { accepted_path(path) }) {
+        return fd;
+    }
+    // openat2's flags are the first field of its open_how, which the kernel read too.
+    let flags = match nr {
+        OPEN => a[1],
+        OPENAT => a[2],
+        _ => (unsafe { *(a[2] as *const u64) }) as usize,
+    } & !(O_CREAT | O_EXCL);
+    let own = unsafe { syscall3(OPEN, exe().as_ptr() as usize, flags, 0) };
+    if own >= 0 {
+        unsafe {
+            syscall3(DUP3, own as usize, fd as usize, flags & O_CLOEXEC);
+            syscall3(CLOSE, own as usize, 0, 0);
+        }
+    }
+    fd
+}
+
+/// The start of a path that the kernel accepted in a call that succeeded: it read the string
+/// to its NUL, so up to that the memory is there and is read in place, with no process_vm_readv
+/// (≈ 0.5 µs, a third of an open). At most 32 bytes: enough for `names_own_exe`.
+unsafe fn accepted_path<'a>(path: usize) -> &'a [u8] {
+    let p = path as *const u8;
+    let mut n = 0;
+    while n < 32 && *p.add(n) != 0 {
+        n += 1;
+    }
+    core::slice::from_raw_parts(p, n)
+}
+
+/// Whether `path` names the process's executable link as a program would: /proc/self/exe,
+/// /proc/thread-self/exe, or /proc/PID/exe with its own process id (a prefix of a longer path is not).
+fn names_own_exe(path: &[u8]) -> bool {
+    let Some(rest) = path.strip_prefix(b"/proc/") else { return false };
+    let Some(dir) = rest.strip_suffix(b"/exe") else { return false };
+    let mut b = [0u8; 20];
+    dir == b"self" || dir == b"thread-self" || dir == sys::fmt_u64(thread::current().pid as u64, &mut b)
 }
 
 /// A call is about to run locally that the kernel allows only in a single-threaded process if
@@ -751,21 +799,30 @@ pub fn before_setns(fd: usize, nstype: usize) {
     });
 }
 
-/// A seccomp filter of the program's is about to be put on every thread of the process
-/// (SECCOMP_FILTER_FLAG_TSYNC): the runtime's own threads must not carry it, since it was written
-/// for the program's calls and theirs differ. The memory service's threads end for good (a thread
-/// a filtered one creates carries its filter, so none starts again: the program's threads zero
-/// freed pool pages themselves when they need them, and the kernel fills a pool-demand pool), as does an MCP's monitor (its cores no longer
-/// follow the MCP), and the delegates too where the caller is the program's only thread (its
-/// calls are local from then on). Among other program threads, a delegate may be in one of
-/// their calls: the delegates stay, carry the filter, and wait for work that no longer comes,
-/// with futex (which any filter a threaded program runs under allows) and, for their first
-/// idle millisecond, sched_yield (which a filter might refuse: a difference that remains).
-pub fn before_filter_on_every_thread() {
+/// A seccomp filter of the program's is about to be installed: on the calling thread, or on
+/// every thread of the process (`everywhere`, SECCOMP_FILTER_FLAG_TSYNC). The runtime's own
+/// threads must not carry it, since it was written for the program's calls and theirs differ.
+/// Where the filter goes on every thread, or the caller is the program's only thread, the memory
+/// service's threads end for good (a thread a filtered one creates carries its filter, so none
+/// starts again: the program's threads zero freed pool pages themselves when they need them, and
+/// the kernel fills a pool-demand pool), as does an MCP's monitor (its cores no longer follow the
+/// MCP). Where the caller is the program's only thread, the delegates end too: its calls are
+/// local from then on, as are those of every thread it creates, and a filter that kills the
+/// thread (SECCOMP_RET_KILL_THREAD) must find it the process's last, as natively, for the
+/// kernel to end the process (delegates kept it alive, and `coreplane run` waited for good).
+/// Among other program threads, a delegate may be in one of their calls: the delegates stay
+/// (with TSYNC, they carry the filter and wait for work that no longer comes, with futex, which
+/// any filter a threaded program runs under allows, and, for their first idle millisecond,
+/// sched_yield, which a filter might refuse: a difference that remains); a filtered thread
+/// that the kernel kills when it is the last program thread still leaves them running.
+pub fn before_filter(everywhere: bool) {
     let t = thread::current();
-    crate::memsvc::retire();
-    crate::mcp::pause();
-    if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
+    let alone = t.depth == 0 && app_threads::alone(t);
+    if everywhere || alone {
+        crate::memsvc::retire();
+        crate::mcp::pause();
+    }
+    if alone && delegate::has_delegates(t.pid) {
         delegate::retire(t.pid);
     }
 }

@@ -224,8 +224,8 @@ pub fn has_scrubber() -> bool {
 }
 
 /// The service's threads end: before a call the kernel allows only in a single-threaded process
-/// (`process::alone_for`), before a seccomp filter is put on every thread
-/// (`process::before_filter_on_every_thread`), and before seccomp strict mode, below.
+/// (`process::alone_for`), before a seccomp filter is put on every thread or on the program's only one
+/// (`process::before_filter`), and before seccomp strict mode, below.
 /// The program's only thread is about to enter strict mode: the service's threads end, as
 /// the delegates do, so that the thread's exit(2) ends the process as natively. That exit may
 /// reach the kernel without the runtime seeing it (the thread no longer traps, and its call
