@@ -205,21 +205,20 @@ def _solve_groups(groups: list[list[_Load]], compute_cores: int,
     waits at the control cores, delegated cycles, exact). A station with m servers is Seidmann's
     approximation: one server of demand D/m plus a delay of D·(m − 1)/m (exact for m = 1).
     The wall time is the compute work over the mean number of busy compute cores."""
-    kinds = [True, False, True, False, False]
+    # Stations: the compute cores' queue, the control cores' queue, and one delay for the rest
+    # (delays only add up: their queues make no one wait).
+    kinds = [True, True, False]
     networks = []
     for loads in groups:
-        rows = []
-        for demand, servers in (([l.cpu for l in loads], compute_cores), ([l.control for l in loads], control_cores)):
-            rows.append([d / servers for d in demand])
-            rows.append([d * (servers - 1) / servers for d in demand])
-        rows.append([l.delay for l in loads])
-        networks.append(rows)
+        m, c = compute_cores, control_cores
+        networks.append([[l.cpu / m for l in loads], [l.control / c for l in loads],
+                         [l.cpu * (m - 1) / m + l.control * (c - 1) / c + l.delay for l in loads]])
     out = []
     for loads, rows, sol in zip(groups, networks, mva_many(networks, kinds)):
         busy = sum(x * l.cpu for x, l in zip(sol.throughput, loads))
         work = sum(l.cycles * l.cpu for l in loads)
-        # Row 2 is the control cores' queueing part: residence minus demand is the wait.
-        waits = sum(l.cycles * (sol.residence[2][k] - rows[2][k]) for k, l in enumerate(loads) if l.control > 0)
+        # Row 1 is the control cores' queueing part: residence minus demand is the wait.
+        waits = sum(l.cycles * (sol.residence[1][k] - rows[1][k]) for k, l in enumerate(loads) if l.control > 0)
         calls = sum(l.cycles for l in loads if l.control > 0)
         if busy <= 0:
             # Nothing to compute: the threads only wait, side by side.
@@ -289,21 +288,9 @@ def _within(shares: dict[int, float] | None, allowed: dict[int, float]) -> dict[
     return {k: v / total for k, v in kept.items()} if total > 0 else None
 
 
-def _memo(profile: Profile, key, compute):
-    """`compute()` once per profile object and key. What the closed model derives from a
-    profile's threads and processes alone (its phases, each thread's CPU share and blocked time,
-    the run without delegation) does not change after the profile is loaded, and a validation
-    projects each profile hundreds of times (SVT-AV1's 103 threads: 205 phases cut in 0.1 s, a
-    quarter of a projection). `dataclasses.replace` makes a new object, with no memo."""
-    memo = profile.__dict__.setdefault("_model_memo", {})
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
-
-
 def phases(profile: Profile) -> tuple[list[list[Share]], set[int]]:
     """`_cut_phases`, once per profile."""
-    return _memo(profile, "phases", lambda: _cut_phases(profile))
+    return profile.memo("phases", lambda: _cut_phases(profile))
 
 
 def _cut_phases(profile: Profile) -> tuple[list[list[Share]], set[int]]:
@@ -421,7 +408,7 @@ def _phase_parts(profile: Profile, delegated: frozenset[str], scale: dict[str, f
         cuts, parents = phases(profile)
         return [[_Part(share, _phase_part(segments[share.thread], share, delegated, scale), cpu[share.thread],
                        _blocked_ns(profile, share, parents)) for share in phase] for phase in cuts]
-    return _memo(profile, ("parts", delegated, tuple(sorted(scale.items()))), compute)
+    return profile.memo(("parts", delegated, tuple(sorted(scale.items()))), compute)
 
 
 def _native_walls(profile: Profile, compute_cores: int, control_cores: int) -> list[float]:
@@ -431,7 +418,7 @@ def _native_walls(profile: Profile, compute_cores: int, control_cores: int) -> l
                          p.blocked + p.split.syscall_ns * (1.0 - p.r), 1.0) for p in phase]
                   for phase in _phase_parts(profile, frozenset(), {})]
         return [solved[0] for solved in _solve_groups(groups, compute_cores, control_cores)]
-    return _memo(profile, ("native", compute_cores, control_cores), compute)
+    return profile.memo(("native", compute_cores, control_cores), compute)
 
 
 # The share of a delegated call's blocked time (beyond its CPU time, `cpu_scale`) that its
