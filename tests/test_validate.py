@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -276,6 +277,15 @@ def test_quick_study_end_to_end(tmp_path):
     programs = {p.name for p in suites.load("quick").programs}
     assert set(v["per_program"]) == programs
     assert all(r["n"] == 5 for r in v["rows"]) and all(n["n"] == 5 for n in v["natives"].values())
+    # Each round profiled every program once more; the predictions start from the profile with
+    # the median wall time, not from the three made back to back before the rounds.
+    from coreplane.validate import engine, rounds
+    walls = rounds.walls_by_round(Path(v["out"]) / "validate")
+    chosen = engine.round_profiles(Path(v["out"]) / "validate")
+    assert set(chosen) == programs
+    for p in programs:
+        ranked = sorted(walls[f"{p}|profile"].values())
+        assert len(ranked) == 5 and chosen[p].wall_ns == ranked[2]
     # Every delegated run was bracketed by hand-off probes, and both headline models are scored
     # with the round's round trip alone as well.
     assert all(r["handoff_ns"] is not None and r["handoff_ns"] > 0 for r in v["rows"] if r["policy"] != "none")

@@ -59,6 +59,17 @@ def native_case(program: str) -> str:
     return f"{program}|native"
 
 
+def profile_round_case(program: str) -> str:
+    """The case name of a program's profile run in each round (`validation_cases`)."""
+    return f"{program}|profile"
+
+
+def program_of_profile_round(case: str) -> str | None:
+    """The program whose round profile run `case` names, else None."""
+    program, sep, kind = case.rpartition("|")
+    return program if sep and kind == "profile" else None
+
+
 def _prefix(out_dir: Path | None) -> str:
     return fresh_dir(out_dir) if out_dir is not None else ""
 
@@ -113,7 +124,8 @@ def configs(program: Program, profile: Profile, calibration: Calibration, native
 
 def validation_cases(program: Program, argv_at: dict[float, list[str]], chosen: list[Config],
                      machine: Machine, out_dir: Path | None = None) -> list[Case]:
-    """A warm-up run, the native baseline (γ = 1) and every configuration under the runtime;
+    """A warm-up run, the native baseline (γ = 1), every configuration under the runtime and a
+    profile run (`profile_case`: the predictions start from the median one, engine.round_profiles);
     `argv_at[γ]` is the program's command at each emulated γ; `out_dir` as in profile_case.
     The warm-up (the native command, never read) is there because the native run comes first
     among its program's runs in a round, after every other program's: without it cc's and
@@ -126,4 +138,5 @@ def validation_cases(program: Program, argv_at: dict[float, list[str]], chosen: 
     for c in chosen:
         run = under_runtime(argv_at[c.gamma], machine, list(c.delegated) or "none", c.fc_ns)
         cases.append(Case(c.case, fresh + (handoff_bracket(run, machine) if c.delegated else run)))
+    cases.append(Case(profile_round_case(program.name), profile_case(program, argv_at[1.0], machine, out_dir).command))
     return cases
