@@ -28,7 +28,23 @@ MODES = {"none": ["--delegate", "none"], "all": ["--delegate", "all"], "mckernel
 # installs them, CI's setup does not (hundreds of MB for cases `make test` does not run).
 HEAVY = {"go-shfmt": "shfmt", "go-restic": "restic", "go-hugo": "hugo", "rust-bat": "batcat", "rust-sd": "sd",
          "rust-fd-threads": "fdfind", "rust-hyperfine": "hyperfine", "ghc-shellcheck": "shellcheck",
-         "ghc-pandoc": "pandoc", "ocaml-unison": "unison", "erlang-escript": "escript"}
+         "ghc-pandoc": "pandoc", "ocaml-unison": "unison", "erlang-escript": "escript",
+         "lisp-sbcl-gc-threads": "sbcl", "scheme-guile-par-map": "guile", "scheme-chez": "chezscheme",
+         "mono-csharp-tasks": "mcs", "php-cli": "php"}
+# Cases that differ under the runtime, with the cause; they stay in the corpus (and its table)
+# and are reported as expected failures until fixed. Both collectors read a stopped thread's
+# stack pointer in their handler of the stop signal, and a program handler runs on the stack
+# the runtime was on when the signal came: the runtime's own stack for a call served by its
+# Rust dispatch (rt_sigprocmask, mmap, munmap: Boehm GC then scanned from there to the thread's
+# stack base, across unmapped memory: SIGSEGV, SIGBUS), or the program's signal stack for a call
+# that trapped (SBCL: "no SP known for thread"); Mono's thread signals act on that context. Found
+# in session 15; a program handler must be shown, and run on, the program's context at the call.
+KNOWN = {
+    "lisp-sbcl-gc-threads": "SBCL's collector finds a stopped thread's stack pointer off its stack",
+    "scheme-guile-par-map": "Boehm GC scans from a stack pointer on the runtime's stack (--delegate none)",
+    "mono-csharp-tasks": "at exit Mono signals its pool threads (SIG37), blocked in trapped calls, and "
+                         "its handler acts on the runtime's context: SIGSEGV after the program's output",
+}
 
 TEXT = "".join(f"line {i} {'xyz' * (i % 13)} {i * 7919 % 10007}\n" for i in range(20000))
 SHELL_SCRIPT = 'f() {\nif [ $1 = x ]\nthen\necho "$1"\nfi\n}\nfor i in 1 2 3\ndo f $i\ndone\n'
@@ -131,7 +147,16 @@ def cases() -> list[Case]:
                                   "echo synced"), timeout=60, group="ocaml"),
         # Erlang (escript: BEAM with SMP schedulers, ports)
         Case("erlang-escript", ["escript", "procs.escript"], copy("procs.escript"), timeout=60, group="erlang"),
+        # Collected languages that stop threads with signals (SBCL, Guile's Boehm GC, Mono's SGen)
+        Case("lisp-sbcl-gc-threads", ["sbcl", "--script", "gc_threads.lisp"], copy("gc_threads.lisp"), timeout=60,
+             group="lisp"),
+        Case("scheme-guile-par-map", ["guile", "--no-auto-compile", "par_map.scm"], copy("par_map.scm"),
+             timeout=60, group="scheme"),
+        Case("scheme-chez", ["chezscheme", "--script", "loops.scm"], copy("loops.scm"), group="scheme"),
+        Case("mono-csharp-tasks", bash("mcs -out:t.exe Tasks.cs > /dev/null && mono t.exe"), copy("Tasks.cs"),
+             timeout=120, group="mono"),
         # Interpreters
+        Case("php-cli", ["php", "arrays.php"], copy("arrays.php"), group="php"),
         Case("node-zlib-crypto", ["node", "zlib.js"], copy("zlib.js"), timeout=60, group="node"),
         Case("node-epipe", bash("node -e 'for (let i = 0; i < 1e5; i++) process.stdout.write(\"x\\n\")' | "
                                 "head -1; echo ${PIPESTATUS[@]}"), timeout=60, group="node"),
@@ -257,6 +282,8 @@ def test_program_behaves_as_natively(name, mode, natives, table, work):
     got = run(case, work, mode)
     why = mismatch(native, got, same_output)
     table[name][mode] = "pass" if not why else why
+    if why and name in KNOWN:
+        pytest.xfail(f"{name} under {mode}: {why} (known: {KNOWN[name]})")
     assert not why, f"{name} under {mode}: {why}\nstderr: {got.stderr.decode(errors='replace')[-1500:]}"
     if mode == "profile":
         profile = json.loads((work / f"{name}.profile.json").read_text())
