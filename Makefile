@@ -61,7 +61,7 @@ demo: setup
 
 # The held-out suite (issue 13): programs the models were never tuned on; MAPE per model, the
 # `project` row being what `coreplane project` answers with its defaults (docs/benchmarks.md).
-# heldout10.toml (session 15, `make heldout10`) has not been run yet; heldout9.toml (session 14, `make heldout9`) was looked at (scored in session 15); heldout8.toml (session 13, `make heldout8`) was looked at; heldout7.toml (session 12, `make heldout7`) was looked at; heldout6.toml (session 10, `make heldout6`) was looked at; heldout5.toml (session 9, `make heldout5`) was looked at; heldout4.toml (session 8, `make heldout4`) was looked at; heldout3.toml (session 7, `make heldout`) was looked at; heldout2.toml shaped session 7's model change
+# heldout10.toml (session 15, `make heldout10`) was looked at (run in session 15); heldout9.toml (session 14, `make heldout9`) was looked at (scored in session 15); heldout8.toml (session 13, `make heldout8`) was looked at; heldout7.toml (session 12, `make heldout7`) was looked at; heldout6.toml (session 10, `make heldout6`) was looked at; heldout5.toml (session 9, `make heldout5`) was looked at; heldout4.toml (session 8, `make heldout4`) was looked at; heldout3.toml (session 7, `make heldout`) was looked at; heldout2.toml shaped session 7's model change
 # (`make heldout2`); heldout.toml was looked at five times (`make heldout1`).
 HELDOUT3_PACKAGES := lrzip b3sum squashfs-tools fzf graphicsmagick ruby gdu lzop dcfldd pv xxd fdupes plocate exa mawk
 HELDOUT4_PACKAGES := age openjdk-17-jdk-headless erlang-base libvips-tools tarlz zpaq mbuffer diffutils openssl libc-bin e2fsprogs symlinks pax coreutils hunspell hunspell-en-us discount
