@@ -99,7 +99,7 @@ def _as_project(subject: Subject, config: Config, cal: Calibration, machine: Mac
     cost = delegated_run(prof, pol, cal, gamma, config.fc_ns, statistic)
     fc, startup = cost.fc_ns, cost.added_ns - profiled_startup_ns(prof, cal)
     answer = project(prof, gamma, fc, pol, 1, machine.compute_count, machine.control_count,
-                     cal.spin_ns(config.fc_ns), None, startup, yield_ns=yield_ns(cal))["answer"]
+                     cal.spin_ns(config.fc_ns), None, startup, yield_ns=yield_ns(cal), answer_only=True)["answer"]
     return None if answer["time_ns"] is None else subject.native_ns / answer["time_ns"]
 
 
