@@ -35,13 +35,13 @@ HEAVY = {"go-shfmt": "shfmt", "go-restic": "restic", "go-hugo": "hugo", "rust-ba
 # and are reported as expected failures until fixed. Both collectors read a stopped thread's
 # stack pointer in their handler of the stop signal, and a program handler runs on the stack
 # the runtime was on when the signal came: the runtime's own stack for a call served by its
-# Rust dispatch (rt_sigprocmask, mmap, munmap: Boehm GC then scanned from there to the thread's
-# stack base, across unmapped memory: SIGSEGV, SIGBUS), or the program's signal stack for a call
+# Rust dispatch (rt_sigprocmask, mmap, munmap: Boehm GC, likely scanning from there to the thread's
+# stack base, then faults: SIGSEGV, SIGBUS), or the program's signal stack for a call
 # that trapped (SBCL: "no SP known for thread"); Mono's thread signals act on that context. Found
 # in session 15; a program handler must be shown, and run on, the program's context at the call.
 KNOWN = {
     "lisp-sbcl-gc-threads": "SBCL's collector finds a stopped thread's stack pointer off its stack",
-    "scheme-guile-par-map": "Boehm GC scans from a stack pointer on the runtime's stack (--delegate none)",
+    "scheme-guile-par-map": "Boehm GC faults (SIGBUS, SIGSEGV) when stopped threads are inside the runtime (--delegate none)",
     "mono-csharp-tasks": "at exit Mono signals its pool threads (SIG37), blocked in trapped calls, and "
                          "its handler acts on the runtime's context: SIGSEGV after the program's output",
 }

@@ -283,7 +283,7 @@ def test_quick_study_end_to_end(tmp_path):
     # the median wall time, not from the three made back to back before the rounds.
     from coreplane.validate import engine, rounds
     walls = rounds.walls_by_round(Path(v["out"]) / "validate")
-    chosen = engine.round_profiles(Path(v["out"]) / "validate")
+    chosen = engine.round_profiles(Path(v["out"]) / "validate", walls)
     assert set(chosen) == programs
     for p in programs:
         ranked = sorted(walls[f"{p}|profile"].values())

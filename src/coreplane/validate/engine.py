@@ -210,7 +210,7 @@ def score(prep: Prepared, configs: list[plan.Config], skipped: list[dict], figur
     walls = rounds.walls_by_round(out / "validate")
     per_round = calibrate.per_round(out / "validate", _forward_costs(prep.options))
     subjects = {}
-    in_rounds = round_profiles(out / "validate")
+    in_rounds = round_profiles(out / "validate", walls)
     for p in prep.suite.programs:
         native = measured.get(plan.native_case(p.name))
         if native and native["n"]:
@@ -226,21 +226,23 @@ def score(prep: Prepared, configs: list[plan.Config], skipped: list[dict], figur
     return doc
 
 
-def round_profiles(out: Path) -> dict[str, Profile]:
+def round_profiles(out: Path, walls: dict[str, dict[int, float]]) -> dict[str, Profile]:
     """Per program, of its profile runs in the rounds (plan.profile_round_case), the one with the
-    median wall time: what the predictions start from. The runs that plan the validation (`_profile`)
-    run back to back before the rounds, so one busy moment weighs on all three: the ninth held-out
-    suite's were 1.13–2.71x their programs' `--delegate none` runs (mtree's 161 ms, 74 ms when
-    profiled again on a quiet machine), and `project` starts from a profile's wall time. A
-    validation stored before the rounds had profile runs keeps its first profiles."""
+    median wall time (`walls`, rounds.walls_by_round of `out`; only that run's profile is read):
+    what the predictions start from. The runs that plan the validation (`_profile`) run back to
+    back before the rounds, so one busy moment weighs on all three: the ninth held-out suite's
+    were 1.13–2.71x their programs' `--delegate none` runs (mtree's 161 ms, 74 ms when profiled
+    again on a quiet machine), and `project` starts from a profile's wall time. A validation
+    stored before the rounds had profile runs keeps its first profiles."""
+    files = rounds.run_files_by_round(out, commands.MEASURE)
     chosen = {}
-    for case, paths in rounds.run_files(out, commands.MEASURE).items():
+    for case, by_round in walls.items():
         program = plan.program_of_profile_round(case)
-        if program is None or not paths:
+        if program is None or not by_round:
             continue
-        docs = sorted(((rounds.read_json(f), f) for f in paths), key=lambda d: d[0]["wall_ns"])
-        doc, path = docs[(len(docs) - 1) // 2]
-        chosen[program] = profiles.from_dict(profiles.fill_thread_ends(doc), str(path))
+        ranked = sorted(by_round, key=lambda r: by_round[r])
+        path = files[case][ranked[(len(ranked) - 1) // 2]]
+        chosen[program] = profiles.from_dict(profiles.fill_thread_ends(rounds.read_json(path)), str(path))
     return chosen
 
 

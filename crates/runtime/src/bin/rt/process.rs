@@ -714,7 +714,8 @@ pub fn readlink_self_exe(path: usize, buf: usize, size: usize, result: isize) ->
 /// open, openat or openat2 (`nr`, arguments `a`) that the kernel answered with `fd`: one of
 /// /proc/self/exe (`names_own_exe`) opened the runtime's binary, which is the process's
 /// executable to the kernel; the program's is put on the same descriptor instead, opened with
-/// the same flags (runc copies itself from there, Bun's compiled programs read their bundle).
+/// the same flags (runc copies itself from there into a memfd; sha256sum /proc/self/exe and CPython reading it
+/// give the program's bytes, checked in session 15).
 /// Every other open pays a comparison of its path's first bytes.
 pub fn open_self_exe(nr: usize, a: &[usize; 6], fd: isize) -> isize {
     let path = if nr == OPEN { a[0] } else { a[1] };
