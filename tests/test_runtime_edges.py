@@ -13,8 +13,8 @@ onto it), a child process cloned onto a one-page stack, children that run in the
 memory until they exec (posix_spawn's clone) from a thread with a signal stack, vfork children
 on their parent's stack, a new thread's FPU control, a signal stack given up from a site run
 once, a seccomp filter installed after sites trapped fewer times than they are rewritten at, a
-program that
-drops its privileges under --profile.
+program that drops its privileges under --profile, signal handlers for signals that interrupt
+the runtime's own code (they see the program's context, on the program's stacks).
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -33,7 +33,8 @@ PROGRAMS = Path(__file__).parent / "programs"
 NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec", "unshare_user", "traceme", "no_tsc",
          "small_stack_child", "vfork_signal_stack", "vfork_stackless", "altstack_unmap", "seccomp_late_filter", "setns_user",
          "strict_last", "strict_tid_freed", "strict_unseen", "mask_all", "setmask_pending", "block_race",
-         "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv", "strict_refused", "self_exe", "seccomp_kill_thread"]
+         "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv", "strict_refused", "self_exe", "seccomp_kill_thread",
+         "signal_context"]
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +220,17 @@ def test_a_signal_that_arrives_while_a_set_with_sigsys_is_blocked_is_handled(bui
     assert watched([str(exe), "200000"]).stdout == "rounds=200000\n"
     proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe), "200000"])
     assert (proc.returncode, proc.stdout) == (0, "rounds=200000\n"), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_handler_sees_the_programs_context_when_the_signal_interrupts_the_runtime(built, mode):
+    # Before: in every case the handler was shown the runtime's registers, and with a signal
+    # stack the handler or the context's stack pointer was off the program's stacks (the cause
+    # of SBCL's, Guile's and Mono's failures); a handler running off the signal stack whose own
+    # call trapped overwrote the interrupted trap's frame there, and the program spun.
+    native = watched([str(built / "signal_context")]).stdout
+    assert native.count("handled=1 handler-stack=program context-sp=program registers=program") == 7, native
+    same_as_natively(built / "signal_context", mode)
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

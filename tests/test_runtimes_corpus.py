@@ -32,19 +32,11 @@ HEAVY = {"go-shfmt": "shfmt", "go-restic": "restic", "go-hugo": "hugo", "rust-ba
          "lisp-sbcl-gc-threads": "sbcl", "scheme-guile-par-map": "guile", "scheme-chez": "chezscheme",
          "mono-csharp-tasks": "mcs", "php-cli": "php"}
 # Cases that differ under the runtime, with the cause; they stay in the corpus (and its table)
-# and are reported as expected failures until fixed. Both collectors read a stopped thread's
-# stack pointer in their handler of the stop signal, and a program handler runs on the stack
-# the runtime was on when the signal came: the runtime's own stack for a call served by its
-# Rust dispatch (rt_sigprocmask, mmap, munmap: Boehm GC, likely scanning from there to the thread's
-# stack base, then faults: SIGSEGV, SIGBUS), or the program's signal stack for a call
-# that trapped (SBCL: "no SP known for thread"); Mono's thread signals act on that context. Found
-# in session 15; a program handler must be shown, and run on, the program's context at the call.
-KNOWN = {
-    "lisp-sbcl-gc-threads": "SBCL's collector finds a stopped thread's stack pointer off its stack",
-    "scheme-guile-par-map": "Boehm GC faults (SIGBUS, SIGSEGV) when stopped threads are inside the runtime (--delegate none)",
-    "mono-csharp-tasks": "at exit Mono signals its pool threads (SIG37), blocked in trapped calls, and "
-                         "its handler acts on the runtime's context: SIGSEGV after the program's output",
-}
+# and are reported as expected failures until fixed. None now: SBCL's, Guile's (Boehm GC) and
+# Mono's collectors, which read a stopped thread's stack pointer and registers in their handler of
+# the stop signal, failed until session 16, when the signal came while the thread was inside the
+# runtime; handlers are now shown the program's context (runtime program_signal.rs).
+KNOWN: dict[str, str] = {}
 
 TEXT = "".join(f"line {i} {'xyz' * (i % 13)} {i * 7919 % 10007}\n" for i in range(20000))
 SHELL_SCRIPT = 'f() {\nif [ $1 = x ]\nthen\necho "$1"\nfi\n}\nfor i in 1 2 3\ndo f $i\ndone\n'

@@ -45,6 +45,12 @@ pub fn exiting(pid: i32) -> bool {
     PID.load(Relaxed) == pid && COUNT.fetch_sub(1, AcqRel) == 1
 }
 
+/// Whether `t` belongs to the process whose memory this is: not to a process started in it
+/// without being a thread of it (posix_spawn's child, until it execs).
+pub fn owns_memory(t: &Thread) -> bool {
+    PID.load(Relaxed) == t.pid
+}
+
 /// Whether `t` is the only program thread of its process.
 pub fn alone(t: &Thread) -> bool {
     PID.load(Relaxed) == t.pid && COUNT.load(Acquire) == 1

@@ -196,6 +196,8 @@ global_asm!(
     // Anything else: in Rust, with the argument registers and xmm0-15 saved (the syscall ABI
     // preserves them, compiled Rust may not).
     "5:",
+    ".globl coreplane_fast_rust",
+    "coreplane_fast_rust:",
     "push r9",
     "push r8",
     "push r10",
@@ -244,8 +246,21 @@ global_asm!(
     "push rcx",
     "push qword ptr gs:[{rt_sp}]",
     "mov gs:[{rt_sp}], rsp",
+    // The call's record for a signal that interrupts it (program_signal::Entry): the program's
+    // callee-saved registers, which the Rust below may keep anywhere.
+    "push rbx",
+    "push rbp",
+    "push r12",
+    "push r13",
+    "push r14",
+    "push r15",
+    "push 0",
+    "push qword ptr gs:[{entry}]",
+    "mov gs:[{entry}], rsp",
     "mov rdi, rax",
     "call coreplane_fast_dispatch",
+    "pop qword ptr gs:[{entry}]",
+    "add rsp, 56",
     "pop qword ptr gs:[{rt_sp}]",
     "pop rcx",
     "movdqu xmm0, [rsp + 0]",
@@ -298,6 +313,7 @@ global_asm!(
     no_tsc = const core::mem::offset_of!(crate::thread::Thread, no_tsc),
     thread_size = const crate::thread::THREAD_SIZE,
     rt_sp = const core::mem::offset_of!(crate::thread::Thread, rt_sp),
+    entry = const core::mem::offset_of!(crate::thread::Thread, entry),
 );
 
 extern "C" {

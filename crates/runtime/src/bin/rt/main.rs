@@ -27,6 +27,7 @@ mod owner_lock;
 mod placement;
 mod process;
 mod profile;
+mod program_signal;
 mod rewrite_lock;
 mod sigaction;
 mod sigframe;

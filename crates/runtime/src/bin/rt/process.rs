@@ -6,7 +6,7 @@
 use crate::env;
 use crate::exe::exe;
 use crate::placement::{self, Key};
-use crate::sigframe::{self, gregs, FPREGS_OFF, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE};
+use crate::sigframe::{self, gregs, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE};
 use crate::sys::{self, *};
 use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
@@ -71,18 +71,6 @@ global_asm!(
     "mov eax, 15",
     "syscall",
     "ud2",
-    // coreplane_syscall_on(stack, nr, a0, a1): a two-argument call made with rsp = stack.
-    ".globl coreplane_syscall_on",
-    "coreplane_syscall_on:",
-    "mov rax, rsp",
-    "mov rsp, rdi",
-    "push rax",
-    "mov rax, rsi",
-    "mov rdi, rdx",
-    "mov rsi, rcx",
-    "syscall",
-    "pop rsp",
-    "ret",
     // coreplane_resume(regs, stack, fpu_control): the program's registers at its clone, rax = 0,
     // and its MXCSR and x87 control word.
     ".globl coreplane_resume",
@@ -112,7 +100,6 @@ extern "C" {
     fn coreplane_clone(flags: u64, child_sp: usize, ptid: usize, ctid: usize, tls: usize) -> isize;
     fn coreplane_clone3(args: *const u64, size: usize) -> isize;
     fn coreplane_resume(regs: *const u64, stack: u64, fpu_control: *const [u32; 2]) -> !;
-    fn coreplane_syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize;
     fn coreplane_vfork_clone(flags: u64, child_sp: usize, ptid: usize, ctid: usize, tls: usize, frame: usize) -> !;
 }
 
@@ -193,7 +180,7 @@ pub fn sigaltstack_needs_other_stack(uc: *mut u8, a: &[usize; 6]) -> Option<usiz
 
 /// sigaltstack(2) made on `stack` (`sigaltstack_needs_other_stack`).
 pub fn sigaltstack_on(stack: usize, a: &[usize; 6]) -> isize {
-    unsafe { coreplane_syscall_on(stack, SIGALTSTACK, a[0], a[1]) }
+    sys::syscall_on(stack, SIGALTSTACK, a[0], a[1])
 }
 
 /// sigaltstack(2) on a thread with the runtime's signal stack: the program sees none (as it had
@@ -273,11 +260,7 @@ impl VforkBlock {
         if fp_copy + fp.map_or(0, |(_, size)| size) > area + VFORK_FRAME_AREA {
             return None;
         }
-        core::ptr::copy_nonoverlapping(uc, copy as *mut u8, KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE);
-        if let Some((at, size)) = fp {
-            core::ptr::copy_nonoverlapping(at as *const u8, fp_copy as *mut u8, size);
-            *((copy + FPREGS_OFF) as *mut usize) = fp_copy;
-        }
+        sigframe::copy_frame(uc, copy, fp_copy);
         Some(copy)
     }
 }

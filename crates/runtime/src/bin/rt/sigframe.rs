@@ -5,14 +5,25 @@ pub const NGREG: usize = 23;
 pub const REG_R8: usize = 0;
 pub const REG_R9: usize = 1;
 pub const REG_R10: usize = 2;
+pub const REG_R11: usize = 3;
+pub const REG_R12: usize = 4;
+pub const REG_R13: usize = 5;
+pub const REG_R14: usize = 6;
+pub const REG_R15: usize = 7;
 pub const REG_RDI: usize = 8;
 pub const REG_RSI: usize = 9;
+pub const REG_RBP: usize = 10;
+pub const REG_RBX: usize = 11;
 pub const REG_RDX: usize = 12;
 pub const REG_RAX: usize = 13;
+pub const REG_RCX: usize = 14;
 pub const REG_RSP: usize = 15;
 pub const REG_RIP: usize = 16;
+pub const REG_EFL: usize = 17;
 /// Offset of uc_mcontext.gregs in the kernel's ucontext.
 pub const GREGS_OFF: usize = 40;
+/// Offset of the first XMM register in the FPU state's fxsave area; each takes 16 bytes.
+pub const XMM0_OFF: usize = 160;
 /// Offset of uc_mcontext.fpregs (the FPU state's address) in the kernel's ucontext: after the
 /// general registers.
 pub const FPREGS_OFF: usize = GREGS_OFF + NGREG * 8;
@@ -62,5 +73,15 @@ pub fn fpu_control(uc: *mut u8) -> [u32; 2] {
     match fpstate(uc) {
         Some((fp, _)) => unsafe { [*((fp + MXCSR_OFF) as *const u32), *((fp + FCW_OFF) as *const u16) as u32] },
         None => [0x1f80, 0x37f],
+    }
+}
+
+/// Copies the ucontext at `uc` with the siginfo after it to `to`, and its FPU state (if any) to
+/// `fp_to` (64-byte aligned, as xrstor needs), the copy's fpregs pointing there.
+pub unsafe fn copy_frame(uc: *const u8, to: usize, fp_to: usize) {
+    core::ptr::copy_nonoverlapping(uc, to as *mut u8, KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE);
+    if let Some((at, size)) = fpstate(uc as *mut u8) {
+        core::ptr::copy_nonoverlapping(at as *const u8, fp_to as *mut u8, size);
+        *((to + FPREGS_OFF) as *mut usize) = fp_to;
     }
 }

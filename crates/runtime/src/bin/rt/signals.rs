@@ -7,7 +7,7 @@
 use crate::sigframe::{gregs, KERNEL_UCONTEXT_SIZE, REG_RIP, REG_RSP};
 use crate::sigaction::{coreplane_sigreturn, KSigaction, SA_RESTART, SA_SIGINFO};
 use crate::sys::{self, *};
-use crate::thread;
+use crate::{program_signal, thread};
 
 const SIGSYS_BIT: u64 = 1 << (SIGSYS - 1);
 const NSIG: usize = 64;
@@ -68,6 +68,7 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
             return syscall6(RT_SIGACTION, sig, act, old, size, 0, 0);
         }
         let mut copy;
+        let previous = program_signal::handler_of(sig);
         let act_ptr = if act != 0 {
             let Some(given) = KSigaction::read_from_program(act) else { return -EFAULT };
             copy = given;
@@ -75,6 +76,7 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
             if copy.handler > 1 {
                 copy.flags |= SA_SIGINFO; // not for SIG_DFL (0) and SIG_IGN (1)
             }
+            program_signal::route(sig, &mut copy);
             &copy as *const KSigaction as usize
         } else {
             0
@@ -85,6 +87,7 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
             if old != 0 {
                 let o = &mut *(old as *mut KSigaction);
                 o.flags = (o.flags & !SA_SIGINFO) | (before & SA_SIGINFO);
+                o.handler = program_signal::shown(o.handler, previous);
             }
             if act != 0 {
                 FLAGS[sig] = (*(act as *const KSigaction)).flags;

@@ -7,8 +7,12 @@ use crate::sys::{self, *};
 const PR_SYS_DISPATCH_OFF: usize = 0;
 const PR_SYS_DISPATCH_ON: usize = 1;
 
-static mut TEXT_START: usize = 0;
-static mut TEXT_LEN: usize = 0;
+/// The runtime's executable segment (named for `program_signal`'s assembly, which asks whether
+/// a signal interrupted the runtime's code).
+#[no_mangle]
+static mut COREPLANE_TEXT_START: usize = 0;
+#[no_mangle]
+static mut COREPLANE_TEXT_LEN: usize = 0;
 
 extern "C" {
     static __ehdr_start: u8;
@@ -23,11 +27,11 @@ pub unsafe fn find_runtime_text() {
         let raw = core::slice::from_raw_parts((base + eh.phoff as usize + i * 56) as *const u8, 56);
         let ph = coreplane_runtime::elf::parse_phdr(raw);
         if ph.kind == coreplane_runtime::elf::PT_LOAD && ph.flags & coreplane_runtime::elf::PF_X != 0 {
-            TEXT_START = base + ph.vaddr as usize;
-            TEXT_LEN = ph.memsz as usize;
+            COREPLANE_TEXT_START = base + ph.vaddr as usize;
+            COREPLANE_TEXT_LEN = ph.memsz as usize;
         }
     }
-    if TEXT_LEN == 0 {
+    if COREPLANE_TEXT_LEN == 0 {
         sys::die(&[b"runtime text segment not found"]);
     }
 }
@@ -40,7 +44,7 @@ pub fn disarm_thread() {
 /// Arms SUD on the calling thread; only the runtime's text may then make syscalls.
 pub fn arm_thread() {
     let rc = unsafe {
-        syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, TEXT_START, TEXT_LEN, 0, 0)
+        syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, COREPLANE_TEXT_START, COREPLANE_TEXT_LEN, 0, 0)
     };
     if rc != 0 {
         sys::die(&[b"cannot arm Syscall User Dispatch (kernel >= 5.11 with CONFIG_SYSCALL_USER_DISPATCH needed)"]);

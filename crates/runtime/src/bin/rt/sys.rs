@@ -131,6 +131,31 @@ pub const PR_SET_SECCOMP: usize = 22;
 pub const PR_SET_TSC: usize = 26;
 pub const PAGE: usize = 4096;
 
+core::arch::global_asm!(
+    // coreplane_syscall_on(stack, nr, a0, a1): a two-argument call made with rsp = stack.
+    ".globl coreplane_syscall_on",
+    "coreplane_syscall_on:",
+    "mov rax, rsp",
+    "mov rsp, rdi",
+    "push rax",
+    "mov rax, rsi",
+    "mov rdi, rdx",
+    "mov rsi, rcx",
+    "syscall",
+    "pop rsp",
+    "ret",
+);
+
+extern "C" {
+    fn coreplane_syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize;
+}
+
+/// A two-argument call made with its stack pointer at `stack`: the kernel judges where the caller
+/// is by it (sigaltstack refuses a change made on the signal stack).
+pub fn syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize {
+    unsafe { coreplane_syscall_on(stack, nr, a0, a1) }
+}
+
 /// The `syscall` instruction with six arguments; the result, or -errno.
 #[inline(always)]
 pub unsafe fn syscall6(nr: usize, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> isize {

@@ -64,6 +64,10 @@ pub struct Thread {
     /// (the call's frame) while one is (`fastpath`, label 5): a handler on its own signal stack
     /// that interrupted that call then makes its calls where it is, not over the call's frames.
     pub rt_sp: usize,
+    /// The innermost runtime call in progress on this thread (a `program_signal::Entry`), or 0:
+    /// a program handler for a signal that interrupts the runtime's own code is shown the
+    /// program's context at that call and runs on the program's stack (`program_signal`).
+    pub entry: usize,
     /// The memory this thread's stackless vforks give their children and itself (a
     /// `process::VforkBlock`, kept for the next one: the parent returns to the program from a copy
     /// of its trap frame there), or 0 before the first.

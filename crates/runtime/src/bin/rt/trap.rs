@@ -6,7 +6,7 @@
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
 use crate::sigframe::{gregs, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
 use crate::sys::*;
-use crate::{dispatch, fastpath, process, signals};
+use crate::{dispatch, fastpath, process, program_signal, signals};
 
 /// Installs the SIGSYS handler for the whole process (before SUD is armed on any thread).
 pub fn install_handler() {
@@ -50,7 +50,7 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         }
         _ => {
             fastpath::maybe_rewrite(after_syscall, nr);
-            let result = dispatch::handle(nr, &a);
+            let result = program_signal::within(uc, || dispatch::handle(nr, &a));
             if result >= 0 {
                 keep_thread_state(nr, &a, uc);
             }

@@ -1,0 +1,296 @@
+//! Program signal handlers run at the program's context, even when the signal interrupts the runtime.
+//! Every handler the program installs is entered through `coreplane_program_signal`. A signal
+//! that interrupted program code goes straight to the handler, the kernel's frame untouched. One
+//! that interrupted the runtime's own code (a call the runtime serves or delegates, on its own
+//! stack or inside the dispatch trap) would otherwise show the handler the runtime's registers
+//! and run it on the runtime's stack: garbage collectors that stop threads with a signal read the
+//! thread's stack pointer and registers from there (Boehm's in Guile took the runtime stack for
+//! the thread's and faulted scanning it; SBCL found no stack pointer it knew). Such a handler is
+//! given instead the program's context at the call it made (its registers, stack pointer and
+//! return address, rax = -EINTR as for an interrupted call) in a frame on the stack the kernel
+//! would have chosen natively (the program's, or its signal stack for SA_ONSTACK), and returns to
+//! the runtime, whose call then goes on as the kernel decides (restarted, or EINTR). What the
+//! handler changes in that context is not applied: the call in progress owns the registers.
+
+use crate::sigaction::{KSigaction, SA_ONSTACK};
+use crate::sigframe::{self, *};
+use crate::sys::{self, EINTR, SIGALTSTACK};
+use crate::thread::{self, THREAD_SIZE};
+use core::arch::global_asm;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+const NSIG: usize = 64;
+/// The program's handler for each signal routed through `coreplane_program_signal`.
+#[no_mangle]
+static COREPLANE_PROGRAM_HANDLERS: [AtomicUsize; NSIG + 1] = [const { AtomicUsize::new(0) }; NSIG + 1];
+/// The program's flags for each of them, as the kernel holds them (SA_ONSTACK is read here).
+static FLAGS: [AtomicUsize; NSIG + 1] = [const { AtomicUsize::new(0) }; NSIG + 1];
+
+/// A runtime call in progress (Thread.entry points to the innermost): where the program's
+/// context at the call is. The fast path's Rust calls push one in assembly (`fastpath`, label 5):
+/// `uc` 0, the program's callee-saved registers in `saved` (r15, r14, r13, r12, rbp, rbx), and
+/// above the record, the entry's saved rt_sp, the address of the program's pushed argument
+/// registers, then xmm0-15. A trapped call's is made by `within`: `uc` is the dispatch trap's
+/// frame, which holds all of the program's registers, and saved[0] marks the record as live.
+#[repr(C)]
+pub struct Entry {
+    prev: usize,
+    uc: usize,
+    saved: [u64; 6],
+}
+const LIVE: u64 = 0x636f_7265_706c_616e;
+/// Where the fast path's record has the program's argument registers (rdi, rsi, rdx, r10, r8, r9,
+/// then the 128-byte red zone and the return address) and its xmm0-15.
+const ARGS_AT: usize = core::mem::size_of::<Entry>() + 8;
+const XMM_AT: usize = core::mem::size_of::<Entry>() + 16;
+const RETURN_AT: usize = 6 * 8 + 128;
+/// Bytes below the frame's FPU state: return address, ucontext, siginfo, the runtime's saved rsp.
+const FRAME_HEAD: usize = 8 + KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE + 8;
+const SAVED_RSP_AT: usize = 8 + KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE;
+const SS_DISABLE: i32 = 2;
+const SS_AUTODISARM: i32 = 1 << 31;
+/// Room left below the code building a frame on the stack it runs on.
+const MARGIN: usize = 1024;
+
+global_asm!(
+    // rdi: signal, rsi: siginfo, rdx: ucontext, as the kernel enters a handler.
+    ".globl coreplane_program_signal",
+    "coreplane_program_signal:",
+    "mov r11, [rdx + {rip}]",
+    "mov rax, r11",
+    "sub rax, [rip + COREPLANE_TEXT_START]",
+    "cmp rax, [rip + COREPLANE_TEXT_LEN]",
+    "jae 1f",
+    // In the runtime's text; the fast path's own assembly before its Rust calls (the local
+    // calls, made on the program's stack with its registers) counts as the program's.
+    "lea rax, [rip + coreplane_fast_entry]",
+    "cmp r11, rax",
+    "jb 2f",
+    "lea rax, [rip + coreplane_fast_rust]",
+    "cmp r11, rax",
+    "jb 1f",
+    "2:",
+    "jmp coreplane_signal_in_runtime",
+    "1:",
+    "lea rax, [rip + COREPLANE_PROGRAM_HANDLERS]",
+    "mov r11, [rax + rdi * 8]",
+    "xor eax, eax",
+    "jmp r11",
+    // coreplane_run_handler(handler, signal, siginfo, ucontext, frame): runs the handler on
+    // `frame` (its return address slot), back here when it returns.
+    ".globl coreplane_run_handler",
+    "coreplane_run_handler:",
+    "push rbx",
+    "push rbp",
+    "push r12",
+    "push r13",
+    "push r14",
+    "push r15",
+    "mov [r8 + {saved_rsp}], rsp",
+    "lea rax, [rip + 3f]",
+    "mov [r8], rax",
+    "mov r11, rdi",
+    "mov edi, esi",
+    "mov rsi, rdx",
+    "mov rdx, rcx",
+    "mov rsp, r8",
+    "xor eax, eax",
+    "jmp r11",
+    // The handler returned: rsp is past the return address slot.
+    "3:",
+    "mov rsp, [rsp + {saved_rsp} - 8]",
+    "pop r15",
+    "pop r14",
+    "pop r13",
+    "pop r12",
+    "pop rbp",
+    "pop rbx",
+    "ret",
+    rip = const GREGS_OFF + REG_RIP * 8,
+    saved_rsp = const SAVED_RSP_AT,
+);
+
+extern "C" {
+    fn coreplane_program_signal();
+    fn coreplane_run_handler(handler: usize, sig: i32, info: usize, uc: usize, frame: usize);
+}
+
+/// Whether the process owns its memory (not a process started in its parent's, as posix_spawn's
+/// child until it execs, which shares this table but not the kernel's actions): only then are
+/// handlers routed through the table.
+fn routes() -> bool {
+    crate::app_threads::owns_memory(thread::current())
+}
+
+/// The program's handler in the table for `sig` (0: none routed yet).
+pub fn handler_of(sig: usize) -> usize {
+    if (1..=NSIG).contains(&sig) { COREPLANE_PROGRAM_HANDLERS[sig].load(Relaxed) } else { 0 }
+}
+
+/// An action the program gives for `sig` (already read): a handler is entered through
+/// `coreplane_program_signal`, the table holding the program's.
+pub fn route(sig: usize, act: &mut KSigaction) {
+    if (1..=NSIG).contains(&sig) && act.handler > 1 && routes() {
+        // The table first: a signal that comes before the kernel's action changes finds a handler.
+        COREPLANE_PROGRAM_HANDLERS[sig].store(act.handler, Relaxed);
+        FLAGS[sig].store(act.flags as usize, Relaxed);
+        act.handler = coreplane_program_signal as *const () as usize;
+    }
+}
+
+/// The handler the program sees for an action the kernel reported (`previous`: the table's before
+/// the call): its own, not the entry.
+pub fn shown(handler: usize, previous: usize) -> usize {
+    if handler == coreplane_program_signal as *const () as usize { previous } else { handler }
+}
+
+/// Runs `call`, a trapped call served by the runtime, with its frame `uc` as the innermost entry.
+pub fn within<R>(uc: *mut u8, call: impl FnOnce() -> R) -> R {
+    let t = thread::current();
+    let mut e = Entry { prev: t.entry, uc: uc as usize, saved: [0; 6] };
+    let at = &mut e as *mut Entry as usize;
+    e.saved[0] = at as u64 ^ LIVE;
+    unsafe { core::ptr::write_volatile(&mut t.entry, at) };
+    let r = call();
+    unsafe {
+        core::ptr::write_volatile(&mut t.entry, e.prev);
+        core::ptr::write_volatile(&mut e.saved[0], 0);
+    }
+    r
+}
+
+/// The innermost entry, if it is one the signal interrupted: on the interrupted stack, above its
+/// pointer, within a runtime stack's depth (a record a handler's longjmp abandoned is skipped
+/// where it no longer lies so, or no longer marked live).
+fn live_entry(t: &thread::Thread, irsp: usize) -> Option<&'static Entry> {
+    let at = t.entry;
+    if at <= irsp || at - irsp >= THREAD_SIZE {
+        return None;
+    }
+    let e = unsafe { &*(at as *const Entry) };
+    let ok = e.uc == 0 || (e.saved[0] == at as u64 ^ LIVE && e.uc > at && e.uc - at < THREAD_SIZE);
+    ok.then_some(e)
+}
+
+/// The program's handler for a signal that interrupted the runtime's code.
+#[no_mangle]
+extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) {
+    let handler = COREPLANE_PROGRAM_HANDLERS[sig as usize].load(Relaxed);
+    let t = thread::current();
+    let irsp = gregs(uc)[REG_RSP] as usize;
+    match live_entry(t, irsp) {
+        Some(e) if !t.strict => run_at_program_context(t, e, handler, sig, info, uc),
+        _ => {
+            // No call the program made is in progress (a thread starting, say): as the kernel
+            // entered it.
+            let h: extern "C" fn(i32, *mut u8, *mut u8) = unsafe { core::mem::transmute(handler) };
+            h(sig, info, uc);
+        }
+    }
+}
+
+/// Builds the handler's frame where the kernel would have put it for the program at entry `e`,
+/// and runs the handler there.
+#[inline(never)]
+fn run_at_program_context(t: &thread::Thread, e: &Entry, handler: usize, sig: i32, info: *mut u8, uc: *mut u8) {
+    let here = &e as *const _ as usize;
+    let at = e as *const Entry as usize;
+    let source = if e.uc != 0 { e.uc as *mut u8 } else { uc };
+    let program_sp = if e.uc != 0 {
+        gregs(source)[REG_RSP] as usize
+    } else {
+        unsafe { *((at + ARGS_AT) as *const usize) + RETURN_AT + 8 }
+    };
+    let onstack = FLAGS[sig as usize].load(Relaxed) as u64 & SA_ONSTACK != 0;
+    let place = Placement::of(t, uc, program_sp, onstack, [gregs(uc)[REG_RSP] as usize, here - MARGIN]);
+    let fp_size = sigframe::fpstate(source).map_or(0, |(_, n)| n);
+    let fp_to = (place.top - fp_size) & !63;
+    let frame = ((fp_to - FRAME_HEAD) & !15) - 8;
+    let copy = frame + 8;
+    unsafe {
+        sigframe::copy_frame(source, copy, fp_to);
+        // This delivery's siginfo, signal mask and signal stack.
+        core::ptr::copy_nonoverlapping(info, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, SIGINFO_SIZE);
+        core::ptr::copy_nonoverlapping(uc.add(UC_SIGMASK_OFF), (copy + UC_SIGMASK_OFF) as *mut u8, 8);
+        core::ptr::copy_nonoverlapping(uc.add(UC_STACK_OFF), (copy + UC_STACK_OFF) as *mut u8, 24);
+        let g = gregs(copy as *mut u8);
+        if e.uc == 0 {
+            let args = *((at + ARGS_AT) as *const usize);
+            let a = &*(args as *const [u64; 6]);
+            let ret = *((args + RETURN_AT) as *const u64);
+            [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]] = *a;
+            [g[REG_R15], g[REG_R14], g[REG_R13], g[REG_R12], g[REG_RBP], g[REG_RBX]] = e.saved;
+            g[REG_RIP] = ret;
+            g[REG_RCX] = ret;
+            g[REG_R11] = g[REG_EFL];
+            g[REG_RSP] = program_sp as u64;
+            if fp_size != 0 {
+                core::ptr::copy_nonoverlapping((at + XMM_AT) as *const u8, (fp_to + XMM0_OFF) as *mut u8, 256);
+            }
+        }
+        g[REG_RAX] = (-EINTR) as u64;
+        // The calls below are made on the handler's stack, under its frame: off the signal stack.
+        let below = (frame - 256) & !15;
+        if place.disarm {
+            let off = [0usize, SS_DISABLE as usize, 0];
+            sys::syscall_on(below, SIGALTSTACK, off.as_ptr() as usize, 0);
+        }
+        coreplane_run_handler(handler, sig, copy + KERNEL_UCONTEXT_SIZE, copy, frame);
+        if place.disarm {
+            sys::syscall_on(below, SIGALTSTACK, uc.add(UC_STACK_OFF) as usize, 0);
+        }
+    }
+}
+
+/// Where the handler's frame goes.
+struct Placement {
+    /// The frame's top.
+    top: usize,
+    /// Whether the signal stack is disabled while the handler runs off it.
+    disarm: bool,
+}
+
+impl Placement {
+    /// The program's signal stack for SA_ONSTACK where it has one and was not on it, else below
+    /// the program's stack pointer and its red zone; then below any of `live` (the runtime's
+    /// stack pointers at the interruption and now) on that same stack. Where the runtime's frames
+    /// are on the signal stack (a trap's, as its handler is SA_ONSTACK) and the handler runs off
+    /// it, the stack is disabled meanwhile: a trap or a signal with SA_ONSTACK that came while the
+    /// handler ran would otherwise start a frame at the stack's top, over those frames (Mono's
+    /// stop handler, trapped in sigsuspend, ran so on a frame overwritten). A thread under a
+    /// filter of the program's, which would see that call, runs the handler on the signal stack
+    /// below them instead; so does any where the kernel disarms the stack itself (SS_AUTODISARM,
+    /// as the stack the runtime lends).
+    fn of(t: &thread::Thread, uc: *mut u8, program_sp: usize, onstack: bool, live: [usize; 2]) -> Placement {
+        let (ss_sp, ss_flags, ss_size) = unsafe {
+            let s = uc.add(UC_STACK_OFF);
+            (*(s as *const usize), *(s.add(8) as *const i32), *(s.add(16) as *const usize))
+        };
+        let alt = (ss_flags & SS_DISABLE == 0 && ss_size != 0).then_some(ss_sp..ss_sp + ss_size);
+        let runtime = t as *const _ as usize..t as *const _ as usize + THREAD_SIZE;
+        let stack_of = |x: usize| match &alt {
+            _ if runtime.contains(&x) => 0,
+            Some(r) if r.contains(&x) => 1,
+            _ => 2,
+        };
+        let mut top = match &alt {
+            Some(r) if onstack && !r.contains(&program_sp) => r.end,
+            _ => program_sp - 128,
+        };
+        for x in live {
+            if stack_of(x) == stack_of(top - 1) && x < top {
+                top = x - 128;
+            }
+        }
+        let frames_on_alt = live.iter().copied().filter(|&x| stack_of(x) == 1).min();
+        let mut disarm = false;
+        if let Some(lowest) = frames_on_alt.filter(|_| stack_of(top - 1) != 1 && ss_flags & SS_AUTODISARM == 0) {
+            if t.is_filtered() {
+                top = lowest - 128;
+            } else {
+                disarm = true;
+            }
+        }
+        Placement { top, disarm }
+    }
+}
