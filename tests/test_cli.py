@@ -73,5 +73,11 @@ def test_bench_paths_runs_all_three_paths():
     sites, r = paths["sites_runtime"], paths["ratios"]
     assert sites["sites"] == 64 and len(sites["calls_ns"]) > r["d_rewrite_at"] > 1
     assert r["d_rewrite_call_ns"] > r["d_first_call_ns"] > r["d_after_rewrite_ns"]
+    # every signal reached its handler, natively and under the runtime (the runtime's trap of the
+    # handler's rt_sigreturn makes each dearer)
+    for case in ("tgkill_ns", "unblock_ns"):
+        assert paths["signals_runtime"][case]["n"] == paths["signals_native"][case]["n"] == 20_000
+    assert r["e_tgkill_over_native"] > 1 and r["e_unblock_over_native"] > 1
     assert set(r) == {"a_delegated_over_pingpong", "b_fast_path_minus_native_ns", "b_floor_dispatch_armed_ns",
-                      "d_first_call_ns", "d_rewrite_at", "d_rewrite_call_ns", "d_after_rewrite_ns"}
+                      "d_first_call_ns", "d_rewrite_at", "d_rewrite_call_ns", "d_after_rewrite_ns",
+                      "e_tgkill_over_native", "e_unblock_over_native"}

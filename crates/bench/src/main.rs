@@ -6,6 +6,7 @@ mod cpu;
 mod floor;
 mod paths;
 mod noise;
+mod signals;
 mod stats;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +28,8 @@ enum Command {
     Sites,
     /// Which fast-path rewrite each syscall site of ELF files would get (a static count).
     Coverage(coverage::CoverageArgs),
+    /// Signal delivery to a handler, where it interrupts program code and a call (run it under coreplane).
+    Signals(signals::SignalsArgs),
     /// OS noise: gap detector, FTQ and FWQ (`measure`); SCHED_FIFO noise injectors (`inject`).
     Noise(noise::NoiseArgs),
 }
@@ -38,6 +41,7 @@ fn main() {
         Command::Noise(args) => noise::run(&args),
         Command::Coverage(args) => coverage::run(&args),
         Command::Paths(args) => paths::run(&args).map(|doc| serde_json::to_value(doc).expect("serialisable")),
+        Command::Signals(args) => signals::run(&args).map(|doc| serde_json::to_value(doc).expect("serialisable")),
         Command::Sites => Ok(serde_json::to_value(paths::sites()).expect("serialisable")),
     };
     match result {

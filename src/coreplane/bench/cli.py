@@ -79,6 +79,8 @@ def _render_paths(doc: dict) -> None:
     table.add_row("(d) first call at a site (trap)", f"{r['d_first_call_ns'] / 1000:.1f} µs", "")
     table.add_row(f"    call {r['d_rewrite_at']}, which rewrites the site", f"{r['d_rewrite_call_ns'] / 1000:.1f} µs", "")
     table.add_row("    the call after it (fast path)", f"{r['d_after_rewrite_ns']:.0f} ns", "")
+    table.add_row("(e) signal to a handler ÷ native, in program code", f"{r['e_tgkill_over_native']:.2f}", "")
+    table.add_row("    in a call the runtime serves", f"{r['e_unblock_over_native']:.2f}", "")
     if "vdso" in doc:
         v = doc["vdso"]["median_ns"]
         table.add_row("clock_gettime: vDSO, natively", f"{v['native']:.0f} ns", "")

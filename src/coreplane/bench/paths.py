@@ -27,7 +27,8 @@ def _bench_json(argv: list[str]) -> dict:
 
 
 def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
-    """Null syscall natively, with the fast path (profile only) and delegated; sites cold/hot."""
+    """Null syscall natively, with the fast path (profile only) and delegated; sites cold/hot;
+    signal delivery natively and under the runtime."""
     bench = str(binary("coreplane-bench"))
     loop = [bench, "paths", "--cores", f"{compute},{control}", "--calls", str(calls), "--round-trips", str(calls)]
     cores = dict(compute_cores=str(compute), control_cores=str(control))
@@ -45,6 +46,8 @@ def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
             out["delegated"] = _bench_json(exec_argv(RunOptions(command=loop, delegate="getppid", **cores)))
             out["sites_native"] = _bench_json([bench, "sites"])
             out["sites_runtime"] = _bench_json(exec_argv(RunOptions(command=[bench, "sites"], **cores)))
+            out["signals_native"] = _bench_json([bench, "signals"])
+            out["signals_runtime"] = _bench_json(exec_argv(RunOptions(command=[bench, "signals"], **cores)))
     p50 = lambda run, key: run[key]["p50"]  # noqa: E731
     d = out["delegated"]
     out["ratios"] = {
@@ -53,6 +56,8 @@ def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
         "b_floor_dispatch_armed_ns": p50(out["native_dispatch_armed"], "null_syscall_ns")
         - p50(out["native"], "null_syscall_ns"),
         **_site_calls(out["sites_runtime"]),
+        **{f"e_{case}_over_native": p50(out["signals_runtime"], f"{case}_ns") / p50(out["signals_native"], f"{case}_ns")
+           for case in ("tgkill", "unblock")},
     }
     return out
 
