@@ -228,9 +228,22 @@ def test_a_handler_sees_the_programs_context_when_the_signal_interrupts_the_runt
     # stack the handler or the context's stack pointer was off the program's stacks (the cause
     # of SBCL's, Guile's and Mono's failures); a handler running off the signal stack whose own
     # call trapped overwrote the interrupted trap's frame there, and the program spun.
-    native = watched([str(built / "signal_context")]).stdout
-    assert native.count("handled=1 handler-stack=program context-sp=program registers=program") == 7, native
-    same_as_natively(built / "signal_context", mode)
+    # Before (session 16's first version): a handler's frame was built over the fast path's saved
+    # argument registers (ppoll rewritten: arguments=changed), the context of a call from a
+    # relocated site showed the site's stub (context-ip=other) and a stack pointer 128 bytes low,
+    # and a handler left by longjmp left the signal stack disabled.
+    exe = built / "signal_context"
+    native = watched([str(exe)]).stdout
+    assert native.count("handled=1 handler-stack=program context-sp=program context-ip=site "
+                        "registers=program arguments=kept") == 7, native
+    assert native.endswith("after a handler's longjmp: signal stack as set\n"), native
+    # Not mended: a local read from a rewritten site is made by the fast path's assembly, and a
+    # handler that interrupts it sees the instruction pointer there (its registers are the program's).
+    expected = native if mode == "all" else "".join(
+        line.replace("context-ip=site", "context-ip=other") if line.startswith("read rewritten") else line
+        for line in native.splitlines(keepends=True))
+    proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe)])
+    assert (proc.returncode, proc.stdout) == (0, expected), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

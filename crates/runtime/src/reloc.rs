@@ -33,6 +33,10 @@ const RELOAD_FD_READ: [u8; 6] = [0x8b, 0x7c, 0x24, 0x08, 0x31, 0xc0];
 /// in rax), through which `os.File`'s reads and writes go. It runs on a goroutine's stack.
 const GO_SYSCALL6_ARGS: [u8; 6] = [0x48, 0x89, 0xce, 0x48, 0x89, 0xdf];
 const SYSCALL: [u8; 2] = [0x0f, 0x05];
+/// `lea rsp, [rsp+128]`: where a stub's call of the fast entry returns, the red zone given back.
+const RED_ZONE_BACK: [u8; 8] = [0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00];
+/// The red zone a stub skips below the program's stack pointer before its call.
+pub const STUB_RED_ZONE: usize = 128;
 /// Bytes of a `jmp rel32`, the least a relocated instruction must have.
 pub const PATCH_LEN: usize = 5;
 /// The longest setup instruction.
@@ -115,9 +119,21 @@ pub fn stub(stub: usize, syscall_at: usize, entry_slot: usize, copy: &[u8], fixe
     s[n..n + 5].copy_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
     s[n + 5..n + 7].copy_from_slice(&[0xff, 0x15]);
     s[n + 7..n + 11].copy_from_slice(&rel32(stub + n + 11, entry_slot)?);
-    s[n + 11..n + 19].copy_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00]);
+    s[n + 11..n + 19].copy_from_slice(&RED_ZONE_BACK);
     s[n + 19..n + 24].copy_from_slice(&jump(stub + n + 19, syscall_at + SYSCALL.len())?);
     Some(s)
+}
+
+/// Where the program resumes when the fast entry returns to `ret`, given the 13 bytes there:
+/// `Some(site)`, the address behind the site's `syscall`, when `ret` is in a stub (whose
+/// `lea rsp,[rsp+128]; jmp site` follow, the red zone below the program's stack pointer
+/// skipped); None when `ret` is the site itself (the sled's `call`).
+pub fn stub_resumes_at(ret: usize, code: &[u8; 13]) -> Option<usize> {
+    if code[..8] != RED_ZONE_BACK || code[8] != 0xe9 {
+        return None;
+    }
+    let rel = i32::from_le_bytes([code[9], code[10], code[11], code[12]]);
+    Some((ret as i64 + 13 + rel as i64) as usize)
 }
 
 /// Length of the instruction at the start of `b` if it is one that may stand between a
@@ -241,6 +257,10 @@ mod tests {
         // jmp back lands right after the 2-byte syscall.
         let back = i32::from_le_bytes(s[25..29].try_into().unwrap()) as i64;
         assert_eq!(0x10_0000 + 29 + back, 0x20_0002);
+        // The fast entry returns into the stub (behind its call, stub + 16): the program resumes there.
+        let after_call: [u8; 13] = s[16..29].try_into().unwrap();
+        assert_eq!(stub_resumes_at(0x10_0000 + 16, &after_call), Some(0x20_0002));
+        assert_eq!(stub_resumes_at(0x20_0002, &[0x90; 13]), None);
         // A number that is not fixed: rt_sigreturn (15) goes back to the syscall itself.
         let g = stub(0x10_0000, 0x20_0000, 0x10_0000 - 8, &LOAD_ARG6, false).unwrap();
         assert_eq!(&g[5..10], &[0x83, 0xf8, 0x0f, 0x0f, 0x84]);

@@ -93,6 +93,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
 /// plain local ones.
 #[no_mangle]
 extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isize {
+    crate::program_signal::fast_call_begins();
     handle(nr, unsafe { &*args })
 }
 

@@ -11,11 +11,15 @@
 //! would have chosen natively (the program's, or its signal stack for SA_ONSTACK), and returns to
 //! the runtime, whose call then goes on as the kernel decides (restarted, or EINTR). What the
 //! handler changes in that context is not applied: the call in progress owns the registers.
+//! Faults of the runtime's own code (synchronous SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP) keep
+//! the context that faulted. A signal in the few instructions of an entry before its record is
+//! made, or after it is gone, still shows the runtime's context.
 
 use crate::sigaction::{KSigaction, SA_ONSTACK};
 use crate::sigframe::{self, *};
 use crate::sys::{self, EINTR, SIGALTSTACK};
 use crate::thread::{self, THREAD_SIZE};
+use coreplane_runtime::reloc;
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -147,7 +151,9 @@ pub fn shown(handler: usize, previous: usize) -> usize {
 /// Runs `call`, a trapped call served by the runtime, with its frame `uc` as the innermost entry.
 pub fn within<R>(uc: *mut u8, call: impl FnOnce() -> R) -> R {
     let t = thread::current();
-    let mut e = Entry { prev: t.entry, uc: uc as usize, saved: [0; 6] };
+    let program_sp = gregs(uc)[REG_RSP] as usize;
+    resumed(t, program_sp);
+    let mut e = Entry { prev: live_below(t.entry, program_sp), uc: uc as usize, saved: [0; 6] };
     let at = &mut e as *mut Entry as usize;
     e.saved[0] = at as u64 ^ LIVE;
     unsafe { core::ptr::write_volatile(&mut t.entry, at) };
@@ -157,6 +163,64 @@ pub fn within<R>(uc: *mut u8, call: impl FnOnce() -> R) -> R {
         core::ptr::write_volatile(&mut e.saved[0], 0);
     }
     r
+}
+
+/// A fast-path Rust call begins (its record is Thread.entry): what `within` does for a trap.
+pub fn fast_call_begins() {
+    let t = thread::current();
+    let at = t.entry;
+    let e = unsafe { &mut *(at as *mut Entry) };
+    let (program_sp, _) = program_call(e);
+    resumed(t, program_sp);
+    e.prev = live_below(e.prev, program_sp);
+}
+
+/// Where the program is at the call of record `e`: its stack pointer and where it resumes. A
+/// fast-path call from a relocated site returns into the site's stub, which gives back the red
+/// zone it skipped and jumps behind the site's `syscall`; from the sled, to the site itself.
+fn program_call(e: &Entry) -> (usize, usize) {
+    if e.uc != 0 {
+        let g = gregs(e.uc as *mut u8);
+        return (g[REG_RSP] as usize, g[REG_RIP] as usize);
+    }
+    let args = unsafe { *((e as *const Entry as usize + ARGS_AT) as *const usize) };
+    let slot = args + RETURN_AT;
+    let ret = unsafe { *(slot as *const usize) };
+    match reloc::stub_resumes_at(ret, unsafe { &*(ret as *const [u8; 13]) }) {
+        Some(site) => (slot + 8 + reloc::STUB_RED_ZONE, site),
+        None => (slot + 8, ret),
+    }
+}
+
+/// The program, at stack pointer `program_sp`, is back above what a handler left by longjmp
+/// had below it: the signal stack disabled for that handler is put back, and its frame no
+/// longer holds later frames down.
+fn resumed(t: &mut thread::Thread, program_sp: usize) {
+    if t.disabled_for != 0 && above(program_sp, t.disabled_for) {
+        unsafe { sys::syscall6(SIGALTSTACK, t.disabled_stack.as_ptr() as usize, 0, 0, 0, 0, 0) };
+        t.disabled_for = 0;
+    }
+    if t.handler_frame != 0 && above(program_sp, t.handler_frame) {
+        t.handler_frame = 0;
+    }
+}
+
+/// Whether `sp` lies above `frame` on the same stack (assumed within 8 MiB).
+fn above(sp: usize, frame: usize) -> bool {
+    sp > frame && sp - frame < 8 << 20
+}
+
+/// The chain from record `at` without the records that lie below a call made at `program_sp`:
+/// their calls were left by a handler's longjmp.
+fn live_below(mut at: usize, program_sp: usize) -> usize {
+    while at != 0 {
+        let e = unsafe { &*(at as *const Entry) };
+        if !above(program_sp, program_call(e).0) {
+            break;
+        }
+        at = e.prev;
+    }
+    at
 }
 
 /// The innermost entry, if it is one the signal interrupted: on the interrupted stack, above its
@@ -179,30 +243,42 @@ extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) 
     let t = thread::current();
     let irsp = gregs(uc)[REG_RSP] as usize;
     match live_entry(t, irsp) {
-        Some(e) if !t.strict => run_at_program_context(t, e, handler, sig, info, uc),
+        Some(e) if !t.strict && !synchronous(sig, info) => run_at_program_context(t, e, handler, sig, info, uc),
         _ => {
-            // No call the program made is in progress (a thread starting, say): as the kernel
-            // entered it.
+            // No call the program made is in progress (a thread starting, say), or a fault of the
+            // runtime's own code, which the handler may mend only in the context that faulted: as
+            // the kernel entered it.
             let h: extern "C" fn(i32, *mut u8, *mut u8) = unsafe { core::mem::transmute(handler) };
             h(sig, info, uc);
         }
     }
 }
 
+/// Whether signal `sig` with `info` is a fault the kernel raised for the instruction that ran.
+fn synchronous(sig: i32, info: *mut u8) -> bool {
+    const SIGILL: i32 = 4;
+    const SIGTRAP: i32 = 5;
+    const SIGBUS: i32 = 7;
+    const SIGFPE: i32 = 8;
+    const SIGSEGV: i32 = 11;
+    let code = unsafe { *(info.add(SI_CODE_OFF) as *const i32) };
+    matches!(sig, SIGILL | SIGTRAP | SIGBUS | SIGFPE | SIGSEGV) && code > 0
+}
+
 /// Builds the handler's frame where the kernel would have put it for the program at entry `e`,
 /// and runs the handler there.
 #[inline(never)]
-fn run_at_program_context(t: &thread::Thread, e: &Entry, handler: usize, sig: i32, info: *mut u8, uc: *mut u8) {
+fn run_at_program_context(t: &mut thread::Thread, e: &Entry, handler: usize, sig: i32, info: *mut u8, uc: *mut u8) {
     let here = &e as *const _ as usize;
     let at = e as *const Entry as usize;
     let source = if e.uc != 0 { e.uc as *mut u8 } else { uc };
-    let program_sp = if e.uc != 0 {
-        gregs(source)[REG_RSP] as usize
-    } else {
-        unsafe { *((at + ARGS_AT) as *const usize) + RETURN_AT + 8 }
-    };
+    let (program_sp, resume_at) = program_call(e);
     let onstack = FLAGS[sig as usize].load(Relaxed) as u64 & SA_ONSTACK != 0;
-    let place = Placement::of(t, uc, program_sp, onstack, [gregs(uc)[REG_RSP] as usize, here - MARGIN]);
+    // Below the runtime's frames, the fast path's saved argument registers (on the program's
+    // stack, under its red zone) and any handler frame this thread has in use.
+    let args = if e.uc == 0 { unsafe { *((at + ARGS_AT) as *const usize) } } else { usize::MAX };
+    let held = if t.handler_frame != 0 { t.handler_frame } else { usize::MAX };
+    let place = Placement::of(t, uc, program_sp, onstack, [gregs(uc)[REG_RSP] as usize, here - MARGIN, args, held]);
     let fp_size = sigframe::fpstate(source).map_or(0, |(_, n)| n);
     let fp_to = (place.top - fp_size) & !63;
     let frame = ((fp_to - FRAME_HEAD) & !15) - 8;
@@ -215,13 +291,11 @@ fn run_at_program_context(t: &thread::Thread, e: &Entry, handler: usize, sig: i3
         core::ptr::copy_nonoverlapping(uc.add(UC_STACK_OFF), (copy + UC_STACK_OFF) as *mut u8, 24);
         let g = gregs(copy as *mut u8);
         if e.uc == 0 {
-            let args = *((at + ARGS_AT) as *const usize);
             let a = &*(args as *const [u64; 6]);
-            let ret = *((args + RETURN_AT) as *const u64);
             [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]] = *a;
             [g[REG_R15], g[REG_R14], g[REG_R13], g[REG_R12], g[REG_RBP], g[REG_RBX]] = e.saved;
-            g[REG_RIP] = ret;
-            g[REG_RCX] = ret;
+            g[REG_RIP] = resume_at as u64;
+            g[REG_RCX] = resume_at as u64;
             g[REG_R11] = g[REG_EFL];
             g[REG_RSP] = program_sp as u64;
             if fp_size != 0 {
@@ -231,14 +305,19 @@ fn run_at_program_context(t: &thread::Thread, e: &Entry, handler: usize, sig: i3
         g[REG_RAX] = (-EINTR) as u64;
         // The calls below are made on the handler's stack, under its frame: off the signal stack.
         let below = (frame - 256) & !15;
+        let outer = (t.handler_frame, t.disabled_for, t.disabled_stack);
+        t.handler_frame = frame;
         if place.disarm {
+            core::ptr::copy_nonoverlapping(uc.add(UC_STACK_OFF) as *const usize, t.disabled_stack.as_mut_ptr(), 3);
+            t.disabled_for = frame;
             let off = [0usize, SS_DISABLE as usize, 0];
             sys::syscall_on(below, SIGALTSTACK, off.as_ptr() as usize, 0);
         }
         coreplane_run_handler(handler, sig, copy + KERNEL_UCONTEXT_SIZE, copy, frame);
         if place.disarm {
-            sys::syscall_on(below, SIGALTSTACK, uc.add(UC_STACK_OFF) as usize, 0);
+            sys::syscall_on(below, SIGALTSTACK, t.disabled_stack.as_ptr() as usize, 0);
         }
+        (t.handler_frame, t.disabled_for, t.disabled_stack) = outer;
     }
 }
 
@@ -253,15 +332,15 @@ struct Placement {
 impl Placement {
     /// The program's signal stack for SA_ONSTACK where it has one and was not on it, else below
     /// the program's stack pointer and its red zone; then below any of `live` (the runtime's
-    /// stack pointers at the interruption and now) on that same stack. Where the runtime's frames
+    /// stack pointers at the interruption and now, memory it holds) on that same stack. Where the runtime's frames
     /// are on the signal stack (a trap's, as its handler is SA_ONSTACK) and the handler runs off
     /// it, the stack is disabled meanwhile: a trap or a signal with SA_ONSTACK that came while the
     /// handler ran would otherwise start a frame at the stack's top, over those frames (Mono's
     /// stop handler, trapped in sigsuspend, ran so on a frame overwritten). A thread under a
     /// filter of the program's, which would see that call, runs the handler on the signal stack
-    /// below them instead; so does any where the kernel disarms the stack itself (SS_AUTODISARM,
-    /// as the stack the runtime lends).
-    fn of(t: &thread::Thread, uc: *mut u8, program_sp: usize, onstack: bool, live: [usize; 2]) -> Placement {
+    /// below them instead. Where the kernel disarmed the stack itself (SS_AUTODISARM, as the stack
+    /// the runtime lends) nothing is needed.
+    fn of(t: &thread::Thread, uc: *mut u8, program_sp: usize, onstack: bool, live: [usize; 4]) -> Placement {
         let (ss_sp, ss_flags, ss_size) = unsafe {
             let s = uc.add(UC_STACK_OFF);
             (*(s as *const usize), *(s.add(8) as *const i32), *(s.add(16) as *const usize))

@@ -68,6 +68,13 @@ pub struct Thread {
     /// a program handler for a signal that interrupts the runtime's own code is shown the
     /// program's context at that call and runs on the program's stack (`program_signal`).
     pub entry: usize,
+    /// The frame of the innermost handler `program_signal` runs (0: none); later frames go below.
+    pub handler_frame: usize,
+    /// The signal stack (a stack_t) `program_signal` disabled while a handler ran off it, and that
+    /// handler's frame (0: none): put back when the handler returns, or at the thread's next
+    /// runtime call made above that frame (the handler was left by longjmp).
+    pub disabled_stack: [usize; 3],
+    pub disabled_for: usize,
     /// The memory this thread's stackless vforks give their children and itself (a
     /// `process::VforkBlock`, kept for the next one: the parent returns to the program from a copy
     /// of its trap frame there), or 0 before the first.
