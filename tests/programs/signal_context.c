@@ -142,18 +142,18 @@ static void leaving_handler(int sig) {
     siglongjmp(out, 1);
 }
 
-/* A handler that leaves by siglongjmp, off the signal stack, from a call trapped on it: the
-   program's signal stack is as it set it afterwards. */
-static void check_longjmp(void) {
+/* A handler that leaves by siglongjmp out of `call`: the program's signal stack is as it set it
+   afterwards (from a call trapped on it, the handler ran off it). */
+static void check_longjmp(const char *what, long (*call)(int)) {
     signal(SIGALRM, leaving_handler);
     struct itimerval t = {{0, 0}, {0, 30000}};
     if (!sigsetjmp(out, 1)) {
         setitimer(ITIMER_REAL, &t, 0);
-        read_site_2(0);
+        call(0);
     }
     stack_t now;
     sigaltstack(0, &now);
-    printf("after a handler's longjmp: signal stack %s\n",
+    printf("after a handler's longjmp out of %s: signal stack %s\n", what,
            now.ss_flags & SS_DISABLE ? "disabled" : now.ss_sp == altstack ? "as set" : "other");
 }
 
@@ -187,6 +187,10 @@ int main(void) {
     set_handler(1);
     check("ppoll rewritten, SA_ONSTACK", ppoll_site_b, 1, REWRITE_AT);
     check("read rewritten, SA_ONSTACK", read_site, 1, 0);
-    check_longjmp();
+    check_longjmp("a trapped read", read_site_2);
+    /* The runtime's record of a call a handler left must not be taken for a live one later. */
+    check_longjmp("a rewritten ppoll", ppoll_site_a);
+    set_handler(0);
+    check("ppoll rewritten, after a longjmp", ppoll_site_a, 0, 0);
     return 0;
 }

@@ -663,6 +663,11 @@ const STUBS_FROM: usize = 16;
 static TRAMPOLINES: [AtomicUsize; MAX_TRAMPOLINES] = [const { AtomicUsize::new(0) }; MAX_TRAMPOLINES];
 /// Bytes used in each trampoline page (guarded by the rewrite lock).
 static mut TRAMPOLINE_USED: [usize; MAX_TRAMPOLINES] = [0; MAX_TRAMPOLINES];
+/// Whether `addr` lies in a trampoline page (a stub's code, mapped for good).
+pub fn in_stub(addr: usize) -> bool {
+    TRAMPOLINES.iter().map(|t| t.load(Relaxed)).take_while(|&p| p != 0).any(|p| (p..p + PAGE).contains(&addr))
+}
+
 /// Reach of a rel32 jump, with room for the page itself.
 const REACH: usize = (1 << 31) - 2 * PAGE;
 

@@ -152,8 +152,8 @@ pub fn shown(handler: usize, previous: usize) -> usize {
 pub fn within<R>(uc: *mut u8, call: impl FnOnce() -> R) -> R {
     let t = thread::current();
     let program_sp = gregs(uc)[REG_RSP] as usize;
-    resumed(t, program_sp);
-    let mut e = Entry { prev: live_below(t.entry, program_sp), uc: uc as usize, saved: [0; 6] };
+    resumed(t, program_sp, Some(uc));
+    let mut e = Entry { prev: live_below(t, t.entry, program_sp), uc: uc as usize, saved: [0; 6] };
     let at = &mut e as *mut Entry as usize;
     e.saved[0] = at as u64 ^ LIVE;
     unsafe { core::ptr::write_volatile(&mut t.entry, at) };
@@ -168,36 +168,58 @@ pub fn within<R>(uc: *mut u8, call: impl FnOnce() -> R) -> R {
 /// A fast-path Rust call begins (its record is Thread.entry): what `within` does for a trap.
 pub fn fast_call_begins() {
     let t = thread::current();
-    let at = t.entry;
-    let e = unsafe { &mut *(at as *mut Entry) };
-    let (program_sp, _) = program_call(e);
-    resumed(t, program_sp);
-    e.prev = live_below(e.prev, program_sp);
+    let e = unsafe { &mut *(t.entry as *mut Entry) };
+    let Some((program_sp, _)) = program_call(t, e, true) else { return };
+    resumed(t, program_sp, None);
+    if e.prev != 0 {
+        e.prev = live_below(t, e.prev, program_sp);
+    }
 }
 
-/// Where the program is at the call of record `e`: its stack pointer and where it resumes. A
-/// fast-path call from a relocated site returns into the site's stub, which gives back the red
-/// zone it skipped and jumps behind the site's `syscall`; from the sled, to the site itself.
-fn program_call(e: &Entry) -> (usize, usize) {
+/// Where the program is at the call of record `e`: its stack pointer and where it resumes; None
+/// for a record that is no longer one. A fast-path call from a relocated site returns into the
+/// site's stub, which gives back the red zone it skipped and jumps behind the site's `syscall`;
+/// from the sled, to the site itself. A record a handler's longjmp left may lie in memory the
+/// program has since reused: a trap's must still be marked live, and a fast-path call's return
+/// address is read as the kernel reads the program's memory (no fault for an unmapped one),
+/// unless the record is `fresh` (the call just began: its return address is where it says).
+fn program_call(t: &thread::Thread, e: &Entry, fresh: bool) -> Option<(usize, usize)> {
+    let at = e as *const Entry as usize;
     if e.uc != 0 {
+        if e.saved[0] != at as u64 ^ LIVE || e.uc <= at || e.uc - at >= THREAD_SIZE {
+            return None;
+        }
         let g = gregs(e.uc as *mut u8);
-        return (g[REG_RSP] as usize, g[REG_RIP] as usize);
+        return Some((g[REG_RSP] as usize, g[REG_RIP] as usize));
     }
-    let args = unsafe { *((e as *const Entry as usize + ARGS_AT) as *const usize) };
+    let args = unsafe { *((at + ARGS_AT) as *const usize) };
     let slot = args + RETURN_AT;
-    let ret = unsafe { *(slot as *const usize) };
-    match reloc::stub_resumes_at(ret, unsafe { &*(ret as *const [u8; 13]) }) {
+    let mut word = [0u8; 8];
+    if fresh {
+        word = unsafe { *(slot as *const [u8; 8]) };
+    } else if !t.read_program(slot, &mut word) {
+        return None;
+    }
+    let ret = usize::from_ne_bytes(word);
+    let site = crate::fastpath::in_stub(ret).then(|| reloc::stub_resumes_at(ret, unsafe { &*(ret as *const [u8; 13]) })).flatten();
+    Some(match site {
         Some(site) => (slot + 8 + reloc::STUB_RED_ZONE, site),
         None => (slot + 8, ret),
-    }
+    })
 }
 
 /// The program, at stack pointer `program_sp`, is back above what a handler left by longjmp
-/// had below it: the signal stack disabled for that handler is put back, and its frame no
-/// longer holds later frames down.
-fn resumed(t: &mut thread::Thread, program_sp: usize) {
+/// had below it: the signal stack disabled for that handler is put back (in the trap's frame
+/// `trap_uc` too, whose rt_sigreturn would disable it again), and its frame no longer holds
+/// later frames down.
+fn resumed(t: &mut thread::Thread, program_sp: usize, trap_uc: Option<*mut u8>) {
     if t.disabled_for != 0 && above(program_sp, t.disabled_for) {
-        unsafe { sys::syscall6(SIGALTSTACK, t.disabled_stack.as_ptr() as usize, 0, 0, 0, 0, 0) };
+        unsafe {
+            sys::syscall6(SIGALTSTACK, t.disabled_stack.as_ptr() as usize, 0, 0, 0, 0, 0);
+            if let Some(uc) = trap_uc {
+                core::ptr::copy_nonoverlapping(t.disabled_stack.as_ptr(), uc.add(UC_STACK_OFF) as *mut usize, 3);
+            }
+        }
         t.disabled_for = 0;
     }
     if t.handler_frame != 0 && above(program_sp, t.handler_frame) {
@@ -210,15 +232,17 @@ fn above(sp: usize, frame: usize) -> bool {
     sp > frame && sp - frame < 8 << 20
 }
 
-/// The chain from record `at` without the records that lie below a call made at `program_sp`:
-/// their calls were left by a handler's longjmp.
-fn live_below(mut at: usize, program_sp: usize) -> usize {
+/// The chain from record `at` without the records that lie below a call made at `program_sp`,
+/// or are no longer records: their calls were left by a handler's longjmp. (A record the program
+/// reused is dropped with all below it.)
+fn live_below(t: &thread::Thread, mut at: usize, program_sp: usize) -> usize {
     while at != 0 {
         let e = unsafe { &*(at as *const Entry) };
-        if !above(program_sp, program_call(e).0) {
-            break;
+        match program_call(t, e, false) {
+            Some((sp, _)) if !above(program_sp, sp) => break,
+            Some(_) => at = e.prev,
+            None => return 0,
         }
-        at = e.prev;
     }
     at
 }
@@ -226,14 +250,13 @@ fn live_below(mut at: usize, program_sp: usize) -> usize {
 /// The innermost entry, if it is one the signal interrupted: on the interrupted stack, above its
 /// pointer, within a runtime stack's depth (a record a handler's longjmp abandoned is skipped
 /// where it no longer lies so, or no longer marked live).
-fn live_entry(t: &thread::Thread, irsp: usize) -> Option<&'static Entry> {
+fn live_entry(t: &thread::Thread, irsp: usize) -> Option<(&'static Entry, usize, usize)> {
     let at = t.entry;
     if at <= irsp || at - irsp >= THREAD_SIZE {
         return None;
     }
     let e = unsafe { &*(at as *const Entry) };
-    let ok = e.uc == 0 || (e.saved[0] == at as u64 ^ LIVE && e.uc > at && e.uc - at < THREAD_SIZE);
-    ok.then_some(e)
+    program_call(t, e, false).map(|(sp, ip)| (e, sp, ip))
 }
 
 /// The program's handler for a signal that interrupted the runtime's code.
@@ -243,7 +266,9 @@ extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) 
     let t = thread::current();
     let irsp = gregs(uc)[REG_RSP] as usize;
     match live_entry(t, irsp) {
-        Some(e) if !t.strict && !synchronous(sig, info) => run_at_program_context(t, e, handler, sig, info, uc),
+        Some((e, program_sp, resume_at)) if !t.strict && !synchronous(sig, info) => {
+            run_at_program_context(t, e, (program_sp, resume_at), handler, sig, info, uc)
+        }
         _ => {
             // No call the program made is in progress (a thread starting, say), or a fault of the
             // runtime's own code, which the handler may mend only in the context that faulted: as
@@ -268,11 +293,11 @@ fn synchronous(sig: i32, info: *mut u8) -> bool {
 /// Builds the handler's frame where the kernel would have put it for the program at entry `e`,
 /// and runs the handler there.
 #[inline(never)]
-fn run_at_program_context(t: &mut thread::Thread, e: &Entry, handler: usize, sig: i32, info: *mut u8, uc: *mut u8) {
+fn run_at_program_context(t: &mut thread::Thread, e: &Entry, (program_sp, resume_at): (usize, usize), handler: usize,
+                          sig: i32, info: *mut u8, uc: *mut u8) {
     let here = &e as *const _ as usize;
     let at = e as *const Entry as usize;
     let source = if e.uc != 0 { e.uc as *mut u8 } else { uc };
-    let (program_sp, resume_at) = program_call(e);
     let onstack = FLAGS[sig as usize].load(Relaxed) as u64 & SA_ONSTACK != 0;
     // Below the runtime's frames, the fast path's saved argument registers (on the program's
     // stack, under its red zone) and any handler frame this thread has in use.

@@ -49,8 +49,12 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
             r
         }
         _ => {
-            fastpath::maybe_rewrite(after_syscall, nr);
-            let result = program_signal::within(uc, || dispatch::handle(nr, &a));
+            // The rewrite too (a lock, mprotect, membarrier: microseconds) is inside the call's
+            // record, for a signal that comes meanwhile.
+            let result = program_signal::within(uc, || {
+                fastpath::maybe_rewrite(after_syscall, nr);
+                dispatch::handle(nr, &a)
+            });
             if result >= 0 {
                 keep_thread_state(nr, &a, uc);
             }
