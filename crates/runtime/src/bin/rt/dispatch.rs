@@ -65,6 +65,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         CLOSE_RANGE if let Some(r) = crate::own_fds::close_range(a[0], a[1], a[2], |args| run(nr, args)) => r,
         DUP2 | DUP3 if let Some(r) = crate::own_fds::dup_onto(a[1]) => r,
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
+        SIGALTSTACK if a[0] != 0 => {
+            let r = run(nr, a);
+            if r == 0 {
+                crate::program_signal::program_sets_signal_stack();
+            }
+            r
+        }
         PTRACE if a[0] == PTRACE_TRACEME => process::traced(run(nr, a)),
         SETUID | SETREUID | SETRESUID | SETFSUID => {
             if let Some(uid) = profile::changes_file_user(nr, a) {

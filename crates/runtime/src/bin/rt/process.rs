@@ -164,8 +164,11 @@ fn lend_signal_stack(t: &mut thread::Thread) {
 
 /// sigaltstack(2) trapped on the program's own signal stack (the runtime's handler is SA_ONSTACK)
 /// while the program was not on it, which natively may change the stack, is made from the
-/// thread's runtime stack, since from the handler the kernel would refuse it (EPERM). Rust's main thread
-/// disables its signal stack, then unmaps it, at exit: the runtime then ran on unmapped memory.
+/// program's stack, below its stack pointer and red zone (where it would have been made), since
+/// from the handler the kernel would refuse it (EPERM). Rust's main thread disables its signal
+/// stack, then unmaps it, at exit: the runtime then ran on unmapped memory. (It was made from
+/// below the runtime stack's rt_sp, inside the frames of a fast-path call in progress when a
+/// handler run for that call made it: found in review.)
 /// The stack to make it from; None where the call is not such a call (the program on its stack,
 /// which natively is refused too, or the handler elsewhere).
 pub fn sigaltstack_needs_other_stack(uc: *mut u8, a: &[usize; 6]) -> Option<usize> {
@@ -175,7 +178,7 @@ pub fn sigaltstack_needs_other_stack(uc: *mut u8, a: &[usize; 6]) -> Option<usiz
     if a[0] == 0 || thread::current().lent_stack || !on(uc as usize) || on(gregs(uc)[REG_RSP] as usize) {
         return None;
     }
-    Some((thread::current().rt_sp - 128) & !15)
+    Some((gregs(uc)[REG_RSP] as usize - 256) & !15)
 }
 
 /// sigaltstack(2) made on `stack` (`sigaltstack_needs_other_stack`).

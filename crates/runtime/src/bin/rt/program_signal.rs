@@ -32,10 +32,12 @@ static FLAGS: [AtomicUsize; NSIG + 1] = [const { AtomicUsize::new(0) }; NSIG + 1
 
 /// A runtime call in progress (Thread.entry points to the innermost): where the program's
 /// context at the call is. The fast path's Rust calls push one in assembly (`fastpath`, label 5):
-/// `uc` 0, the program's callee-saved registers in `saved` (r15, r14, r13, r12, rbp, rbx), and
-/// above the record, the entry's saved rt_sp, the address of the program's pushed argument
-/// registers, then xmm0-15. A trapped call's is made by `within`: `uc` is the dispatch trap's
-/// frame, which holds all of the program's registers, and saved[0] marks the record as live.
+/// `uc` the record's address xor FAST (cleared when the call ends), the program's callee-saved
+/// registers in `saved` (r15, r14, r13, r12, rbp, rbx), and above the record, the entry's saved
+/// rt_sp, the address of the program's pushed argument registers, then xmm0-15. A trapped call's
+/// is made by `within`: `uc` is the dispatch trap's frame, which holds all of the program's
+/// registers, and saved[0] is the record's address xor LIVE (cleared when the call ends). The
+/// marks tell a record from memory the program reused after a handler's longjmp left the call.
 #[repr(C)]
 pub struct Entry {
     prev: usize,
@@ -43,6 +45,32 @@ pub struct Entry {
     saved: [u64; 6],
 }
 const LIVE: u64 = 0x636f_7265_706c_616e;
+const FAST: u64 = 0x6661_7374_7061_7468;
+/// FAST, for the fast path's assembly.
+#[no_mangle]
+static COREPLANE_FAST_MARK: u64 = FAST;
+
+/// What a record is.
+enum Kind {
+    /// A fast-path Rust call's.
+    Fast,
+    /// A trapped call's, with its frame.
+    Trap(*mut u8),
+}
+
+impl Entry {
+    /// The record's kind, or None where its marks say it is no record (any more).
+    fn kind(&self) -> Option<Kind> {
+        let at = self as *const Entry as usize;
+        if self.uc as u64 == at as u64 ^ FAST {
+            Some(Kind::Fast)
+        } else if self.saved[0] == at as u64 ^ LIVE && self.uc > at && self.uc - at < THREAD_SIZE {
+            Some(Kind::Trap(self.uc as *mut u8))
+        } else {
+            None
+        }
+    }
+}
 /// Where the fast path's record has the program's argument registers (rdi, rsi, rdx, r10, r8, r9,
 /// then the 128-byte red zone and the return address) and its xmm0-15.
 const ARGS_AT: usize = core::mem::size_of::<Entry>() + 8;
@@ -185,11 +213,8 @@ pub fn fast_call_begins() {
 /// unless the record is `fresh` (the call just began: its return address is where it says).
 fn program_call(t: &thread::Thread, e: &Entry, fresh: bool) -> Option<(usize, usize)> {
     let at = e as *const Entry as usize;
-    if e.uc != 0 {
-        if e.saved[0] != at as u64 ^ LIVE || e.uc <= at || e.uc - at >= THREAD_SIZE {
-            return None;
-        }
-        let g = gregs(e.uc as *mut u8);
+    if let Kind::Trap(uc) = e.kind()? {
+        let g = gregs(uc);
         return Some((g[REG_RSP] as usize, g[REG_RIP] as usize));
     }
     let args = unsafe { *((at + ARGS_AT) as *const usize) };
@@ -210,8 +235,7 @@ fn program_call(t: &thread::Thread, e: &Entry, fresh: bool) -> Option<(usize, us
 
 /// The program, at stack pointer `program_sp`, is back above what a handler left by longjmp
 /// had below it: the signal stack disabled for that handler is put back (in the trap's frame
-/// `trap_uc` too, whose rt_sigreturn would disable it again), and its frame no longer holds
-/// later frames down.
+/// `trap_uc` too, whose rt_sigreturn would disable it again).
 fn resumed(t: &mut thread::Thread, program_sp: usize, trap_uc: Option<*mut u8>) {
     if t.disabled_for != 0 && above(program_sp, t.disabled_for) {
         unsafe {
@@ -222,14 +246,17 @@ fn resumed(t: &mut thread::Thread, program_sp: usize, trap_uc: Option<*mut u8>) 
         }
         t.disabled_for = 0;
     }
-    if t.handler_frame != 0 && above(program_sp, t.handler_frame) {
-        t.handler_frame = 0;
-    }
 }
 
-/// Whether `sp` lies above `frame` on the same stack (assumed within 8 MiB).
+/// Whether `sp` lies at or above `frame` on the same stack (assumed within 8 MiB).
 fn above(sp: usize, frame: usize) -> bool {
-    sp > frame && sp - frame < 8 << 20
+    sp >= frame && sp - frame < 8 << 20
+}
+
+/// The program sets a signal stack of its own (sigaltstack with a new stack): one the runtime
+/// disabled for a handler is not put back over it.
+pub fn program_sets_signal_stack() {
+    thread::current().disabled_for = 0;
 }
 
 /// The chain from record `at` without the records that lie below a call made at `program_sp`,
@@ -300,17 +327,25 @@ fn run_at_program_context(t: &mut thread::Thread, e: &Entry, (program_sp, resume
                           sig: i32, info: *mut u8, uc: *mut u8) {
     let here = &e as *const _ as usize;
     let at = e as *const Entry as usize;
-    let source = if e.uc != 0 { e.uc as *mut u8 } else { uc };
+    let trap = match e.kind() {
+        Some(Kind::Trap(trap_uc)) => Some(trap_uc),
+        _ => None,
+    };
+    let source = trap.unwrap_or(uc);
     let onstack = FLAGS[sig as usize].load(Relaxed) as u64 & SA_ONSTACK != 0;
     // Below the runtime's frames, the fast path's saved argument registers (on the program's
     // stack, under its red zone) and any handler frame this thread has in use.
-    let args = if e.uc == 0 { unsafe { *((at + ARGS_AT) as *const usize) } } else { usize::MAX };
+    let args = if trap.is_none() { unsafe { *((at + ARGS_AT) as *const usize) } } else { usize::MAX };
     let held = if t.handler_frame != 0 { t.handler_frame } else { usize::MAX };
     let place = Placement::of(t, uc, program_sp, onstack, [gregs(uc)[REG_RSP] as usize, here - MARGIN, args, held]);
     let fp_size = sigframe::fpstate(source).map_or(0, |(_, n)| n);
     let fp_to = (place.top - fp_size) & !63;
     let frame = ((fp_to - FRAME_HEAD) & !15) - 8;
     let copy = frame + 8;
+    // Held while it is built: a signal that comes meanwhile builds its frame below. (Not while the
+    // handler runs: its own calls are made below it anyway, and a longjmp would strand it.)
+    let outer_frame = t.handler_frame;
+    t.handler_frame = frame;
     unsafe {
         sigframe::copy_frame(source, copy, fp_to);
         // This delivery's siginfo, signal mask and signal stack.
@@ -318,7 +353,7 @@ fn run_at_program_context(t: &mut thread::Thread, e: &Entry, (program_sp, resume
         core::ptr::copy_nonoverlapping(uc.add(UC_SIGMASK_OFF), (copy + UC_SIGMASK_OFF) as *mut u8, 8);
         core::ptr::copy_nonoverlapping(uc.add(UC_STACK_OFF), (copy + UC_STACK_OFF) as *mut u8, 24);
         let g = gregs(copy as *mut u8);
-        if e.uc == 0 {
+        if trap.is_none() {
             let a = &*(args as *const [u64; 6]);
             [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]] = *a;
             [g[REG_R15], g[REG_R14], g[REG_R13], g[REG_R12], g[REG_RBP], g[REG_RBX]] = e.saved;
@@ -333,19 +368,20 @@ fn run_at_program_context(t: &mut thread::Thread, e: &Entry, (program_sp, resume
         g[REG_RAX] = (-EINTR) as u64;
         // The calls below are made on the handler's stack, under its frame: off the signal stack.
         let below = (frame - 256) & !15;
-        let outer = (t.handler_frame, t.disabled_for, t.disabled_stack);
-        t.handler_frame = frame;
+        let outer = (t.disabled_for, t.disabled_stack);
         if place.disarm {
             core::ptr::copy_nonoverlapping(uc.add(UC_STACK_OFF) as *const usize, t.disabled_stack.as_mut_ptr(), 3);
             t.disabled_for = frame;
             let off = [0usize, SS_DISABLE as usize, 0];
             sys::syscall_on(below, SIGALTSTACK, off.as_ptr() as usize, 0);
         }
+        t.handler_frame = outer_frame;
         coreplane_run_handler(handler, sig, copy + KERNEL_UCONTEXT_SIZE, copy, frame);
-        if place.disarm {
+        // Put back unless the program set a signal stack of its own meanwhile.
+        if place.disarm && t.disabled_for == frame {
             sys::syscall_on(below, SIGALTSTACK, t.disabled_stack.as_ptr() as usize, 0);
         }
-        (t.handler_frame, t.disabled_for, t.disabled_stack) = outer;
+        (t.disabled_for, t.disabled_stack) = outer;
     }
 }
 

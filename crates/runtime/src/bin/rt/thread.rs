@@ -68,7 +68,7 @@ pub struct Thread {
     /// a program handler for a signal that interrupts the runtime's own code is shown the
     /// program's context at that call and runs on the program's stack (`program_signal`).
     pub entry: usize,
-    /// The frame of the innermost handler `program_signal` runs (0: none); later frames go below.
+    /// The frame of a handler `program_signal` is building (0: none); later frames go below.
     pub handler_frame: usize,
     /// The signal stack (a stack_t) `program_signal` disabled while a handler ran off it, and that
     /// handler's frame (0: none): put back when the handler returns, or at the thread's next
