@@ -292,9 +292,12 @@ def test_quick_study_end_to_end(tmp_path):
     # with the round's round trip alone as well.
     assert all(r["handoff_ns"] is not None and r["handoff_ns"] > 0 for r in v["rows"] if r["policy"] != "none")
     assert v["mape"]["project/round"]["n"] == v["mape"]["project"]["n"]
-    # Adding 10 µs per direction to bzip2's delegated calls makes it measurably slower.
+    # Adding 10 µs per direction to delegated calls makes a program measurably slower: the
+    # synthetic bzip2 mix's 3000 calls (bzip2's own 379 add ≈ 5 % to a 0.14 s run, within this
+    # machine's noise: its speedup came out 0.90 with the forward cost and 0.87 without in a CI
+    # run of session 16).
     by_case = {r["case"]: r for r in v["rows"]}
-    assert by_case["bzip2|all|fc10000|g1"]["measured"] < by_case["bzip2|all|fc0|g1"]["measured"]
+    assert by_case["synth-bzip2|mos|fc10000|g1"]["measured"] < by_case["synth-bzip2|mos|fc0|g1"]["measured"]
     # γ leave-one-out: each program's γ is the median of the others' fits, never its own.
     fits = v["gamma_fit"]
     for p, g in fits["loo"].items():
