@@ -21,14 +21,15 @@ use crate::sys::{self, EINTR, SIGALTSTACK};
 use crate::thread::{self, THREAD_SIZE};
 use coreplane_runtime::reloc;
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 const NSIG: usize = 64;
 /// The program's handler for each signal routed through `coreplane_program_signal`.
 #[no_mangle]
 static COREPLANE_PROGRAM_HANDLERS: [AtomicUsize; NSIG + 1] = [const { AtomicUsize::new(0) }; NSIG + 1];
-/// The program's flags for each of them, as the kernel holds them (SA_ONSTACK is read here).
-static FLAGS: [AtomicUsize; NSIG + 1] = [const { AtomicUsize::new(0) }; NSIG + 1];
+/// sa_flags of the program's handlers as the program gave them, by signal number (`signals`
+/// keeps them at rt_sigaction; SA_RESTART decides restarts there, SA_ONSTACK placement here).
+static FLAGS: [AtomicU64; NSIG + 1] = [const { AtomicU64::new(0) }; NSIG + 1];
 
 /// A runtime call in progress (Thread.entry points to the innermost): where the program's
 /// context at the call is. The fast path's Rust calls push one in assembly (`fastpath`, label 5):
@@ -154,6 +155,18 @@ fn routes() -> bool {
     crate::app_threads::owns_memory(thread::current())
 }
 
+/// The flags the program last gave for `sig` (0 for a signal out of range).
+pub fn program_flags(sig: usize) -> u64 {
+    if (1..=NSIG).contains(&sig) { FLAGS[sig].load(Relaxed) } else { 0 }
+}
+
+/// The program gave `flags` for `sig`.
+pub fn set_program_flags(sig: usize, flags: u64) {
+    if (1..=NSIG).contains(&sig) {
+        FLAGS[sig].store(flags, Relaxed);
+    }
+}
+
 /// The program's handler in the table for `sig` (0: none routed yet).
 pub fn handler_of(sig: usize) -> usize {
     if (1..=NSIG).contains(&sig) { COREPLANE_PROGRAM_HANDLERS[sig].load(Relaxed) } else { 0 }
@@ -165,7 +178,6 @@ pub fn route(sig: usize, act: &mut KSigaction) {
     if (1..=NSIG).contains(&sig) && act.handler > 1 && routes() {
         // The table first: a signal that comes before the kernel's action changes finds a handler.
         COREPLANE_PROGRAM_HANDLERS[sig].store(act.handler, Relaxed);
-        FLAGS[sig].store(act.flags as usize, Relaxed);
         act.handler = coreplane_program_signal as *const () as usize;
     }
 }
@@ -197,6 +209,10 @@ pub fn within<R>(uc: *mut u8, call: impl FnOnce() -> R) -> R {
 pub fn fast_call_begins() {
     let t = thread::current();
     let e = unsafe { &mut *(t.entry as *mut Entry) };
+    // Nothing to drop or put back, as on nearly every call: no more work on the fast path.
+    if e.prev == 0 && t.disabled_for == 0 {
+        return;
+    }
     let Some((program_sp, _)) = program_call(t, e, true) else { return };
     resumed(t, program_sp, None);
     if e.prev != 0 {
@@ -332,7 +348,7 @@ fn run_at_program_context(t: &mut thread::Thread, e: &Entry, (program_sp, resume
         _ => None,
     };
     let source = trap.unwrap_or(uc);
-    let onstack = FLAGS[sig as usize].load(Relaxed) as u64 & SA_ONSTACK != 0;
+    let onstack = program_flags(sig as usize) & SA_ONSTACK != 0;
     // Below the runtime's frames, the fast path's saved argument registers (on the program's
     // stack, under its red zone) and any handler frame this thread has in use.
     let args = if trap.is_none() { unsafe { *((at + ARGS_AT) as *const usize) } } else { usize::MAX };

@@ -17,8 +17,6 @@ static mut VIRTUAL: [KSigaction; 2] = [KSigaction { handler: 0, flags: 0, restor
 /// What the kernel checks in rt_sigaction before anything else.
 const SIGSET_SIZE: usize = 8;
 const SIGSTOP: usize = 19;
-/// sa_flags of the program's handlers as the program gave them, by signal number.
-static mut FLAGS: [u64; NSIG + 1] = [0; NSIG + 1];
 
 /// Calls that a signal with SA_RESTART does not restart (the kernel returns EINTR for them,
 /// or their remaining time): see signal(7), "Interruption of system calls".
@@ -31,7 +29,7 @@ fn never_restarted(nr: usize) -> bool {
 
 /// Whether a call interrupted by `signo`'s handler resumes (true) or fails with EINTR.
 pub fn restarts(signo: i32, nr: usize) -> bool {
-    let flags = if (1..=NSIG as i32).contains(&signo) { unsafe { FLAGS[signo as usize] } } else { 0 };
+    let flags = if signo > 0 { program_signal::program_flags(signo as usize) } else { 0 };
     flags & SA_RESTART != 0 && !never_restarted(nr)
 }
 
@@ -81,7 +79,7 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
         } else {
             0
         };
-        let before = if sig <= NSIG { FLAGS[sig] } else { 0 };
+        let before = program_signal::program_flags(sig);
         let r = syscall6(RT_SIGACTION, sig, act_ptr, old, 8, 0, 0);
         if r == 0 && sig <= NSIG {
             if old != 0 {
@@ -90,7 +88,7 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
                 o.handler = program_signal::shown(o.handler, previous);
             }
             if act != 0 {
-                FLAGS[sig] = (*(act as *const KSigaction)).flags;
+                program_signal::set_program_flags(sig, (*(act as *const KSigaction)).flags);
             }
         }
         r
