@@ -32,13 +32,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
         PRCTL if a[0] == PR_SET_SECCOMP => {
             crate::fastpath::rewrite_counted_sites();
-            process::before_filter(false);
+            process::before_filter(false, a[2]);
             filtered_from_now(run(nr, a), 0)
         }
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
         SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => {
             crate::fastpath::rewrite_counted_sites();
-            process::before_filter(a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0);
+            process::before_filter(a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0, a[2]);
             filtered_from_now(run(nr, a), a[1])
         }
         MMAP | MUNMAP | MPROTECT | MREMAP | BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,

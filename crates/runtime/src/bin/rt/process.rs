@@ -118,6 +118,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         t.local_only = start.flags & CLONE_THREAD == 0;
         if start.filtered {
             t.now_filtered(false);
+            crate::filter_reaper::adopt(t);
         }
         if let Some(b) = block {
             t.lent_stack = b.lend_signal_stack();
@@ -747,8 +748,8 @@ fn names_own_exe(path: &[u8]) -> bool {
 
 /// A call is about to run locally that the kernel allows only in a single-threaded process if
 /// `needs_one_thread` (asked last, after the cheaper checks): the program's only thread retires
-/// the delegates and the memory service's threads (they start again when next needed; a
-/// pool-demand pool is filled by the kernel from then on) and pauses an MCP's monitor first
+/// the delegates, the memory service's threads (they start again when next needed; a
+/// pool-demand pool is filled by the kernel from then on) and the filter reaper, and pauses an MCP's monitor first
 /// (dispatch resumes it after the call), since the kernel counts them as threads.
 fn alone_for(needs_one_thread: impl FnOnce() -> bool) {
     let t = thread::current();
@@ -757,10 +758,12 @@ fn alone_for(needs_one_thread: impl FnOnce() -> bool) {
     // them, unshare(CLONE_NEWUSER) failed with EINVAL (strace's *--pidns-translation tests
     // under pool-demand, whose handler runs from the start).
     let memory = crate::memsvc::has_scrubber();
-    if t.depth == 0 && app_threads::alone(t) && (delegates || monitor || memory) && needs_one_thread() {
+    let reaper = crate::filter_reaper::running(t.pid);
+    if t.depth == 0 && app_threads::alone(t) && (delegates || monitor || memory || reaper) && needs_one_thread() {
         if delegates {
             delegate::retire(t.pid);
         }
+        crate::filter_reaper::retire(t.pid);
         if memory {
             crate::memsvc::retire();
         }
@@ -800,9 +803,10 @@ pub fn before_setns(fd: usize, nstype: usize) {
 /// Among other program threads, a delegate may be in one of their calls: the delegates stay
 /// (with TSYNC, they carry the filter and wait for work that no longer comes, with futex, which
 /// any filter a threaded program runs under allows, and, for their first idle millisecond,
-/// sched_yield, which a filter might refuse: a difference that remains); a filtered thread
-/// that the kernel kills when it is the last program thread still leaves them running.
-pub fn before_filter(everywhere: bool) {
+/// sched_yield, which a filter might refuse: a difference that remains); a filter `prog` that
+/// can kill its thread unseen starts `filter_reaper`, which ends the process when that thread
+/// was the last.
+pub fn before_filter(everywhere: bool, prog: usize) {
     let t = thread::current();
     let alone = t.depth == 0 && app_threads::alone(t);
     if everywhere || alone {
@@ -811,6 +815,9 @@ pub fn before_filter(everywhere: bool) {
     }
     if alone && delegate::has_delegates(t.pid) {
         delegate::retire(t.pid);
+    }
+    if !everywhere && !app_threads::alone(t) {
+        crate::filter_reaper::before_filter(t, prog);
     }
 }
 
@@ -874,18 +881,20 @@ pub fn set_tsc(a: &[usize; 6]) -> isize {
 }
 
 /// exit(2) of one thread. The last program thread's ends the process when the runtime's own
-/// threads (delegates, the memory pool's scrubber, the strict watcher, an MCP's monitor) would keep it alive (they take no signal
+/// threads (delegates, the memory pool's scrubber, the strict watcher, an MCP's monitor, the
+/// filter reaper) would keep it alive (they take no signal
 /// either, so not even SIGTERM would end it), with its own code, as the kernel ends a process
 /// whose threads all called exit(2).
 pub fn exit_thread(code: usize) -> ! {
     let t = thread::current();
+    crate::filter_reaper::exiting(t);
     let last = app_threads::exiting(t.pid);
     if t.strict {
         crate::strict_watch::exiting(t, last, code);
         unsafe { syscall3(EXIT, code, 0, 0) };
     }
     if last && (delegate::has_delegates(t.pid) || crate::memsvc::has_scrubber() || crate::strict_watch::watching(t.pid)
-                || crate::mcp::monitoring(t.pid)) {
+                || crate::mcp::monitoring(t.pid) || crate::filter_reaper::running(t.pid)) {
         exit_group(code);
     }
     delegate::release_slots(t);
