@@ -12,7 +12,8 @@ pub fn needs_trap(nr: usize) -> bool {
 /// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
 /// because they may change what an address is, see `textmap`; the opening calls for
 /// /proc/self/exe, see `process::open_self_exe`; brk when the memory pool serves it;
-/// the closing calls because the runtime keeps descriptors of its own, see `own_fds`).
+/// the closing calls because the runtime keeps descriptors of its own, see `own_fds`; the stat
+/// calls where delegates may run, see `task_view`).
 pub fn answered_by_runtime(nr: usize) -> bool {
     matches!(nr, RT_SIGACTION | RT_SIGPROCMASK | RT_SIGSUSPEND | PPOLL | PSELECT6 | EPOLL_PWAIT | EPOLL_PWAIT2
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | OPEN | OPENAT | OPENAT2 | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
@@ -21,4 +22,7 @@ pub fn answered_by_runtime(nr: usize) -> bool {
         || nr == BRK && crate::env::config().memory_pool > 0
         // close is frequent: through the runtime (+35 ns) only where it may hold descriptors.
         || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())
+        // Not for the pool's threads alone: its scrubber starts late, if ever, and a stat at a
+        // rewritten site would pay the Rust path (+35 ns) in every program.
+        || crate::task_view::adjusts(nr) && crate::env::config().delegated != coreplane_runtime::sysset::SysSet::EMPTY
 }

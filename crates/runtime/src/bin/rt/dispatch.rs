@@ -61,6 +61,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             crate::textmap::mappings_changed();
             r
         }
+        n if crate::task_view::adjusts(n) => crate::task_view::after_stat(nr, a, run(nr, a)),
         CLOSE if let Some(r) = crate::own_fds::close(a[0]) => r,
         CLOSE_RANGE if let Some(r) = crate::own_fds::close_range(a[0], a[1], a[2], |args| run(nr, args)) => r,
         DUP2 | DUP3 if let Some(r) = crate::own_fds::dup_onto(a[1]) => r,

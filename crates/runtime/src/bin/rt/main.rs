@@ -36,6 +36,7 @@ mod signals;
 mod sud;
 mod strict_watch;
 mod sys;
+mod task_view;
 mod textmap;
 mod thread;
 mod trap;

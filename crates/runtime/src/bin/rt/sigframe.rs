@@ -76,6 +76,36 @@ pub fn fpu_control(uc: *mut u8) -> [u32; 2] {
     }
 }
 
+/// In the xsave area: XSTATE_BV (the components the area holds; one left out is restored to its
+/// initial value), and the components the frame was laid out for (the software bytes' xfeatures).
+const XSTATE_BV_OFF: usize = 512;
+const FPX_SW_XFEATURES_OFF: usize = FPX_SW_OFF + 8;
+/// PKRU is xsave component 9; its offset in the standard format the kernel writes frames in is
+/// the CPU's (CPUID leaf 0xD).
+const XFEATURE_PKRU: u32 = 9;
+
+/// Gives protection key `key` the rights `rights` (PKEY_DISABLE_ACCESS, PKEY_DISABLE_WRITE) in
+/// the PKRU that the frame restores, as pkey_alloc(2) sets them on its calling thread. Nothing
+/// where the frame holds no PKRU (a CPU without protection keys, which has no key to give).
+pub fn set_pkey_rights(uc: *mut u8, key: u32, rights: u32) {
+    let Some((fp, size)) = fpstate(uc) else { return };
+    if key >= 16 || size <= 512 || unsafe { *((fp + FPX_SW_XFEATURES_OFF) as *const u64) } & 1 << XFEATURE_PKRU == 0 {
+        return;
+    }
+    let at = core::arch::x86_64::__cpuid_count(0xd, XFEATURE_PKRU).ebx as usize;
+    if at == 0 || at + 4 > size {
+        return;
+    }
+    unsafe {
+        let bv = (fp + XSTATE_BV_OFF) as *mut u64;
+        let pkru = (fp + at) as *mut u32;
+        // Left out of the frame, PKRU was in its initial state: 0, every key open.
+        let old = if *bv & 1 << XFEATURE_PKRU != 0 { *pkru } else { 0 };
+        *pkru = old & !(3 << (2 * key)) | (rights & 3) << (2 * key);
+        *bv |= 1 << XFEATURE_PKRU;
+    }
+}
+
 /// Copies the ucontext at `uc` with the siginfo after it to `to`, and its FPU state (if any) to
 /// `fp_to` (64-byte aligned, as xrstor needs), the copy's fpregs pointing there.
 pub unsafe fn copy_frame(uc: *const u8, to: usize, fp_to: usize) {

@@ -25,6 +25,7 @@ pub const SCHED_YIELD: usize = 24;
 pub const RT_SIGACTION: usize = 13;
 pub const RT_SIGPROCMASK: usize = 14;
 pub const SIGALTSTACK: usize = 131;
+pub const PKEY_ALLOC: usize = 330;
 pub const RT_SIGRETURN: usize = 15;
 pub const PREAD64: usize = 17;
 pub const ACCESS: usize = 21;

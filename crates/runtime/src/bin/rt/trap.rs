@@ -4,7 +4,7 @@
 //! result is written into the program's rax.
 
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
-use crate::sigframe::{gregs, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
+use crate::sigframe::{gregs, set_pkey_rights, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
 use crate::sys::*;
 use crate::{dispatch, fastpath, process, program_signal, signals};
 
@@ -45,7 +45,7 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
             let r = dispatch::local(nr, || process::sigaltstack_on(stack, &a));
             if r >= 0 {
                 program_signal::program_sets_signal_stack();
-                keep_thread_state(nr, &a, uc);
+                keep_thread_state(nr, &a, r, uc);
             }
             r
         }
@@ -57,7 +57,7 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
                 dispatch::handle(nr, &a)
             });
             if result >= 0 {
-                keep_thread_state(nr, &a, uc);
+                keep_thread_state(nr, &a, result, uc);
             }
             result
         }
@@ -68,10 +68,15 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
 /// When the handler returns, rt_sigreturn gives the thread the signal mask and signal stack
 /// saved in the frame, those from before the trap: a program's rt_sigprocmask or sigaltstack
 /// served here would be undone (pbzip2's signal thread then lost its blocked SIGUSR1, and the
-/// process died of it). The frame gets the thread's state as the call left it.
-fn keep_thread_state(nr: usize, a: &[usize; 6], uc: *mut u8) {
+/// process died of it), as would the new key's rights that pkey_alloc gives the calling thread
+/// in its PKRU (Chromium's zygote then died of SEGV_PKUERR on its own key's page). The frame
+/// gets the thread's state as the call left it.
+fn keep_thread_state(nr: usize, a: &[usize; 6], result: isize, uc: *mut u8) {
     unsafe {
         match nr {
+            PKEY_ALLOC => {
+                set_pkey_rights(uc, result as u32, a[1] as u32);
+            }
             RT_SIGPROCMASK => {
                 syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, 0, uc.add(UC_SIGMASK_OFF) as usize, 8, 0, 0);
             }
