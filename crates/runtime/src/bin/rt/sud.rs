@@ -41,12 +41,31 @@ pub fn disarm_thread() {
     unsafe { syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0, 0) };
 }
 
+/// What the thread's selector byte tells the kernel for a call outside the runtime's text.
+const SELECTOR_ALLOW: u8 = 0;
+const SELECTOR_BLOCK: u8 = 1;
+
 /// Arms SUD on the calling thread; only the runtime's text may then make syscalls.
 pub fn arm_thread() {
+    let selector = &mut crate::thread::current().sud_selector;
+    *selector = SELECTOR_BLOCK;
     let rc = unsafe {
-        syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, COREPLANE_TEXT_START, COREPLANE_TEXT_LEN, 0, 0)
+        syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, COREPLANE_TEXT_START, COREPLANE_TEXT_LEN,
+                 selector as *mut u8 as usize, 0)
     };
     if rc != 0 {
         sys::die(&[b"cannot arm Syscall User Dispatch (kernel >= 5.11 with CONFIG_SYSCALL_USER_DISPATCH needed)"]);
     }
+}
+
+/// Lets the calling thread's calls from anywhere reach the kernel as they stand (`on`), or trap
+/// again; no call is made (the kernel reads the thread's selector byte). Returns whether they
+/// did before. For a program's handler of its own seccomp trap: filters that allow the
+/// handler's calls by their instruction pointer (Chromium's sandbox lets only its handler's
+/// syscall instruction make the calls it emulates) must see the program's own `syscall`.
+pub fn pass_through(on: bool) -> bool {
+    let selector = &mut crate::thread::current().sud_selector;
+    let was = *selector == SELECTOR_ALLOW;
+    *selector = if on { SELECTOR_ALLOW } else { SELECTOR_BLOCK };
+    was
 }

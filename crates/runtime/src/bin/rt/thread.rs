@@ -79,6 +79,8 @@ pub struct Thread {
     /// `process::VforkBlock`, kept for the next one: the parent returns to the program from a copy
     /// of its trap frame there), or 0 before the first.
     pub vfork_block: usize,
+    /// The byte Syscall User Dispatch reads at each call outside the runtime's text (`sud`).
+    pub sud_selector: u8,
 }
 
 /// A filter was installed with SECCOMP_FILTER_FLAG_TSYNC: the kernel put it on every thread of
