@@ -1,8 +1,10 @@
 /* pkey_alloc(2) gives the calling thread the new key's rights in its PKRU. Twelve keys are
  * allocated from one call site (trapped, then rewritten for the fast path), each with rights
  * cycling through 0, PKEY_DISABLE_WRITE and PKEY_DISABLE_ACCESS; the rights PKRU shows are
- * printed, then a page of the last writable key is written. Exits 77 without protection keys. */
+ * printed, then a page of the last writable key is written by a new thread, which starts with
+ * its creator's PKRU. Exits 77 without protection keys. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,6 +13,13 @@ static unsigned rdpkru(void) {
     unsigned eax, edx;
     __asm__ volatile(".byte 0x0f,0x01,0xee" : "=a"(eax), "=d"(edx) : "c"(0));
     return eax;
+}
+
+static char *page;
+
+static void *write_page(void *arg) {
+    strcpy(page, "written");
+    return arg;
 }
 
 int main(void) {
@@ -27,10 +36,12 @@ int main(void) {
         }
         pkey_free(key);
     }
-    char *page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED || pkey_mprotect(page, 4096, PROT_READ | PROT_WRITE, open_key) != 0)
         return 2;
-    strcpy(page, "written");
+    pthread_t t;
+    pthread_create(&t, 0, write_page, 0);
+    pthread_join(t, 0);
     printf("\n%s\n", page);
     return 0;
 }

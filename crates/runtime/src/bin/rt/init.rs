@@ -46,7 +46,7 @@ pub fn start() {
     placement::adopt(&mut t.place, &key, children);
     // The program's first process of a delegating many-core process follows its cores.
     mcp::start(key.as_bytes() == placement::Key::ROOT.as_bytes());
-    sud::arm_thread();
+    sud::arm_first_thread();
     fastpath::install();
     calibration::run();
 }

@@ -92,6 +92,11 @@ unsafe extern "C" fn rt_start(sp: *mut usize, dynamic: *const u64, base: u64) ->
         sys::die(&[b"usage: coreplane-rt PROGRAM ARGV0 [ARGS...] (started by coreplane-exec)"]);
     }
     env::read(envp);
+    let mut end = envp;
+    while !(*end).is_null() {
+        end = end.add(1);
+    }
+    thread::learn_auxv(end.add(1) as *const usize);
     loader::load_and_run(sp)
 }
 

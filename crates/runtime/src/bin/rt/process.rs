@@ -29,6 +29,8 @@ struct ChildStart {
     /// The program's FPU control (MXCSR, then the x87 control word) at its clone, which a new
     /// thread or process inherits natively; the runtime's handler ran with the default ones.
     fpu_control: [u32; 2],
+    /// Its PKRU (protection keys' rights), which a new thread inherits too; None without keys.
+    pkru: Option<u32>,
 }
 
 global_asm!(
@@ -126,6 +128,10 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         placement::adopt(&mut t.place, &start.key, 0);
     }
     sud::arm_thread();
+    if let Some(pkru) = start.pkru {
+        // Last: the runtime's own memory is all key 0, which a program may close too.
+        unsafe { core::arch::asm!("wrpkru", in("eax") pkru, in("ecx") 0, in("edx") 0, options(nostack, preserves_flags)) };
+    }
     unsafe { coreplane_resume(start.regs.as_ptr(), start.stack, &start.fpu_control) }
 }
 
@@ -296,6 +302,7 @@ fn prepare_child(uc: *mut u8, stack_top: u64, program_sp: u64, flags: u64, vfork
         (*start).vfork_block = vfork_block.as_ref().map_or(0, |b| b.0);
         (*start).filtered = thread::current().filtered;
         (*start).fpu_control = sigframe::fpu_control(uc);
+        (*start).pkru = sigframe::pkru_of(uc);
     }
     sp
 }

@@ -88,22 +88,36 @@ const XFEATURE_PKRU: u32 = 9;
 /// the PKRU that the frame restores, as pkey_alloc(2) sets them on its calling thread. Nothing
 /// where the frame holds no PKRU (a CPU without protection keys, which has no key to give).
 pub fn set_pkey_rights(uc: *mut u8, key: u32, rights: u32) {
-    let Some((fp, size)) = fpstate(uc) else { return };
-    if key >= 16 || size <= 512 || unsafe { *((fp + FPX_SW_XFEATURES_OFF) as *const u64) } & 1 << XFEATURE_PKRU == 0 {
-        return;
-    }
-    let at = core::arch::x86_64::__cpuid_count(0xd, XFEATURE_PKRU).ebx as usize;
-    if at == 0 || at + 4 > size {
+    let Some((fp, at)) = pkru_at(uc) else { return };
+    if key >= 16 {
         return;
     }
     unsafe {
         let bv = (fp + XSTATE_BV_OFF) as *mut u64;
         let pkru = (fp + at) as *mut u32;
-        // Left out of the frame, PKRU was in its initial state: 0, every key open.
-        let old = if *bv & 1 << XFEATURE_PKRU != 0 { *pkru } else { 0 };
+        let old = pkru_of(uc).unwrap_or(0);
         *pkru = old & !(3 << (2 * key)) | (rights & 3) << (2 * key);
         *bv |= 1 << XFEATURE_PKRU;
     }
+}
+
+/// The program's PKRU as the frame saved it; None where the frame holds none (no protection
+/// keys). A new thread starts with its creator's, and the runtime's handler runs with the
+/// kernel's default for signal handlers.
+pub fn pkru_of(uc: *mut u8) -> Option<u32> {
+    let (fp, at) = pkru_at(uc)?;
+    // Left out of the frame (XSTATE_BV), PKRU was in its initial state: 0, every key open.
+    Some(unsafe { if *((fp + XSTATE_BV_OFF) as *const u64) & 1 << XFEATURE_PKRU != 0 { *((fp + at) as *const u32) } else { 0 } })
+}
+
+/// The frame's xsave area and PKRU's offset in it, where the frame was laid out with PKRU.
+fn pkru_at(uc: *mut u8) -> Option<(usize, usize)> {
+    let (fp, size) = fpstate(uc)?;
+    if size <= 512 || unsafe { *((fp + FPX_SW_XFEATURES_OFF) as *const u64) } & 1 << XFEATURE_PKRU == 0 {
+        return None;
+    }
+    let at = core::arch::x86_64::__cpuid_count(0xd, XFEATURE_PKRU).ebx as usize;
+    (at != 0 && at + 4 <= size).then_some((fp, at))
 }
 
 /// Copies the ucontext at `uc` with the siginfo after it to `to`, and its FPU state (if any) to

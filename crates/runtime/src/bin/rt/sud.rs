@@ -45,17 +45,54 @@ pub fn disarm_thread() {
 const SELECTOR_ALLOW: u8 = 0;
 const SELECTOR_BLOCK: u8 = 1;
 
-/// Arms SUD on the calling thread; only the runtime's text may then make syscalls.
-pub fn arm_thread() {
+core::arch::global_asm!(
+    // coreplane_arm_dispatch(start, len, selector) -> prctl(PR_SET_SYSCALL_USER_DISPATCH, ON,
+    // start, len, selector): made from one known instruction, so that a seccomp filter's trap
+    // of it is known for the runtime's (`refused_arm`).
+    ".globl coreplane_arm_dispatch",
+    "coreplane_arm_dispatch:",
+    "mov r8, rdx",
+    "mov r10, rsi",
+    "mov rdx, rdi",
+    "mov esi, {on}",
+    "mov edi, {option}",
+    "mov eax, {prctl}",
+    "syscall",
+    ".globl coreplane_arm_dispatch_ret",
+    "coreplane_arm_dispatch_ret:",
+    "ret",
+    on = const PR_SYS_DISPATCH_ON,
+    option = const PR_SET_SYSCALL_USER_DISPATCH,
+    prctl = const PRCTL,
+);
+
+extern "C" {
+    fn coreplane_arm_dispatch(start: usize, len: usize, selector: *mut u8) -> isize;
+    fn coreplane_arm_dispatch_ret();
+}
+
+/// Arms SUD on the calling thread; only the runtime's text may then make syscalls. False where
+/// it was refused: by the kernel (no SUD), or by a seccomp filter of the program's on a new
+/// thread of a sandboxed process (Chromium's renderers allow few prctl options), which then
+/// makes its calls as natively, to the kernel directly but for the sites already rewritten.
+pub fn arm_thread() -> bool {
     let selector = &mut crate::thread::current().sud_selector;
     *selector = SELECTOR_BLOCK;
-    let rc = unsafe {
-        syscall6(PRCTL, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, COREPLANE_TEXT_START, COREPLANE_TEXT_LEN,
-                 selector as *mut u8 as usize, 0)
-    };
-    if rc != 0 {
+    unsafe { coreplane_arm_dispatch(COREPLANE_TEXT_START, COREPLANE_TEXT_LEN, selector) == 0 }
+}
+
+/// Arms SUD on the program's first thread, or ends the process saying why it cannot.
+pub fn arm_first_thread() {
+    if !arm_thread() {
         sys::die(&[b"cannot arm Syscall User Dispatch (kernel >= 5.11 with CONFIG_SYSCALL_USER_DISPATCH needed)"]);
     }
+}
+
+/// Whether a seccomp trap (SIGSYS, SYS_SECCOMP) whose call ended at `after_syscall` was the
+/// runtime's arming: the program never made that call, so its handler must not see it; the
+/// arming fails with EPERM instead (`arm_thread`).
+pub fn refused_arm(after_syscall: usize) -> bool {
+    after_syscall == coreplane_arm_dispatch_ret as *const () as usize
 }
 
 /// Lets the calling thread's calls from anywhere reach the kernel as they stand (`on`), or trap

@@ -230,8 +230,35 @@ pub fn start_thread_in(area: Option<*mut u8>) -> &'static mut Thread {
         (*t).slots = [u32::MAX; MAX_DEPTH];
         (*t).depth = 0;
         (*t).prof = crate::profile::claim_thread_block((*t).tid);
-        syscall3(ARCH_PRCTL, ARCH_SET_GS, t as usize, 0);
+        set_gs_base(t as usize);
         &mut *t
+    }
+}
+
+/// Whether the kernel lets user space write GS's base itself (HWCAP2_FSGSBASE in the auxiliary
+/// vector, read at start by `learn_auxv`).
+static FSGSBASE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+const AT_HWCAP2: usize = 26;
+const HWCAP2_FSGSBASE: usize = 2;
+
+/// Reads what the runtime needs of the kernel's auxiliary vector at `auxv`.
+pub unsafe fn learn_auxv(mut auxv: *const usize) {
+    while *auxv != 0 {
+        if *auxv == AT_HWCAP2 {
+            FSGSBASE.store(*auxv.add(1) & HWCAP2_FSGSBASE != 0, core::sync::atomic::Ordering::Relaxed);
+        }
+        auxv = auxv.add(2);
+    }
+}
+
+/// Points GS at thread state `t`: with wrgsbase where the kernel allows it, which makes no call
+/// (a new thread of a sandboxed process runs under the program's filter, and Chromium's lets
+/// arch_prctl set FS only: the runtime's ARCH_SET_GS went to the program's crash handler).
+fn set_gs_base(t: usize) {
+    if FSGSBASE.load(core::sync::atomic::Ordering::Relaxed) {
+        unsafe { asm!("wrgsbase {}", in(reg) t, options(nostack, preserves_flags)) };
+    } else {
+        unsafe { syscall3(ARCH_PRCTL, ARCH_SET_GS, t, 0) };
     }
 }
 

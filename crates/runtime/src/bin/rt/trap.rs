@@ -6,7 +6,7 @@
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
 use crate::sigframe::{gregs, set_pkey_rights, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
 use crate::sys::*;
-use crate::{dispatch, fastpath, process, program_signal, signals};
+use crate::{dispatch, fastpath, process, program_signal, signals, sud};
 
 /// Installs the SIGSYS handler for the whole process (before SUD is armed on any thread).
 pub fn install_handler() {
@@ -29,13 +29,17 @@ pub fn install_handler() {
 /// that Syscall User Dispatch did not raise (a seccomp filter of the program's returned
 /// SECCOMP_RET_TRAP) is the program's own.
 extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
+    let after_syscall = unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) };
     if unsafe { *(info.add(SI_CODE_OFF) as *const i32) } != SYS_USER_DISPATCH {
+        if sud::refused_arm(after_syscall) {
+            gregs(uc)[REG_RAX] = -EPERM as u64;
+            return;
+        }
         return signals::program_sigsys(sig, info, uc);
     }
     let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
     let g = gregs(uc);
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
-    let after_syscall = unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) };
     let result = match nr {
         RT_SIGRETURN => return signals::on_sigreturn(uc),
         CLONE => process::clone(uc, &a, fastpath::bounced(after_syscall)),
