@@ -46,6 +46,14 @@ def built(tmp_path_factory) -> Path:
     return d
 
 
+def native_or_skip(argv: list[str], why: str) -> subprocess.CompletedProcess:
+    """The program's native run; the test is skipped where it exits 77 (cannot run here)."""
+    native = watched(argv)
+    if native.returncode == 77:
+        pytest.skip(why)
+    return native
+
+
 def same_as_natively(exe: Path, mode: str) -> None:
     native = watched([str(exe)])
     proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe)])
@@ -157,9 +165,7 @@ def test_a_filter_that_allows_close_and_exit_alone(built, mode):
     # and the sites that had trapped fewer times came back through rt_sigreturn, which it kills
     # for; they are now rewritten before it applies (strace's seccomp-filter-v and
     # prctl-seccomp-filter-v).
-    native = watched([str(built / "seccomp_late_filter")])
-    if native.returncode == 77:
-        pytest.skip("seccomp filters are refused here")
+    native = native_or_skip([str(built / "seccomp_late_filter")], "seccomp filters are refused here")
     assert native.returncode == 0
     same_as_natively(built / "seccomp_late_filter", mode)
 
@@ -168,9 +174,7 @@ def test_a_filter_that_allows_close_and_exit_alone(built, mode):
 def test_a_filter_that_kills_the_only_thread_ends_the_process(built, mode):
     # Before: under --delegate all the kernel killed the program's only thread (SIGSYS, exit
     # status 159 natively) and the delegates kept the process alive, so the run never ended.
-    native = watched([str(built / "seccomp_kill_thread")])
-    if native.returncode == 77:
-        pytest.skip("seccomp filters are refused here")
+    native = native_or_skip([str(built / "seccomp_kill_thread")], "seccomp filters are refused here")
     assert (native.returncode, native.stdout) == (-signal.SIGSYS, "before\n")
     args = ["--memory", "pool", "--delegate", "all"] if mode == "pool" else ["--delegate", mode]
     proc = watched(CLI + ["run", *args, "--", str(built / "seccomp_kill_thread")])
@@ -184,9 +188,7 @@ def test_a_filter_that_kills_one_of_several_threads_ends_the_process_as_natively
     # counted out, so the process outlived its last program thread (killed-first, child-last)
     # and SIGTERM could not end it. errno-only: a filter that cannot kill adds no thread.
     exe = built / "seccomp_kill_among"
-    native = watched([str(exe), case])
-    if native.returncode == 77:
-        pytest.skip("seccomp filters are refused here")
+    native = native_or_skip([str(exe), case], "seccomp filters are refused here")
     expected = {"killed-last": -signal.SIGSYS, "killed-first": 5, "child-last": -signal.SIGSYS, "errno-only": 0}
     assert native.returncode == expected[case]
     args = ["--memory", "pool", "--delegate", "all"] if mode == "pool" else ["--delegate", mode]
@@ -204,9 +206,7 @@ def test_a_new_protection_key_has_the_rights_pkey_alloc_gave_it(built, mode):
     # frame) and the delegated one's went to the delegate: the key stayed access-disabled and the
     # write faulted (SEGV_PKUERR), as Chromium's zygote did on its own key's page. A new thread
     # started with the runtime handler's PKRU, not its creator's (Chromium's renderers).
-    native = watched([str(built / "pkey_rights")])
-    if native.returncode == 77:
-        pytest.skip("no protection keys on this CPU")
+    native = native_or_skip([str(built / "pkey_rights")], "no protection keys on this CPU")
     assert native.returncode == 0 and native.stdout.endswith("11:1 \nwritten\n")
     same_as_natively(built / "pkey_rights", mode)
 
@@ -227,9 +227,7 @@ def test_a_seccomp_handler_s_calls_reach_the_filter_from_its_own_instruction(bui
     # Before: killed by SIGSEGV. The handler's escape call trapped into the runtime, which made
     # it from its own text; the filter trapped it again, and the handler recursed until the
     # stack overflowed (Chromium's sandboxed processes crashed so, over and over).
-    native = watched([str(built / "seccomp_escape_ip")])
-    if native.returncode == 77:
-        pytest.skip("seccomp filters are refused here")
+    native = native_or_skip([str(built / "seccomp_escape_ip")], "seccomp filters are refused here")
     assert native.stdout == "".join(f"{i}:ok " for i in range(12)) + "\n"
     same_as_natively(built / "seccomp_escape_ip", mode)
 
@@ -239,9 +237,7 @@ def test_a_sandbox_filter_never_meets_the_runtime_s_own_calls(built, mode):
     # Before: "trapped call 157": a thread made under the filter armed Syscall User Dispatch
     # with prctl, which the filter trapped to the program's handler (Chromium's renderers crashed
     # so; a rewrite's membarrier met their filter too, and filtered threads no longer rewrite).
-    native = watched([str(built / "seccomp_sandbox")])
-    if native.returncode == 77:
-        pytest.skip("seccomp filters are refused here")
+    native = native_or_skip([str(built / "seccomp_sandbox")], "seccomp filters are refused here")
     assert native.stdout == "12 of 12 calls answered, thread joined\n"
     same_as_natively(built / "seccomp_sandbox", mode)
 
@@ -250,9 +246,7 @@ def test_a_sandbox_filter_never_meets_the_runtime_s_own_calls(built, mode):
 def test_capget_reads_the_calling_thread_s_capabilities(built, mode):
     # Before (all): capget was delegated and read the delegate's capabilities, all still set,
     # so Chromium's user-namespace probe CHECKed that none were left and found no sandbox.
-    native = watched([str(built / "caps_self")])
-    if native.returncode == 77:
-        pytest.skip("needs capabilities to drop (root)")
+    native = native_or_skip([str(built / "caps_self")], "needs capabilities to drop (root)")
     assert native.stdout == "effective 0\n"
     same_as_natively(built / "caps_self", mode)
 
