@@ -129,7 +129,7 @@ conformance: setup
 # The runtimes corpus (issue 12): programs of many language runtimes natively and in five modes
 # under `coreplane run`; table in target/conformance/runtimes.md (`make test` runs its quick subset).
 RUNTIMES_PACKAGES := shfmt restic hugo bat sd fd-find hyperfine pandoc shellcheck unison erlang-base \
-                     sbcl guile-3.0 chezscheme mono-runtime mono-mcs php-cli
+                     sbcl guile-3.0 chezscheme mono-runtime mono-mcs php-cli chromium
 runtimes: setup
 	$(call apt_install,$(RUNTIMES_PACKAGES))
 	COREPLANE_RUNTIMES=full $(PY) -m pytest -q tests/test_runtimes_corpus.py

@@ -30,7 +30,7 @@ HEAVY = {"go-shfmt": "shfmt", "go-restic": "restic", "go-hugo": "hugo", "rust-ba
          "rust-fd-threads": "fdfind", "rust-hyperfine": "hyperfine", "ghc-shellcheck": "shellcheck",
          "ghc-pandoc": "pandoc", "ocaml-unison": "unison", "erlang-escript": "escript",
          "lisp-sbcl-gc-threads": "sbcl", "scheme-guile-par-map": "guile", "scheme-chez": "chezscheme",
-         "mono-csharp-tasks": "mcs", "php-cli": "php"}
+         "mono-csharp-tasks": "mcs", "php-cli": "php", "chromium-headless": "chromium"}
 # Cases that differ under the runtime, with the cause; they stay in the corpus (and its table)
 # and are reported as expected failures until fixed. None now: SBCL's, Guile's (Boehm GC) and
 # Mono's collectors, which read a stopped thread's stack pointer and registers in their handler of
@@ -43,6 +43,8 @@ SHELL_SCRIPT = 'f() {\nif [ $1 = x ]\nthen\necho "$1"\nfi\n}\nfor i in 1 2 3\ndo
 BAD_SCRIPT = "#!/bin/sh\nfor f in $(ls *.txt); do\n  cat $f | grep x\ndone\n[ $1 == y ] && echo `date`\n"
 MARKDOWN = ("# Title\n\nSome *emphasis*, a [link](http://example.org) and `code`.\n\n| a | b |\n|---|---|\n"
             "| 1 | 2 |\n\n```python\nprint('x')\n```\n\n- one\n- two\n\n> quote\n")
+PAGE = ("<html><body><h1 id=t>static</h1><script>document.getElementById('t').textContent = "
+        "[1, 2, 3].map(x => x * 7).join('-');</script></body></html>")
 PY_SOURCE = "def f(x):\n    return [i * i for i in range(x) if i % 3]\n\nprint(f(10))\n"
 
 
@@ -147,6 +149,11 @@ def cases() -> list[Case]:
         Case("scheme-chez", ["chezscheme", "--script", "loops.scm"], copy("loops.scm"), group="scheme"),
         Case("mono-csharp-tasks", bash("mcs -out:t.exe Tasks.cs > /dev/null && mono t.exe"), copy("Tasks.cs"),
              timeout=120, group="mono"),
+        # Chromium (its zygote, processes, protection keys, a JavaScript engine); as root it needs
+        # --no-sandbox, and the sandbox as another user is left to docs/conformance.md
+        Case("chromium-headless", bash("chromium --headless --no-sandbox --disable-gpu --no-first-run "
+                                       "--user-data-dir=profile --dump-dom file://$PWD/page.html 2>/dev/null"),
+             copy(page_html=PAGE), timeout=90, group="chromium"),
         # Interpreters
         Case("php-cli", ["php", "arrays.php"], copy("arrays.php"), group="php"),
         Case("node-zlib-crypto", ["node", "zlib.js"], copy("zlib.js"), timeout=60, group="node"),

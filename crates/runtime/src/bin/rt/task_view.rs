@@ -68,11 +68,15 @@ pub fn after_stat(nr: usize, a: &[usize; 6], r: isize) -> isize {
     // Its inode is the task directory's only while the kernel keeps that entry: compared now.
     let mut own = [0u64; 18];
     let path = b"/proc/self/task\0";
-    if unsafe { syscall6(NEWFSTATAT, AT_FDCWD as usize, path.as_ptr() as usize, own.as_mut_ptr() as usize, 0, 0, 0) } != 0 {
-        return r;
-    }
-    PROC_DEV.store(own[0], Relaxed);
-    if (own[0], own[1]) == (dev, ino) {
+    let ours = if unsafe { syscall6(NEWFSTATAT, AT_FDCWD as usize, path.as_ptr() as usize, own.as_mut_ptr() as usize, 0, 0, 0) } == 0 {
+        PROC_DEV.store(own[0], Relaxed);
+        (own[0], own[1]) == (dev, ino)
+    } else {
+        // /proc is out of reach (a chroot into an empty directory, as Chromium's sandbox makes
+        // before it checks again through a /proc descriptor it kept): the path it named says.
+        known == dev && nr != FSTAT && names_own_task(t.pid, if matches!(nr, NEWFSTATAT | STATX) { a[1] } else { a[0] })
+    };
+    if ours {
         unsafe {
             if wide {
                 *(nlink_at as *mut u64) = 3;
@@ -82,4 +86,32 @@ pub fn after_stat(nr: usize, a: &[usize; 6], r: isize) -> isize {
         }
     }
     r
+}
+
+/// Whether the path at `at` (which the kernel has just resolved, so it is readable up to its
+/// NUL) names a process's task directory as this process would: `[...]/self/task`,
+/// `[...]/PID/task` or `task` (relative to a /proc/PID descriptor), with or without a slash.
+fn names_own_task(pid: i32, at: usize) -> bool {
+    let mut buf = [0u8; 256];
+    let mut n = 0;
+    while n < buf.len() {
+        let c = unsafe { *((at + n) as *const u8) };
+        if c == 0 {
+            break;
+        }
+        buf[n] = c;
+        n += 1;
+    }
+    let mut path = &buf[..n];
+    while let Some(rest) = path.strip_suffix(b"/") {
+        path = rest;
+    }
+    let Some(parent) = path.strip_suffix(b"task") else { return false };
+    if parent.is_empty() {
+        return true;
+    }
+    let Some(parent) = parent.strip_suffix(b"/") else { return false };
+    let dir = parent.rsplit(|c| *c == b'/').next().unwrap_or(parent);
+    let mut digits = [0u8; 20];
+    dir == b"self" || dir == crate::sys::fmt_u64(pid as u64, &mut digits)
 }
