@@ -1,5 +1,5 @@
 //! coreplane-exec: runs one program under coreplane-rt and outlives it. It turns the options
-//! into the runtime's configuration, starts the program, forwards termination signals, merges
+//! into the runtime's configuration, starts the program, passes signals sent to it on, merges
 //! the per-process profile files into one JSON profile, and exits as the program did.
 
 mod cores;
@@ -10,6 +10,7 @@ mod merge;
 mod policy;
 mod program;
 mod shootdowns;
+mod signals;
 mod syscalls;
 mod tsc;
 
@@ -17,7 +18,6 @@ use clap::Parser;
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -112,7 +112,6 @@ enum Vdso {
     Intercept,
 }
 
-static CHILD: AtomicI32 = AtomicI32::new(0);
 
 /// Set by `coreplane run` when it hands the run over to this launcher: errors then read as the
 /// CLI's own (`coreplane: error: ...`). Taken out of the environment before the program starts.
@@ -152,13 +151,6 @@ fn runtime_path() -> PathBuf {
         fail(format!("{}: runtime not found next to coreplane-exec (build with `make`)", rt.display()));
     }
     rt
-}
-
-extern "C" fn forward(sig: libc::c_int) {
-    let pid = CHILD.load(Ordering::Relaxed);
-    if pid > 0 {
-        unsafe { libc::kill(pid, sig) };
-    }
 }
 
 /// Exits with the program's status, or dies of the program's signal (without a core file).
@@ -328,25 +320,21 @@ fn main() {
         error_line(format!("{}: {}", rt.display(), std::io::Error::last_os_error()));
         unsafe { libc::_exit(127) };
     }
-    CHILD.store(pid, Ordering::Relaxed);
     if let Some(growth) = growth {
         growth.serve(args.memory_grow);
     }
     if let Some(online) = online {
         online.follow(pid);
     }
-    unsafe {
-        for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
-            libc::signal(sig, forward as *const () as libc::sighandler_t);
-        }
-        // The terminal sends INT and QUIT to the whole process group, the program included.
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-    }
+    signals::forward_to(pid);
     let mut status = 0;
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WUNTRACED, &mut usage) };
+        if r == pid && libc::WIFSTOPPED(status) {
+            signals::program_stopped();
+            continue;
+        }
         if r == pid {
             break;
         }

@@ -1,0 +1,75 @@
+"""Signals sent to `coreplane run`'s pid reach the program (issue 12): that pid is the launcher's
+(a shell's `$!`, a supervisor's child), and natively the program's. Before session 17 only TERM,
+HUP, USR1 and USR2 were passed on: `kill -QUIT $!` never stopped nginx, ALRM, SYS, TRAP or XCPU
+killed the launcher and left the program running orphaned, and TSTP stopped the launcher alone."""
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI
+
+PROGRAMS = Path(__file__).parent / "programs"
+SENT = [signal.SIGQUIT, signal.SIGINT, signal.SIGALRM, signal.SIGUSR1, signal.SIGPIPE, signal.SIGWINCH,
+        signal.SIGCHLD, signal.SIGSYS, signal.SIGTRAP, signal.SIGXCPU, signal.SIGHUP]
+
+
+@pytest.fixture(scope="module")
+def sig_echo(tmp_path_factory) -> Path:
+    exe = tmp_path_factory.mktemp("prog") / "sig_echo"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGRAMS / "sig_echo.c")], check=True)
+    return exe
+
+
+def wait_for(predicate, what: str, seconds: float = 10.0):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize("policy", ["none", "all"])
+def test_every_signal_sent_to_the_launcher_reaches_the_program(sig_echo, tmp_path, policy):
+    ready, out = tmp_path / "ready", tmp_path / "out"
+    with open(out, "wb") as sink:
+        launcher = subprocess.Popen(CLI + ["run", "--delegate", policy, "--", str(sig_echo), str(ready)], stdout=sink)
+    try:
+        wait_for(ready.exists, "the program's handlers")
+        for sig in SENT:
+            os.kill(launcher.pid, sig)
+            wait_for(lambda: out.read_text().splitlines()[-1:] == [str(int(sig))], f"signal {sig.name}")
+            assert launcher.poll() is None, f"the launcher died of {sig.name}"
+        # sigqueue's value goes with it (the union is passed as one register).
+        assert ctypes.CDLL(None, use_errno=True).sigqueue(launcher.pid, signal.SIGRTMIN + 3, ctypes.c_long(42)) == 0
+        rt = f"{int(signal.SIGRTMIN) + 3} value 42"
+        wait_for(lambda: out.read_text().splitlines()[-1:] == [rt], "the queued signal")
+        os.kill(launcher.pid, signal.SIGTERM)
+        assert launcher.wait(timeout=10) == 0
+    finally:
+        launcher.kill()
+    assert out.read_text().splitlines() == [str(int(s)) for s in SENT] + [rt, str(int(signal.SIGTERM))]
+
+
+def test_the_launcher_stops_and_continues_with_the_program(tmp_path):
+    launcher = subprocess.Popen(CLI + ["run", "--", "sleep", "30"])
+    try:
+        children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")
+        wait_for(lambda: children.read_text().split() != [], "the program")
+        program = int(children.read_text().split()[0])
+        os.kill(launcher.pid, signal.SIGTSTP)
+        wait_for(lambda: (state(launcher.pid), state(program)) == ("T", "T"), "both stopped")
+        os.kill(launcher.pid, signal.SIGCONT)
+        wait_for(lambda: "T" not in (state(launcher.pid), state(program)), "both running again")
+        os.kill(launcher.pid, signal.SIGTERM)
+        assert launcher.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        launcher.kill()
