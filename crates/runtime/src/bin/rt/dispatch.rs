@@ -113,7 +113,7 @@ extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isi
 fn filtered_from_now(result: isize, flags: usize) -> isize {
     const NEW_LISTENER: usize = 8;
     if result == 0 || (result > 0 && flags & NEW_LISTENER != 0) {
-        thread::current().now_filtered(flags & SECCOMP_FILTER_FLAG_TSYNC != 0);
+        thread::current().now_filtered(flags & SECCOMP_FILTER_FLAG_TSYNC != 0, true);
     }
     result
 }

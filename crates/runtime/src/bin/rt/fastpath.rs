@@ -457,11 +457,11 @@ fn map_code(hint: usize, exact: bool) -> Option<usize> {
 pub fn maybe_rewrite(after_syscall: usize, nr: usize) {
     let site = after_syscall.wrapping_sub(2);
     // A thread in strict mode may make no call a rewrite needs (mprotect); nor may one under a
-    // seccomp filter of the program's, which may trap or refuse a rewrite's mprotect and
+    // filter the program installed, which may trap or refuse a rewrite's mprotect and
     // membarrier (Chromium's sandbox sent the runtime's membarrier to its crash handler): its
     // sites keep trapping, and those rewritten before its filter stay so.
     let t = crate::thread::current();
-    if !enabled() || crate::call_kinds::needs_trap(nr) || t.strict || t.is_filtered() || !can_take(site, nr) {
+    if !enabled() || crate::call_kinds::needs_trap(nr) || t.strict || t.is_sandboxed() || !can_take(site, nr) {
         return;
     }
     if !rewrite_lock::try_lock() {

@@ -36,7 +36,7 @@ pub fn start() {
     }
     let t = thread::start_thread();
     if filtered {
-        t.now_filtered(false);
+        t.now_filtered(false, false);
     }
     app_threads::start(t);
     let (key, children) = match unsafe { env::TASK_ENV } {

@@ -24,8 +24,10 @@ struct ChildStart {
     key: Key,
     /// A vfork child's own memory (`VforkBlock`), or 0.
     vfork_block: usize,
-    /// The creator is under a seccomp filter of the program's, which the child inherits.
+    /// The creator is under a seccomp filter of the program's, which the child inherits, and
+    /// whether the program installed it (`Thread::is_sandboxed`).
     filtered: bool,
+    sandboxed: bool,
     /// The program's FPU control (MXCSR, then the x87 control word) at its clone, which a new
     /// thread or process inherits natively; the runtime's handler ran with the default ones.
     fpu_control: [u32; 2],
@@ -119,7 +121,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         // delegate pool too, but not the file table: it makes its calls itself until it execs.
         t.local_only = start.flags & CLONE_THREAD == 0;
         if start.filtered {
-            t.now_filtered(false);
+            t.now_filtered(false, start.sandboxed);
             crate::filter_reaper::adopt(t);
         }
         if let Some(b) = block {
@@ -301,6 +303,7 @@ fn prepare_child(uc: *mut u8, stack_top: u64, program_sp: u64, flags: u64, vfork
         (*start).key = placement::child_key(&mut thread::current().place);
         (*start).vfork_block = vfork_block.as_ref().map_or(0, |b| b.0);
         (*start).filtered = thread::current().filtered;
+        (*start).sandboxed = thread::current().sandboxed;
         (*start).fpu_control = sigframe::fpu_control(uc);
         (*start).pkru = sigframe::pkru_of(uc);
     }

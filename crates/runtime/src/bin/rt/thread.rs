@@ -81,6 +81,8 @@ pub struct Thread {
     pub vfork_block: usize,
     /// The byte Syscall User Dispatch reads at each call outside the runtime's text (`sud`).
     pub sud_selector: u8,
+    /// Under a filter the program installed itself (`is_sandboxed`).
+    pub sandboxed: bool,
 }
 
 /// A filter was installed with SECCOMP_FILTER_FLAG_TSYNC: the kernel put it on every thread of
@@ -96,6 +98,14 @@ impl Thread {
     /// Whether a seccomp filter of the program's applies to this thread.
     pub fn is_filtered(&self) -> bool {
         self.filtered || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether a filter the program installed itself applies to this thread: a sandbox written
+    /// for the program's own calls, which may refuse or trap the runtime's (Chromium's traps
+    /// membarrier). A filter the image started under (a container's, a service manager's) is
+    /// written for any program, and lets the runtime rewrite sites as it does elsewhere.
+    pub fn is_sandboxed(&self) -> bool {
+        self.sandboxed || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// Reads the program's memory at `addr` for a call of this thread, as the kernel copies an
@@ -188,9 +198,11 @@ impl Thread {
         }
     }
 
-    /// A filter now applies to this thread (to every thread of the process with `everywhere`).
-    pub fn now_filtered(&mut self, everywhere: bool) {
+    /// A filter now applies to this thread (to every thread of the process with `everywhere`);
+    /// `sandbox`: one the program installed under the runtime (or a thread it came from did).
+    pub fn now_filtered(&mut self, everywhere: bool, sandbox: bool) {
         self.filtered = true;
+        self.sandboxed |= sandbox;
         self.local_only = true;
         if everywhere {
             EVERY_THREAD_FILTERED.store(true, core::sync::atomic::Ordering::Relaxed);
