@@ -9,7 +9,7 @@
 
 use crate::sys::*;
 use crate::thread;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 
 const STAT: usize = 4;
 const FSTAT: usize = 5;
@@ -24,6 +24,11 @@ const STATX_INO: u32 = 0x100;
 
 /// procfs's device once seen (u64::MAX before): a directory elsewhere costs one comparison.
 static PROC_DEV: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The inode this process's task directory had when last compared, and the process (a forked
+/// child's copy names its parent's directory): the same one again needs no call (an evicted and
+/// rebuilt entry gets a new inode, and is compared anew).
+static TASK_INO: AtomicU64 = AtomicU64::new(u64::MAX);
+static TASK_PID: AtomicI32 = AtomicI32::new(0);
 
 /// Whether call `nr` is one whose answer this module may adjust.
 pub fn adjusts(nr: usize) -> bool {
@@ -65,11 +70,17 @@ pub fn after_stat(nr: usize, a: &[usize; 6], r: isize) -> isize {
     if known != u64::MAX && known != dev {
         return r;
     }
+    if known == dev && TASK_INO.load(Relaxed) == ino && TASK_PID.load(Relaxed) == t.pid {
+        set_links(nlink_at, wide);
+        return r;
+    }
     // Its inode is the task directory's only while the kernel keeps that entry: compared now.
     let mut own = [0u64; 18];
     let path = b"/proc/self/task\0";
     let ours = if unsafe { syscall6(NEWFSTATAT, AT_FDCWD as usize, path.as_ptr() as usize, own.as_mut_ptr() as usize, 0, 0, 0) } == 0 {
         PROC_DEV.store(own[0], Relaxed);
+        TASK_INO.store(own[1], Relaxed);
+        TASK_PID.store(t.pid, Relaxed);
         (own[0], own[1]) == (dev, ino)
     } else {
         // /proc is out of reach (a chroot into an empty directory, as Chromium's sandbox makes
@@ -77,15 +88,20 @@ pub fn after_stat(nr: usize, a: &[usize; 6], r: isize) -> isize {
         known == dev && nr != FSTAT && names_own_task(t.pid, if matches!(nr, NEWFSTATAT | STATX) { a[1] } else { a[0] })
     };
     if ours {
-        unsafe {
-            if wide {
-                *(nlink_at as *mut u64) = 3;
-            } else {
-                *(nlink_at as *mut u32) = 3;
-            }
-        }
+        set_links(nlink_at, wide);
     }
     r
+}
+
+/// The link count of a task directory with one thread, written into the program's result.
+fn set_links(nlink_at: usize, wide: bool) {
+    unsafe {
+        if wide {
+            *(nlink_at as *mut u64) = 3;
+        } else {
+            *(nlink_at as *mut u32) = 3;
+        }
+    }
 }
 
 /// Whether the path at `at` (which the kernel has just resolved, so it is readable up to its
