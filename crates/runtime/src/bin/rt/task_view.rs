@@ -70,27 +70,44 @@ pub fn after_stat(nr: usize, a: &[usize; 6], r: isize) -> isize {
     if known != u64::MAX && known != dev {
         return r;
     }
-    if known == dev && TASK_INO.load(Relaxed) == ino && TASK_PID.load(Relaxed) == t.pid {
-        set_links(nlink_at, wide);
-        return r;
-    }
-    // Its inode is the task directory's only while the kernel keeps that entry: compared now.
-    let mut own = [0u64; 18];
-    let path = b"/proc/self/task\0";
-    let ours = if unsafe { syscall6(NEWFSTATAT, AT_FDCWD as usize, path.as_ptr() as usize, own.as_mut_ptr() as usize, 0, 0, 0) } == 0 {
-        PROC_DEV.store(own[0], Relaxed);
-        TASK_INO.store(own[1], Relaxed);
-        TASK_PID.store(t.pid, Relaxed);
-        (own[0], own[1]) == (dev, ino)
-    } else {
-        // /proc is out of reach (a chroot into an empty directory, as Chromium's sandbox makes
-        // before it checks again through a /proc descriptor it kept): the path it named says.
-        known == dev && nr != FSTAT && names_own_task(t.pid, if matches!(nr, NEWFSTATAT | STATX) { a[1] } else { a[0] })
+    // The path decides without a call where it can: a /proc/PID directory has more than three
+    // links too (`ps` stats each), and `self/task` is this process's wherever /proc is mounted.
+    let named = if nr == FSTAT { Named::Descriptor } else { names_task(t.pid, if matches!(nr, NEWFSTATAT | STATX) { a[1] } else { a[0] }) };
+    let ours = match named {
+        Named::Other => false,
+        Named::Own if known == dev => true,
+        _ if known == dev && TASK_INO.load(Relaxed) == ino && TASK_PID.load(Relaxed) == t.pid => true,
+        _ => {
+            // Its inode is the task directory's only while the kernel keeps that entry: compared now.
+            let mut own = [0u64; 18];
+            let path = b"/proc/self/task\0";
+            if unsafe { syscall6(NEWFSTATAT, AT_FDCWD as usize, path.as_ptr() as usize, own.as_mut_ptr() as usize, 0, 0, 0) } == 0 {
+                PROC_DEV.store(own[0], Relaxed);
+                TASK_INO.store(own[1], Relaxed);
+                TASK_PID.store(t.pid, Relaxed);
+                (own[0], own[1]) == (dev, ino)
+            } else {
+                // /proc is out of reach (a chroot into an empty directory, as Chromium's sandbox
+                // makes before it checks again through a /proc descriptor it kept).
+                known == dev && matches!(named, Named::Own)
+            }
+        }
     };
     if ours {
         set_links(nlink_at, wide);
     }
     r
+}
+
+/// What a stat call's path says of the directory it described.
+enum Named {
+    /// `[...]/self/task` or `[...]/PID/task` of this process.
+    Own,
+    /// `task` alone, relative to a descriptor (of some /proc/PID), or the descriptor itself
+    /// (fstat, or an empty path with AT_EMPTY_PATH).
+    Descriptor,
+    /// Anything else.
+    Other,
 }
 
 /// The link count of a task directory with one thread, written into the program's result.
@@ -104,10 +121,9 @@ fn set_links(nlink_at: usize, wide: bool) {
     }
 }
 
-/// Whether the path at `at` (which the kernel has just resolved, so it is readable up to its
-/// NUL) names a process's task directory as this process would: `[...]/self/task`,
-/// `[...]/PID/task` or `task` (relative to a /proc/PID descriptor), with or without a slash.
-fn names_own_task(pid: i32, at: usize) -> bool {
+/// What the path at `at` (which the kernel has just resolved, so it is readable up to its NUL)
+/// names, with or without a trailing slash.
+fn names_task(pid: i32, at: usize) -> Named {
     let mut buf = [0u8; 256];
     let mut n = 0;
     while n < buf.len() {
@@ -122,12 +138,19 @@ fn names_own_task(pid: i32, at: usize) -> bool {
     while let Some(rest) = path.strip_suffix(b"/") {
         path = rest;
     }
-    let Some(parent) = path.strip_suffix(b"task") else { return false };
-    if parent.is_empty() {
-        return true;
+    if path.is_empty() {
+        return Named::Descriptor; // AT_EMPTY_PATH: glibc's fstat is fstatat(fd, "")
     }
-    let Some(parent) = parent.strip_suffix(b"/") else { return false };
+    let Some(parent) = path.strip_suffix(b"task") else { return Named::Other };
+    if parent.is_empty() {
+        return Named::Descriptor;
+    }
+    let Some(parent) = parent.strip_suffix(b"/") else { return Named::Other };
     let dir = parent.rsplit(|c| *c == b'/').next().unwrap_or(parent);
     let mut digits = [0u8; 20];
-    dir == b"self" || dir == crate::sys::fmt_u64(pid as u64, &mut digits)
+    if dir == b"self" || dir == crate::sys::fmt_u64(pid as u64, &mut digits) {
+        Named::Own
+    } else {
+        Named::Other
+    }
 }
