@@ -788,14 +788,18 @@ pub fn before_unshare(flags: usize) {
     alone_for(|| flags as u64 & SINGLE_THREADED != 0);
 }
 
-/// setns(2) of `fd` with `nstype` is about to run locally: joining a user namespace is allowed
-/// only in a single-threaded process. With nstype 0 the namespace's type is the fd's
+/// setns(2) of `fd` with `nstype` is about to run locally: joining a user, mount or time
+/// namespace is allowed only in a single-threaded process (nsenter --mount was EINVAL under
+/// delegation until session 17). With nstype 0 the namespace's type is the fd's
 /// (NS_GET_NSTYPE); a pidfd names its types in nstype.
 pub fn before_setns(fd: usize, nstype: usize) {
     const NS_GET_NSTYPE: usize = 0xb703;
+    // A user or time namespace needs a single thread (EINVAL, EUSERS), a mount namespace a
+    // filesystem context no other thread shares (EINVAL: the delegates share the program's).
+    const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWTIME;
     alone_for(|| {
-        nstype as u64 & CLONE_NEWUSER != 0
-            || nstype == 0 && unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) } as u64 == CLONE_NEWUSER
+        nstype as u64 & SINGLE_THREADED != 0
+            || nstype == 0 && unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) } as u64 & SINGLE_THREADED != 0
     });
 }
 
