@@ -73,3 +73,12 @@ def test_the_launcher_stops_and_continues_with_the_program(tmp_path):
         assert launcher.wait(timeout=10) == -signal.SIGTERM
     finally:
         launcher.kill()
+
+
+def test_a_program_that_stops_itself_and_is_continued_by_another_ends_the_run():
+    # Before (review of this session's first version): the launcher stopped with the program
+    # and, the program continued by its own child, stayed stopped over its zombie for good.
+    script = "(sleep 0.3; kill -CONT $$) & kill -STOP $$; echo continued"
+    native = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10)
+    proc = subprocess.run(CLI + ["run", "--", "sh", "-c", script], capture_output=True, text=True, timeout=20)
+    assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout) == (0, "continued\n")

@@ -6,7 +6,10 @@
  *   killed-first:  the filtered thread is killed, then the main thread exits with 5;
  *   child-last:    the filtered thread creates a thread (which carries the filter) and exits;
  *                  the main thread exits; the child is killed last;
- *   errno-only:    a filter that only fails getsid with EPERM adds no thread to the process.
+ *   errno-only:    a filter that only fails getsid with EPERM adds no thread to the process;
+ *   joined:        the main thread joins the killed thread, then ends with pthread_exit (0);
+ *   leader-killed: the main thread installs the filter and is killed, the other thread ends
+ *                  last, normally (0).
  * Exits 77 where filters are refused. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -58,6 +61,11 @@ static void *killed_later(void *arg) {
     return arg;
 }
 
+static void *wait_then_return(void *arg) {
+    usleep(200000);
+    return arg;
+}
+
 static void *filtered(void *arg) {
     if (strcmp(mode, "errno-only") == 0) {
         if (!install(errno_getsid, 4)) {
@@ -87,6 +95,13 @@ int main(int argc, char **argv) {
     pthread_t t;
     printf("%s\n", mode);
     fflush(stdout);
+    if (strcmp(mode, "leader-killed") == 0) {
+        pthread_create(&t, 0, wait_then_return, 0);
+        if (!install(kill_getsid, 4))
+            return 77;
+        syscall(SYS_getsid, 0);
+        return 3;
+    }
     pthread_create(&t, 0, filtered, 0);
     usleep(50000);
     if (refused)
@@ -94,6 +109,10 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "errno-only") == 0) {
         pthread_join(t, 0);
         return 0;
+    }
+    if (strcmp(mode, "joined") == 0) {
+        pthread_join(t, 0);
+        pthread_exit(0);
     }
     if (strcmp(mode, "killed-first") == 0)
         usleep(200000);

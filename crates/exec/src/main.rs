@@ -332,10 +332,11 @@ fn main() {
     loop {
         let r = unsafe { libc::wait4(pid, &mut status, libc::WUNTRACED, &mut usage) };
         if r == pid && libc::WIFSTOPPED(status) {
-            signals::program_stopped();
+            signals::program_stopped(status);
             continue;
         }
         if r == pid {
+            signals::program_ended();
             break;
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {

@@ -22,13 +22,6 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::*};
 const MAX_THREADS: usize = 256;
 const LOOK_EVERY_NS: u64 = 20_000_000;
 const STACK_SIZE: usize = 16 * 1024;
-/// BPF_RET | BPF_K: return the constant k; BPF_RET | BPF_A returns the accumulator (any action).
-const BPF_CLASS_MASK: u16 = 0x07;
-const BPF_RET: u16 = 0x06;
-const BPF_RVAL_MASK: u16 = 0x18;
-const BPF_K: u16 = 0x00;
-const SECCOMP_RET_ACTION_FULL: u32 = 0xffff_0000;
-const SECCOMP_RET_KILL_THREAD: u32 = 0;
 
 static TIDS: [AtomicI32; MAX_THREADS] = [const { AtomicI32::new(0) }; MAX_THREADS];
 /// The process whose reaper runs (a forked child's copy names its parent: none runs there).
@@ -51,7 +44,7 @@ pub fn running(pid: i32) -> bool {
 /// (a struct sock_fprog of the program's) on itself: if the filter can kill a thread, the
 /// reaper starts and `t` registers. A filter the kernel will refuse costs a registration only.
 pub fn before_filter(t: &Thread, prog: usize) {
-    if !may_kill_thread(t, prog) {
+    if !crate::filter_prog::may_kill_thread(t, prog) {
         return;
     }
     if !running(t.pid) && !start(t.pid) {
@@ -67,13 +60,17 @@ pub fn adopt(t: &Thread) {
     }
 }
 
-/// Thread `t` exits through the runtime (`process::exit_thread`): its end is seen, not the
-/// reaper's to count. Before the exit call, so the reaper never finds it gone but registered.
+/// Thread `t` exits through the runtime (`process::exit_thread`), before it is counted out:
+/// its end is seen, not the reaper's to count (its slot is cleared before the exit call, so the
+/// reaper never finds it gone but registered), and the registered threads that ended unseen
+/// are counted out first, so that its exit is found the last if it is (a thread the filter
+/// killed just before, not yet seen by the reaper, made an exit 0 end by SIGSYS).
 pub fn exiting(t: &Thread) {
     if running(t.pid) {
         if let Some(slot) = TIDS.iter().find(|s| s.load(Relaxed) == t.tid) {
             let _ = slot.compare_exchange(t.tid, 0, AcqRel, Relaxed);
         }
+        count_out(t.pid, !t.is_filtered());
     }
 }
 
@@ -90,52 +87,26 @@ pub fn retire(pid: i32) {
     PID.store(0, Release);
 }
 
-/// Whether the classic BPF program at `prog` returns SECCOMP_RET_KILL_THREAD anywhere, or an
-/// action it computes; false when it cannot be read (the kernel refuses it with EFAULT then).
-fn may_kill_thread(t: &Thread, prog: usize) -> bool {
-    let mut head = [0u8; 16];
-    if !t.read_program(prog, &mut head) {
-        return false;
-    }
-    let len = u16::from_ne_bytes([head[0], head[1]]) as usize;
-    let mut at = usize::from_ne_bytes(head[8..16].try_into().unwrap());
-    let mut chunk = [0u8; 8 * 128];
-    let mut left = len.min(4096);
-    while left > 0 {
-        let n = left.min(128);
-        if !t.read_program(at, &mut chunk[..8 * n]) {
-            return false;
-        }
-        for insn in chunk[..8 * n].chunks_exact(8) {
-            let code = u16::from_ne_bytes([insn[0], insn[1]]);
-            let k = u32::from_ne_bytes(insn[4..8].try_into().unwrap());
-            if code & BPF_CLASS_MASK == BPF_RET
-                && (code & BPF_RVAL_MASK != BPF_K || k & SECCOMP_RET_ACTION_FULL == SECCOMP_RET_KILL_THREAD)
-            {
-                return true;
-            }
-        }
-        at += 8 * n;
-        left -= n;
-    }
-    false
-}
-
 /// Starts the reaper for process `pid`, unless another thread just did; false where it cannot
 /// (no memory, no thread). The process is claimed first, so two threads that install filters
 /// at once start one reaper.
 fn start(pid: i32) -> bool {
+    // Claimed as -pid while the slots are emptied (a forked child's copy holds its parent's):
+    // another thread that installs a filter meanwhile waits, then registers.
     let before = PID.load(Acquire);
-    if before == pid || PID.compare_exchange(before, pid, AcqRel, Acquire).is_err() {
+    if before == pid || before == -pid || PID.compare_exchange(before, -pid, AcqRel, Acquire).is_err() {
+        while PID.load(Acquire) == -pid {
+            unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
+        }
         return running(pid);
+    }
+    for slot in &TIDS {
+        slot.store(0, Relaxed);
     }
     let Some(stack) = sys::map_anon(STACK_SIZE) else {
         PID.store(0, Release);
         return false;
     };
-    for slot in &TIDS {
-        slot.store(0, Relaxed);
-    }
     STOP.store(0, Relaxed);
     STACK.store(stack as usize, Relaxed);
     let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
@@ -146,6 +117,7 @@ fn start(pid: i32) -> bool {
         return false;
     }
     TID.store(tid as i32, Release);
+    PID.store(pid, Release);
     true
 }
 
@@ -164,18 +136,59 @@ extern "C" fn reaper(arg: usize) {
     unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &all as *const u64 as usize, 0, 8, 0, 0) };
     while STOP.load(Acquire) == 0 {
         sys::futex_wait(STOP.as_ptr(), 0, LOOK_EVERY_NS);
-        for slot in &TIDS {
-            let tid = slot.load(Acquire);
-            if tid == 0 || unsafe { syscall3(TGKILL, pid as usize, tid as usize, 0) } != -ESRCH {
-                continue;
-            }
-            // Its exit(2) clears the slot before the thread ends: a slot still held is unseen.
-            if slot.compare_exchange(tid, 0, AcqRel, Relaxed).is_ok() && crate::app_threads::exiting(pid) {
-                die_of_sigsys(pid);
-            }
+        if count_out(pid, true) {
+            die_of_sigsys(pid);
         }
     }
     // Returning ends the thread (coreplane_spawn); `retire` frees its stack once it is gone.
+}
+
+/// Counts the registered threads of process `pid` that ended unseen out of the program's
+/// threads; whether one of them was the last. Its exit(2) clears a thread's slot before it
+/// ends, so a slot still held is an end the runtime did not see. `leader_too`: ask /proc about
+/// the process's leader, which stays a zombie the kernel still finds (tgkill) until the last
+/// thread ends (the program's thread may not be allowed that call: then its end is left to the
+/// reaper).
+fn count_out(pid: i32, leader_too: bool) -> bool {
+    let mut last = false;
+    for slot in &TIDS {
+        let tid = slot.load(Acquire);
+        if tid == 0 {
+            continue;
+        }
+        let found = unsafe { syscall3(TGKILL, pid as usize, tid as usize, 0) };
+        let ended = found == -ESRCH || found == 0 && tid == pid && leader_too && leader_ended(pid);
+        if ended && slot.compare_exchange(tid, 0, AcqRel, Relaxed).is_ok() {
+            last |= crate::app_threads::exiting(pid);
+        }
+    }
+    last
+}
+
+/// Whether the leader of process `pid` has ended (a zombie, 'Z', or dead, 'X', in its task's
+/// /proc stat).
+fn leader_ended(pid: i32) -> bool {
+    let mut path = [0u8; 48];
+    let mut digits = [0u8; 20];
+    let parts: [&[u8]; 3] = [b"/proc/self/task/", sys::fmt_u64(pid as u64, &mut digits), b"/stat\0"];
+    let mut n = 0;
+    for p in parts {
+        path[n..n + p.len()].copy_from_slice(p);
+        n += p.len();
+    }
+    let fd = unsafe { syscall3(OPEN, path.as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd < 0 {
+        return fd == -ENOENT;
+    }
+    let mut buf = [0u8; 512];
+    let len = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr() as usize, buf.len()) };
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    let text = &buf[..len.max(0) as usize];
+    // "pid (comm) S ...": the state follows the last ')'.
+    match text.iter().rposition(|c| *c == b')') {
+        Some(i) => matches!(text.get(i + 2), Some(b'Z') | Some(b'X')),
+        None => false,
+    }
 }
 
 /// Ends process `pid` by SIGSYS with its default action, as the kernel ended its last thread.

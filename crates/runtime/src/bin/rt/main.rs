@@ -15,6 +15,7 @@ mod dispatch;
 mod env;
 mod exe;
 mod fastpath;
+mod filter_prog;
 mod filter_reaper;
 mod hot_sites;
 mod init;

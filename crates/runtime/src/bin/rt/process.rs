@@ -833,6 +833,9 @@ pub fn before_filter(everywhere: bool, prog: usize) {
     if !everywhere && !app_threads::alone(t) {
         crate::filter_reaper::before_filter(t, prog);
     }
+    if crate::filter_prog::reads_instruction_pointer(t, prog) {
+        crate::sud::filter_reads_ip();
+    }
 }
 
 /// Seccomp strict mode for the calling thread, entered by call `nr` (seccomp(SET_MODE_STRICT)

@@ -220,8 +220,10 @@ fn deliver_virtual(i: usize, sig: i32, info: *mut u8, uc: *mut u8, forced: bool)
     let mask = act.mask & !SIGSYS_BIT & !(1u64 << (sig - 1));
     let mut old = 0u64;
     unsafe { syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, &mask as *const u64 as usize, &mut old as *mut u64 as usize, 8, 0, 0) };
-    // A seccomp trap's handler makes its calls as natively, where the filter sees them.
-    let passed = forced && crate::sud::pass_through(true);
+    // A seccomp trap's handler makes its calls as natively, where a filter that reads their
+    // instruction pointer sees them (`sud::pass_through`).
+    let through = forced && crate::sud::ip_filtered();
+    let passed = through && crate::sud::pass_through(true);
     if act.flags & SA_SIGINFO != 0 {
         let handler: extern "C" fn(i32, *mut u8, *mut u8) = unsafe { core::mem::transmute(act.handler) };
         handler(sig, info, uc);
@@ -229,7 +231,7 @@ fn deliver_virtual(i: usize, sig: i32, info: *mut u8, uc: *mut u8, forced: bool)
         let handler: extern "C" fn(i32) = unsafe { core::mem::transmute(act.handler) };
         handler(sig);
     }
-    if forced {
+    if through {
         crate::sud::pass_through(passed);
     }
     unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &old as *const u64 as usize, 0, 8, 0, 0) };

@@ -95,11 +95,27 @@ pub fn refused_arm(after_syscall: usize) -> bool {
     after_syscall == coreplane_arm_dispatch_ret as *const () as usize
 }
 
+/// A filter of the program's reads the instruction pointer of calls (`filter_prog`): its
+/// handler's calls must then come from the program's own instructions (`pass_through`).
+static FILTER_READS_IP: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// The program installs a filter that reads the instruction pointer of calls.
+pub fn filter_reads_ip() {
+    FILTER_READS_IP.store(true, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a filter the program installed reads the instruction pointer of calls.
+pub fn ip_filtered() -> bool {
+    FILTER_READS_IP.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 /// Lets the calling thread's calls from anywhere reach the kernel as they stand (`on`), or trap
 /// again; no call is made (the kernel reads the thread's selector byte). Returns whether they
-/// did before. For a program's handler of its own seccomp trap: filters that allow the
-/// handler's calls by their instruction pointer (Chromium's sandbox lets only its handler's
-/// syscall instruction make the calls it emulates) must see the program's own `syscall`.
+/// did before. For a program's handler of its own seccomp trap where a filter reads the
+/// instruction pointer (`ip_filtered`): Chromium's sandbox lets only its handler's syscall
+/// instruction make the calls it emulates, so it must see the program's own `syscall`. Only
+/// then: a handler that leaves by longjmp leaves its thread passing every call through, its
+/// clones made without the runtime.
 pub fn pass_through(on: bool) -> bool {
     let selector = &mut crate::thread::current().sud_selector;
     let was = *selector == SELECTOR_ALLOW;
