@@ -65,6 +65,7 @@ def test_the_launcher_stops_and_continues_with_the_program(tmp_path):
         children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")
         wait_for(lambda: children.read_text().split() != [], "the program")
         program = int(children.read_text().split()[0])
+        wait_for(lambda: Path(f"/proc/{program}/comm").read_text() == "sleep\n", "the program's start")
         os.kill(launcher.pid, signal.SIGTSTP)
         wait_for(lambda: (state(launcher.pid), state(program)) == ("T", "T"), "both stopped")
         os.kill(launcher.pid, signal.SIGCONT)

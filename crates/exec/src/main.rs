@@ -301,6 +301,7 @@ fn main() {
     // Opened before the fork, so that the program and every process it starts inherit it.
     let flushes = (args.count_tlb_flushes && args.profile.is_some()).then(shootdowns::open);
     let started = Instant::now();
+    signals::install();
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         fail(format!("fork: {}", std::io::Error::last_os_error()));
@@ -326,7 +327,7 @@ fn main() {
     if let Some(online) = online {
         online.follow(pid);
     }
-    signals::forward_to(pid);
+    signals::program_started(pid);
     let mut status = 0;
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {

@@ -18,9 +18,15 @@ const SI_USER: i32 = 0;
 const SI_QUEUE: i32 = -1;
 const SI_TKILL: i32 = -6;
 
-/// From now on, signals sent to the launcher go to process `program`.
-pub fn forward_to(program: libc::pid_t) {
+/// The program is process `program`: signals sent to the launcher go there from now on.
+pub fn program_started(program: libc::pid_t) {
     PROGRAM.store(program, Ordering::Relaxed);
+}
+
+/// Takes over the launcher's signals before it forks the program, so that none sent while the
+/// program starts stops or kills the launcher (one sent before `program_started` is dropped);
+/// the program's execve gives it the default actions back.
+pub fn install() {
     for sig in 1..=libc::SIGRTMAX() {
         if matches!(sig, libc::SIGKILL | libc::SIGSTOP) {
             continue;
