@@ -60,7 +60,9 @@ def test_every_signal_sent_to_the_launcher_reaches_the_program(sig_echo, tmp_pat
 
 
 def test_the_launcher_stops_and_continues_with_the_program(tmp_path):
-    launcher = subprocess.Popen(CLI + ["run", "--", "sleep", "30"])
+    # In a process group of its own whose parent (this test) shares its session: the kernel
+    # discards a stop signal to an orphaned group (CI's is), natively too.
+    launcher = subprocess.Popen(CLI + ["run", "--", "sleep", "30"], process_group=0)
     try:
         children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")
         wait_for(lambda: children.read_text().split() != [], "the program")
