@@ -33,6 +33,15 @@ def wait_for(predicate, what: str, seconds: float = 10.0):
         time.sleep(0.02)
 
 
+def end_group(launcher: subprocess.Popen) -> None:
+    """Ends the launcher and its program (a launcher that died of a signal left it orphaned)."""
+    try:
+        os.killpg(launcher.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    launcher.wait()
+
+
 def state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
@@ -41,7 +50,8 @@ def state(pid: int) -> str:
 def test_every_signal_sent_to_the_launcher_reaches_the_program(sig_echo, tmp_path, policy):
     ready, out = tmp_path / "ready", tmp_path / "out"
     with open(out, "wb") as sink:
-        launcher = subprocess.Popen(CLI + ["run", "--delegate", policy, "--", str(sig_echo), str(ready)], stdout=sink)
+        launcher = subprocess.Popen(CLI + ["run", "--delegate", policy, "--", str(sig_echo), str(ready)], stdout=sink,
+                                    process_group=0)
     try:
         wait_for(ready.exists, "the program's handlers")
         for sig in SENT:
@@ -55,7 +65,7 @@ def test_every_signal_sent_to_the_launcher_reaches_the_program(sig_echo, tmp_pat
         os.kill(launcher.pid, signal.SIGTERM)
         assert launcher.wait(timeout=10) == 0
     finally:
-        launcher.kill()
+        end_group(launcher)
     assert out.read_text().splitlines() == [str(int(s)) for s in SENT] + [rt, str(int(signal.SIGTERM))]
 
 
@@ -75,7 +85,7 @@ def test_the_launcher_stops_and_continues_with_the_program(tmp_path):
         os.kill(launcher.pid, signal.SIGTERM)
         assert launcher.wait(timeout=10) == -signal.SIGTERM
     finally:
-        launcher.kill()
+        end_group(launcher)
 
 
 def test_a_program_that_stops_itself_and_is_continued_by_another_ends_the_run():
