@@ -239,38 +239,8 @@ def test_a_single_threaded_program_counts_one_thread_in_proc(built, mode):
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
-@pytest.mark.parametrize("mode", ["none", "all"])
-def test_a_seccomp_handler_s_calls_reach_the_filter_from_its_own_instruction(built, mode):
-    # Before: killed by SIGSEGV. The handler's escape call trapped into the runtime, which made
-    # it from its own text; the filter trapped it again, and the handler recursed until the
-    # stack overflowed (Chromium's sandboxed processes crashed so, over and over).
-    native = native_or_skip([str(built / "seccomp_escape_ip")], "seccomp filters are refused here")
-    assert native.stdout == "".join(f"{i}:ok " for i in range(12)) + "\n"
-    same_as_natively(built / "seccomp_escape_ip", mode)
-
-
-@pytest.mark.parametrize("mode", ["none", "all"])
-def test_a_seccomp_handler_that_leaves_by_longjmp_leaves_the_thread_intercepted(built, mode):
-    # Before (review of this session's first version): the handler ran with every call passing
-    # through and never came back to turn it off: /proc/self/exe named the runtime, and under
-    # --delegate all the thread's clone, made without the runtime, hung the process.
-    native = native_or_skip([str(built / "seccomp_longjmp")], "seccomp filters are refused here")
-    assert native.stdout == "seccomp_longjmp, thread ok\n"
-    same_as_natively(built / "seccomp_longjmp", mode)
-
-
-@pytest.mark.parametrize("mode", ["none", "all"])
-def test_a_sandbox_filter_never_meets_the_runtime_s_own_calls(built, mode):
-    # Before: "trapped call 157": a thread made under the filter armed Syscall User Dispatch
-    # with prctl, which the filter trapped to the program's handler (Chromium's renderers crashed
-    # so; a rewrite's membarrier met their filter too, and filtered threads no longer rewrite).
-    native = native_or_skip([str(built / "seccomp_sandbox")], "seccomp filters are refused here")
-    assert native.stdout == "12 of 12 calls answered, thread joined\n"
-    same_as_natively(built / "seccomp_sandbox", mode)
-
-
 def test_a_program_started_under_a_filter_still_takes_the_fast_path(built, tmp_path):
-    # Before (this session's first version of the rule above): a program started under a
+    # Before (session 17's first rule for filtered threads): a program started under a
     # container's or service manager's filter rewrote no site, and `dd bs=1` ran 10x slower.
     profile = tmp_path / "p.json"
     proc = watched([str(built / "allow_all_filter"), *CLI, "run", "--profile", str(profile), "--", "dd",
@@ -281,13 +251,34 @@ def test_a_program_started_under_a_filter_still_takes_the_fast_path(built, tmp_p
     assert json.loads(profile.read_text())["overhead"]["rewritten_sites"] > 0
 
 
+# Programs that print what they saw, natively as under the runtime; each case says what it
+# printed or did under session 16's runtime.
+AS_NATIVELY = {
+    # Killed by SIGSEGV: the handler's escape call trapped into the runtime, which made it from its
+    # own text; the filter trapped it again, and the handler recursed until the stack overflowed
+    # (Chromium's sandboxed processes crashed so, over and over).
+    "seccomp_escape_ip": ("".join(f"{i}:ok " for i in range(12)) + "\n", "seccomp filters are refused here"),
+    # (Review of this session's first version.) The handler ran with every call passing through
+    # and never came back to turn it off: /proc/self/exe named the runtime, and under --delegate
+    # all the thread's clone, made without the runtime, hung the process.
+    "seccomp_longjmp": ("seccomp_longjmp, thread ok\n", "seccomp filters are refused here"),
+    # "trapped call 157": a thread made under the filter armed Syscall User Dispatch with prctl,
+    # which the filter trapped to the program's handler (Chromium's renderers crashed so; a
+    # rewrite's membarrier met their filter too, and filtered threads no longer rewrite).
+    "seccomp_sandbox": ("12 of 12 calls answered, thread joined\n", "seccomp filters are refused here"),
+    # (all) capget was delegated and read the delegate's capabilities, all still set, so
+    # Chromium's user-namespace probe CHECKed that none were left and found no sandbox.
+    "caps_self": ("effective 0\n", "needs capabilities to drop (root)"),
+}
+
+
 @pytest.mark.parametrize("mode", ["none", "all"])
-def test_capget_reads_the_calling_thread_s_capabilities(built, mode):
-    # Before (all): capget was delegated and read the delegate's capabilities, all still set,
-    # so Chromium's user-namespace probe CHECKed that none were left and found no sandbox.
-    native = native_or_skip([str(built / "caps_self")], "needs capabilities to drop (root)")
-    assert native.stdout == "effective 0\n"
-    same_as_natively(built / "caps_self", mode)
+@pytest.mark.parametrize("name", sorted(AS_NATIVELY))
+def test_a_program_sees_what_it_sees_natively(built, mode, name):
+    expected, why = AS_NATIVELY[name]
+    native = native_or_skip([str(built / name)], why)
+    assert native.stdout == expected
+    same_as_natively(built / name, mode)
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])
