@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,27 +47,54 @@ def state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-@pytest.mark.parametrize("policy", ["none", "all"])
-def test_every_signal_sent_to_the_launcher_reaches_the_program(sig_echo, tmp_path, policy):
+@contextmanager
+def echoing(sig_echo: Path, tmp_path: Path, policy: str):
+    """`coreplane run` of sig_echo in a process group of its own, its handlers in place: yields
+    the launcher and a function returning the lines printed so far; ends the group afterwards."""
     ready, out = tmp_path / "ready", tmp_path / "out"
     with open(out, "wb") as sink:
         launcher = subprocess.Popen(CLI + ["run", "--delegate", policy, "--", str(sig_echo), str(ready)], stdout=sink,
                                     process_group=0)
     try:
         wait_for(ready.exists, "the program's handlers")
+        yield launcher, lambda: out.read_text().splitlines()
+    finally:
+        end_group(launcher)
+
+
+@pytest.mark.parametrize("policy", ["none", "all"])
+def test_every_signal_sent_to_the_launcher_reaches_the_program(sig_echo, tmp_path, policy):
+    with echoing(sig_echo, tmp_path, policy) as (launcher, lines):
         for sig in SENT:
             os.kill(launcher.pid, sig)
-            wait_for(lambda: out.read_text().splitlines()[-1:] == [str(int(sig))], f"signal {sig.name}")
+            wait_for(lambda: lines()[-1:] == [str(int(sig))], f"signal {sig.name}")
             assert launcher.poll() is None, f"the launcher died of {sig.name}"
         # sigqueue's value goes with it (the union is passed as one register).
         assert ctypes.CDLL(None, use_errno=True).sigqueue(launcher.pid, signal.SIGRTMIN + 3, ctypes.c_long(42)) == 0
         rt = f"{int(signal.SIGRTMIN) + 3} value 42"
-        wait_for(lambda: out.read_text().splitlines()[-1:] == [rt], "the queued signal")
+        wait_for(lambda: lines()[-1:] == [rt], "the queued signal")
         os.kill(launcher.pid, signal.SIGTERM)
         assert launcher.wait(timeout=10) == 0
-    finally:
-        end_group(launcher)
-    assert out.read_text().splitlines() == [str(int(s)) for s in SENT] + [rt, str(int(signal.SIGTERM))]
+    assert lines() == [str(int(s)) for s in SENT] + [rt, str(int(signal.SIGTERM))]
+
+
+@pytest.mark.parametrize("policy", ["none", "all"])
+def test_a_signal_sent_to_the_whole_process_group_reaches_the_program_once(sig_echo, tmp_path, policy):
+    # Before: the program got a group's signal itself and again through the launcher (a
+    # program whose second SIGINT means "stop now" stopped at once under `timeout`).
+    with echoing(sig_echo, tmp_path, policy) as (launcher, lines):
+        senders = [lambda: os.killpg(launcher.pid, signal.SIGUSR1)] * 8 + [
+            # From inside the group, as `timeout` and a script's `kill 0` send.
+            lambda: subprocess.run(["sh", "-c", "kill -USR1 0"], process_group=launcher.pid),
+            # To the launcher alone: passed on, as before.
+            lambda: os.kill(launcher.pid, signal.SIGUSR2)]
+        for n, send in enumerate(senders, 1):
+            send()
+            wait_for(lambda: len(lines()) >= n, f"signal {n}")
+            time.sleep(0.1)  # a second copy, if any, arrives within milliseconds
+        os.kill(launcher.pid, signal.SIGTERM)
+        assert launcher.wait(timeout=10) == 0
+    assert lines() == ["10"] * 9 + ["12", "15"]
 
 
 def test_the_launcher_stops_and_continues_with_the_program(tmp_path):

@@ -292,6 +292,9 @@ fn main() {
         std::env::remove_var(CELL_MLOCK_VARIABLE);
         cfg += ";lock=1";
     }
+    // The program (this launcher's child, not its descendants) notes the signals it gets.
+    cfg += &format!(";lpid={}", std::process::id());
+    // Last: the profile directory runs to the end of the entry.
     if let Some(d) = &profile_dir {
         cfg += &format!(";prof={}", d.display());
     }

@@ -9,14 +9,35 @@
 //! (SIGSEGV and the like from the kernel) still kills it. Before session 17 only TERM, HUP,
 //! USR1 and USR2 were passed on: INT and QUIT from a script were lost, ALRM, SYS, TRAP or
 //! XCPU killed the launcher and left the program running orphaned, and TSTP stopped only it.
+//!
+//! A signal sent to the launcher's and the program's whole process group (`kill -- -PGID`,
+//! `timeout`'s kill(0, ...)) reached the program itself and through the launcher: twice. So the
+//! handler only queues what it got, and a thread of the launcher's decides: a signal the program
+//! got itself from the same sender (its runtime notes each one, crates/runtime/src/bin/rt/
+//! launcher_notes.rs, on the datagram socket "\0coreplane-signals-PID"), or one still pending
+//! in the program (a second one natively merges with it), is not passed on. A signal the
+//! program's copy of which is being delivered at that moment is waited for up to `NOTE_WAIT`,
+//! the delay every passed-on signal now has. Not covered: a program that takes the signal by
+//! sigwaitinfo or a signalfd (no note) gets a group's signal twice, as before.
 
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
 static PROGRAM: AtomicI32 = AtomicI32::new(0);
+/// The write end of the queue from the handler to the passing-on thread (-1 before `install`).
+static QUEUE: AtomicI32 = AtomicI32::new(-1);
 /// Senders' codes (siginfo si_code): kill(2), sigqueue(3), tgkill(2).
 const SI_USER: i32 = 0;
 const SI_QUEUE: i32 = -1;
 const SI_TKILL: i32 = -6;
+/// How long a signal waits for the program's note before it is passed on: the program may have
+/// taken its own copy off its pending set a moment ago and not yet noted it.
+const NOTE_WAIT: Duration = Duration::from_millis(2);
+/// A note older than this is not matched with a signal the launcher got (it was the program's
+/// alone, sent to its pid).
+const NOTE_LIFE: Duration = Duration::from_secs(1);
+const SIGINFO_SIZE: usize = std::mem::size_of::<libc::siginfo_t>();
 
 /// The program is process `program`: signals sent to the launcher go there from now on.
 pub fn program_started(program: libc::pid_t) {
@@ -25,15 +46,28 @@ pub fn program_started(program: libc::pid_t) {
 
 /// Takes over the launcher's signals before it forks the program, so that none sent while the
 /// program starts stops or kills the launcher (one sent before `program_started` is dropped);
-/// the program's execve gives it the default actions back.
+/// the program's execve gives it the default actions back. Starts the thread that passes them
+/// on, and listens for the program's notes (the runtime connects when the configuration names
+/// this launcher's pid, `lpid`).
 pub fn install() {
+    let mut queue = [0; 2];
+    if unsafe { libc::pipe2(queue.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
+        // The reading end blocks; the handler's end never does.
+        unsafe { libc::fcntl(queue[0], libc::F_SETFL, 0) };
+        let notes = listen_for_notes();
+        std::thread::Builder::new()
+            .name("pass-on".into())
+            .spawn(move || pass_on_thread(queue[0], notes))
+            .map(|_| QUEUE.store(queue[1], Ordering::Relaxed))
+            .ok();
+    }
     for sig in 1..=libc::SIGRTMAX() {
         if matches!(sig, libc::SIGKILL | libc::SIGSTOP) {
             continue;
         }
         unsafe {
             let mut act: libc::sigaction = std::mem::zeroed();
-            act.sa_sigaction = pass_on as *const () as usize;
+            act.sa_sigaction = on_signal as *const () as usize;
             act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigfillset(&mut act.sa_mask);
             // A signal the launcher's own libc reserves (glibc's 32 and 33) is refused: left so.
@@ -42,9 +76,8 @@ pub fn install() {
     }
 }
 
-extern "C" fn pass_on(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     let info = unsafe { &*info };
-    let program = PROGRAM.load(Ordering::Relaxed);
     // The launcher's own (a write to a closed pipe raises SIGPIPE as if sent by the writer, abort
     // sends SIGABRT to itself) are its, not the program's.
     let own = unsafe { info.si_pid() } == unsafe { libc::getpid() };
@@ -54,15 +87,141 @@ extern "C" fn pass_on(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *m
         unsafe { libc::signal(sig, libc::SIG_DFL) };
         return;
     }
-    if sent && program > 0 {
-        if info.si_code == SI_QUEUE {
-            // The sender's siginfo as it is: its value, and its pid and uid.
-            let copy = *info;
-            unsafe { libc::syscall(libc::SYS_rt_sigqueueinfo, program, sig, &copy as *const libc::siginfo_t) };
-        } else {
-            unsafe { libc::kill(program, sig) };
+    let program = PROGRAM.load(Ordering::Relaxed);
+    if !sent || program <= 0 {
+        return;
+    }
+    let queue = QUEUE.load(Ordering::Relaxed);
+    let queued = queue >= 0
+        && unsafe { libc::write(queue, info as *const libc::siginfo_t as *const libc::c_void, SIGINFO_SIZE) }
+            == SIGINFO_SIZE as isize;
+    if !queued {
+        pass_on(program, sig, info);
+    }
+}
+
+/// Sends the program `sig` as the launcher got it: a queued value with it, with its sender's
+/// pid and uid.
+fn pass_on(program: libc::pid_t, sig: libc::c_int, info: &libc::siginfo_t) {
+    if info.si_code == SI_QUEUE {
+        let copy = *info;
+        unsafe { libc::syscall(libc::SYS_rt_sigqueueinfo, program, sig, &copy as *const libc::siginfo_t) };
+    } else {
+        unsafe { libc::kill(program, sig) };
+    }
+}
+
+/// A signal the program noted: number, sender, when the launcher read the note.
+struct Note {
+    sig: i32,
+    sender: i32,
+    at: Instant,
+}
+
+/// Passes on, in the order they came, the signals the handler queued that the program did not
+/// get itself.
+fn pass_on_thread(queue: RawFd, notes: Option<RawFd>) {
+    let mut noted: Vec<Note> = Vec::new();
+    loop {
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let n = unsafe { libc::read(queue, &mut info as *mut libc::siginfo_t as *mut libc::c_void, SIGINFO_SIZE) };
+        if n != SIGINFO_SIZE as isize {
+            if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
+        }
+        let program = PROGRAM.load(Ordering::Relaxed);
+        if program > 0 && !program_got_it(program, &info, notes, &mut noted) {
+            pass_on(program, info.si_signo, &info);
         }
     }
+}
+
+/// Whether the program got `info`'s signal itself: it noted one from the same sender, or one
+/// is pending in it. Waits up to `NOTE_WAIT` for a note.
+fn program_got_it(program: libc::pid_t, info: &libc::siginfo_t, notes: Option<RawFd>, noted: &mut Vec<Note>) -> bool {
+    let (sig, sender) = (info.si_signo, unsafe { info.si_pid() });
+    let deadline = Instant::now() + NOTE_WAIT;
+    loop {
+        if let Some(fd) = notes {
+            read_notes(fd, program, noted);
+        }
+        noted.retain(|n| n.at.elapsed() < NOTE_LIFE);
+        if let Some(i) = noted.iter().position(|n| n.sig == sig && n.sender == sender) {
+            noted.remove(i);
+            return true;
+        }
+        if pending_in(program, sig) {
+            return true;
+        }
+        let (Some(fd), Some(left)) = (notes, deadline.checked_duration_since(Instant::now())) else { return false };
+        let timeout = libc::timespec { tv_sec: 0, tv_nsec: left.as_nanos() as libc::c_long };
+        let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        unsafe { libc::ppoll(&mut poll, 1, &timeout, std::ptr::null()) };
+    }
+}
+
+/// The datagram socket the program's runtime notes its signals on; None if it cannot be made
+/// (then only a signal still pending in the program is not passed on).
+fn listen_for_notes() -> Option<RawFd> {
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) };
+    if fd < 0 {
+        return None;
+    }
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let name = format!("coreplane-signals-{}", std::process::id());
+    for (i, b) in name.bytes().enumerate() {
+        addr.sun_path[i + 1] = b as libc::c_char;
+    }
+    let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t;
+    let on: libc::c_int = 1;
+    let ok = unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_PASSCRED, &on as *const libc::c_int as *const libc::c_void, 4) == 0
+            && libc::bind(fd, &addr as *const libc::sockaddr_un as *const libc::sockaddr, len) == 0
+    };
+    if !ok {
+        unsafe { libc::close(fd) };
+        return None;
+    }
+    Some(fd)
+}
+
+/// Reads the notes waiting on `fd`, keeping those the program itself sent (its credentials, as
+/// the kernel attaches them, name its pid: no other process can make the launcher drop a signal).
+fn read_notes(fd: RawFd, program: libc::pid_t, noted: &mut Vec<Note>) {
+    loop {
+        let mut note = [0i32; 2];
+        let mut iov = libc::iovec { iov_base: note.as_mut_ptr() as *mut libc::c_void, iov_len: 8 };
+        let mut control = [0u64; 8];
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        if unsafe { libc::recvmsg(fd, &mut msg, 0) } != 8 {
+            return;
+        }
+        let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+        let from_program = !cmsg.is_null()
+            && unsafe { (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_CREDENTIALS }
+            && unsafe { (*(libc::CMSG_DATA(cmsg) as *const libc::ucred)).pid } == program;
+        if from_program {
+            noted.push(Note { sig: note[0], sender: note[1], at: Instant::now() });
+        }
+    }
+}
+
+/// Whether `sig` is pending for process `pid` as a whole (ShdPnd in /proc/PID/status), where a
+/// signal sent to a process or a process group waits until a thread takes it.
+fn pending_in(pid: libc::pid_t, sig: libc::c_int) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("ShdPnd:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|set| sig >= 1 && set & (1u64 << (sig - 1)) != 0)
 }
 
 /// The program stopped with `status` (wait4 with WUNTRACED): for a job-control stop (TSTP,

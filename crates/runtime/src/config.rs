@@ -105,6 +105,9 @@ pub struct Config<'a> {
     pub memory_grow: u64,
     /// The pid of the supervisor (coreplane-exec) that grants growth (0: none).
     pub memory_supervisor: u32,
+    /// The pid of the launcher (coreplane-exec) that passes signals sent to it on to its child,
+    /// which notes those it got itself (0: none).
+    pub launcher: u32,
 }
 
 impl Config<'_> {
@@ -146,6 +149,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
         scrubber_fifo: false,
         memory_grow: 0,
         memory_supervisor: 0,
+        launcher: 0,
     };
     let mut rest = text;
     while !rest.is_empty() {
@@ -176,6 +180,7 @@ pub fn parse(text: &[u8]) -> Option<Config<'_>> {
             b"scrf" => cfg.scrubber_fifo = parse_u64(value).filter(|n| *n <= 1)? == 1,
             b"grow" => cfg.memory_grow = parse_u64(value)?,
             b"gsup" => cfg.memory_supervisor = parse_u64(value).filter(|n| *n <= u32::MAX as u64)? as u32,
+            b"lpid" => cfg.launcher = parse_u64(value).filter(|n| *n <= u32::MAX as u64)? as u32,
             b"te" => cfg.time_every = parse_u64(value).filter(|n| (1..=TIME_EVERY_MAX).contains(n))?,
             _ => return None,
         }
@@ -232,5 +237,7 @@ mod tests {
         let grow = parse(b"khz=12;grow=67108864;gsup=4242").unwrap();
         assert_eq!((grow.memory_grow, grow.memory_supervisor), (64 << 20, 4242));
         assert!(parse(b"khz=12;gsup=4294967296").is_none());
+        assert_eq!((parse(b"khz=12;lpid=77").unwrap().launcher, parse(b"khz=12").unwrap().launcher), (77, 0));
+        assert!(parse(b"khz=12;lpid=x").is_none());
     }
 }

@@ -5,7 +5,7 @@
 //! children set up their own part in `process`.
 
 use crate::sys::{self, *};
-use crate::{app_threads, calibration, delegate, env, fastpath, mcp, placement, profile, sud, thread, trap};
+use crate::{app_threads, calibration, delegate, env, fastpath, launcher_notes, mcp, placement, profile, sud, thread, trap};
 
 /// Arms the process: once this returns, every syscall of program code reaches the runtime.
 pub fn start() {
@@ -22,6 +22,7 @@ pub fn start() {
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
     }
     profile::open_process();
+    launcher_notes::connect();
     if env::config().lock_memory {
         // Locked before the program runs and for every later mapping; a refusal (the limit)
         // leaves the program running unlocked, which `coreplane cell status` shows.

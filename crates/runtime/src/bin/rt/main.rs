@@ -19,6 +19,7 @@ mod filter_prog;
 mod filter_reaper;
 mod hot_sites;
 mod init;
+mod launcher_notes;
 mod loader;
 mod mcp;
 mod mem;

@@ -1,0 +1,69 @@
+//! Notes to the launcher of the signals other processes sent the program, so that it passes on
+//! only those the program did not get itself. coreplane-exec passes every signal sent to it on
+//! to its child (`kill $!` is meant for the program), and a signal sent to their whole process
+//! group (`kill -- -PGID`, `timeout`'s kill(0, ...)) reached both: the program got it twice, and
+//! a program whose second SIGINT means "stop now" stopped at once. Only the launcher's own child
+//! notes (not its descendants, which the launcher never signals): one datagram, the signal and
+//! its sender, on a socket to "\0coreplane-signals-PID" connected at start. The launcher's side
+//! is crates/exec/src/signals.rs. Signals the program takes by sigwaitinfo or a signalfd are not
+//! noted (no handler of the program's runs for them).
+
+use crate::sys::*;
+use core::sync::atomic::{AtomicI32, AtomicI64, Ordering::Relaxed};
+
+const SENDTO: usize = 44;
+const SOCK_DGRAM: usize = 2;
+const MSG_DONTWAIT: usize = 0x40;
+const MSG_NOSIGNAL: usize = 0x4000;
+/// siginfo_t: si_code at 8, si_pid at 16.
+const SI_CODE_AT: usize = 8;
+const SI_PID_AT: usize = 16;
+/// Senders' codes: kill(2), sigqueue(3), tgkill(2).
+const SI_USER: i32 = 0;
+const SI_QUEUE: i32 = -1;
+const SI_TKILL: i32 = -6;
+
+/// The connected socket (-1: none) and the process that connected it (a forked child, which
+/// inherits both, is not the launcher's child).
+static FD: AtomicI64 = AtomicI64::new(-1);
+static OWNER: AtomicI32 = AtomicI32::new(0);
+
+/// Connects to the launcher, if this process is the child of the launcher named in the
+/// configuration (a no-op for every other process under the runtime).
+pub fn connect() {
+    let launcher = crate::env::config().launcher;
+    if launcher == 0 || unsafe { syscall3(GETPPID, 0, 0, 0) } != launcher as isize {
+        return;
+    }
+    let mut path = [0u8; 48];
+    let prefix = b"\0coreplane-signals-";
+    path[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 20];
+    let digits = fmt_u64(launcher as u64, &mut digits);
+    path[prefix.len()..prefix.len() + digits.len()].copy_from_slice(digits);
+    let fd = crate::own_fds::unix_connect(SOCK_DGRAM, &path[..prefix.len() + digits.len()]);
+    if fd >= 0 {
+        OWNER.store(getpid(), Relaxed);
+        FD.store(fd as i64, Relaxed);
+    }
+}
+
+/// Called on entry to every program handler (`program_signal`, before the handler runs): notes
+/// a signal another process sent. Never blocks: a note the launcher's queue has no room for is
+/// dropped, and the launcher then passes its copy on after a short wait.
+#[no_mangle]
+extern "C" fn coreplane_note_sent_signal(sig: i32, info: *const u8) {
+    let fd = FD.load(Relaxed);
+    if fd < 0 {
+        return;
+    }
+    let (code, sender) = unsafe {
+        (core::ptr::read_unaligned(info.add(SI_CODE_AT) as *const i32), core::ptr::read_unaligned(info.add(SI_PID_AT) as *const i32))
+    };
+    let pid = getpid();
+    if !matches!(code, SI_USER | SI_QUEUE | SI_TKILL) || pid != OWNER.load(Relaxed) || sender == pid {
+        return;
+    }
+    let note = [sig, sender];
+    unsafe { syscall6(SENDTO, fd as usize, note.as_ptr() as usize, 8, MSG_DONTWAIT | MSG_NOSIGNAL, 0, 0) };
+}
