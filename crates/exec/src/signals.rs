@@ -16,8 +16,8 @@
 //! got itself from the same sender (its runtime notes each one, crates/runtime/src/bin/rt/
 //! launcher_notes.rs, on the datagram socket "\0coreplane-signals-PID"), or one still pending
 //! in the program (a second one natively merges with it), is not passed on. A signal the
-//! program's copy of which is being delivered at that moment is waited for up to `NOTE_WAIT`,
-//! the delay every passed-on signal now has. Not covered: a program that takes the signal by
+//! program has a handler for, and whose copy may be in delivery at that moment, waits up to
+//! `NOTE_WAIT` for the note: the delay such a signal passed on now has. Not covered: a program that takes the signal by
 //! sigwaitinfo or a signalfd (no note) gets a group's signal twice, as before.
 
 use std::os::fd::RawFd;
@@ -139,7 +139,8 @@ fn pass_on_thread(queue: RawFd, notes: Option<RawFd>) {
 }
 
 /// Whether the program got `info`'s signal itself: it noted one from the same sender, or one
-/// is pending in it. Waits up to `NOTE_WAIT` for a note.
+/// is pending in it. A signal the program has a handler for waits up to `NOTE_WAIT` for a note;
+/// one it has none for is noted by nobody and decided at once.
 fn program_got_it(program: libc::pid_t, info: &libc::siginfo_t, notes: Option<RawFd>, noted: &mut Vec<Note>) -> bool {
     let (sig, sender) = (info.si_signo, unsafe { info.si_pid() });
     let deadline = Instant::now() + NOTE_WAIT;
@@ -152,10 +153,14 @@ fn program_got_it(program: libc::pid_t, info: &libc::siginfo_t, notes: Option<Ra
             noted.remove(i);
             return true;
         }
-        if pending_in(program, sig) {
+        let Some(state) = SignalState::of(program) else { return false };
+        if state.pending(sig) {
             return true;
         }
-        let (Some(fd), Some(left)) = (notes, deadline.checked_duration_since(Instant::now())) else { return false };
+        let (Some(fd), Some(left), true) = (notes, deadline.checked_duration_since(Instant::now()), state.caught(sig))
+        else {
+            return false;
+        };
         let timeout = libc::timespec { tv_sec: 0, tv_nsec: left.as_nanos() as libc::c_long };
         let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         unsafe { libc::ppoll(&mut poll, 1, &timeout, std::ptr::null()) };
@@ -213,15 +218,30 @@ fn read_notes(fd: RawFd, program: libc::pid_t, noted: &mut Vec<Note>) {
     }
 }
 
-/// Whether `sig` is pending for process `pid` as a whole (ShdPnd in /proc/PID/status), where a
-/// signal sent to a process or a process group waits until a thread takes it.
-fn pending_in(pid: libc::pid_t, sig: libc::c_int) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("ShdPnd:"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .is_some_and(|set| sig >= 1 && set & (1u64 << (sig - 1)) != 0)
+/// A process's signal sets as /proc/PID/status shows them: pending for the process as a whole
+/// (ShdPnd, where a signal sent to a process or a process group waits until a thread takes it)
+/// and caught (SigCgt: the signals it has handlers for).
+struct SignalState {
+    pending: u64,
+    caught: u64,
+}
+
+impl SignalState {
+    fn of(pid: libc::pid_t) -> Option<SignalState> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let set = |name: &str| {
+            status.lines().find_map(|l| l.strip_prefix(name)).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        };
+        Some(SignalState { pending: set("ShdPnd:")?, caught: set("SigCgt:")? })
+    }
+
+    fn pending(&self, sig: libc::c_int) -> bool {
+        (1..=64).contains(&sig) && self.pending & (1u64 << (sig - 1)) != 0
+    }
+
+    fn caught(&self, sig: libc::c_int) -> bool {
+        (1..=64).contains(&sig) && self.caught & (1u64 << (sig - 1)) != 0
+    }
 }
 
 /// The program stopped with `status` (wait4 with WUNTRACED): for a job-control stop (TSTP,
