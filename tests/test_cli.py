@@ -78,6 +78,7 @@ def test_bench_paths_runs_all_three_paths():
     for case in ("tgkill_ns", "unblock_ns"):
         assert paths["signals_runtime"][case]["n"] == paths["signals_native"][case]["n"] == 20_000
     assert r["e_tgkill_over_native"] > 1 and r["e_unblock_over_native"] > 1
-    assert set(r) == {"a_delegated_over_pingpong", "b_fast_path_minus_native_ns", "b_floor_dispatch_armed_ns",
+    assert r["a_delegated_over_pingpong_plus_native"] < r["a_delegated_over_pingpong"]
+    assert set(r) == {"a_delegated_over_pingpong", "a_delegated_over_pingpong_plus_native", "b_fast_path_minus_native_ns", "b_floor_dispatch_armed_ns",
                       "d_first_call_ns", "d_rewrite_at", "d_rewrite_call_ns", "d_after_rewrite_ns",
                       "e_tgkill_over_native", "e_unblock_over_native"}

@@ -52,6 +52,10 @@ def paths(compute: int, control: int, calls: int, cell: bool) -> dict:
     d = out["delegated"]
     out["ratios"] = {
         "a_delegated_over_pingpong": p50(d, "null_syscall_ns") / p50(d, "cacheline_pingpong_ns"),
+        # Issue 12's form: the round trip against what it cannot avoid, a ping-pong of the same
+        # cores in the same run plus the call itself natively.
+        "a_delegated_over_pingpong_plus_native": p50(d, "null_syscall_ns")
+        / (p50(d, "cacheline_pingpong_ns") + p50(out["native"], "null_syscall_ns")),
         "b_fast_path_minus_native_ns": p50(out["fast_path"], "null_syscall_ns") - p50(out["native"], "null_syscall_ns"),
         "b_floor_dispatch_armed_ns": p50(out["native_dispatch_armed"], "null_syscall_ns")
         - p50(out["native"], "null_syscall_ns"),
