@@ -116,8 +116,24 @@ fn pkru_at(uc: *mut u8) -> Option<(usize, usize)> {
     if size <= 512 || unsafe { *((fp + FPX_SW_XFEATURES_OFF) as *const u64) } & 1 << XFEATURE_PKRU == 0 {
         return None;
     }
-    let at = core::arch::x86_64::__cpuid_count(0xd, XFEATURE_PKRU).ebx as usize;
+    let at = pkru_offset();
     (at != 0 && at + 4 <= size).then_some((fp, at))
+}
+
+/// PKRU's offset in the standard xsave layout (CPUID leaf 0xD, sub-leaf 9), asked once: under
+/// a hypervisor every cpuid is a VM exit, and every clone of a thread would pay one.
+fn pkru_offset() -> usize {
+    use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    const UNKNOWN: usize = usize::MAX;
+    static OFFSET: AtomicUsize = AtomicUsize::new(UNKNOWN);
+    match OFFSET.load(Relaxed) {
+        UNKNOWN => {
+            let at = core::arch::x86_64::__cpuid_count(0xd, XFEATURE_PKRU).ebx as usize;
+            OFFSET.store(at, Relaxed);
+            at
+        }
+        at => at,
+    }
 }
 
 /// Copies the ucontext at `uc` with the siginfo after it to `to`, and its FPU state (if any) to
