@@ -11,6 +11,7 @@ result, or a completion never seen, with or without signals)."""
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,34 @@ def test_fork_while_other_threads_make_first_calls(built):
 def test_the_hang_shape_of_issue_12_ends_every_time():
     result = hang.campaign(runs=4, watchdog=WATCHDOG_S * 3, files=300)
     assert all(r["hangs"] == 0 and r["wrong"] == 0 for r in result.values()), result
+
+
+def voluntary_switches(tid: int) -> int:
+    status = Path(f"/proc/{tid}/status").read_text()
+    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+
+
+def test_a_caller_blocked_in_a_delegated_call_sleeps_until_it_completes():
+    # Before: it woke every millisecond to look at its request (a futex time-out standing in for
+    # a wake the delegate could miss), ≈ 1000 times in this second; 2000 threads waiting at
+    # once woke the machine 2 million times a second and starved the delegates.
+    cat = subprocess.Popen(CLI + ["run", "--delegate", "all", "--", "cat"], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE)
+    try:
+        children = Path(f"/proc/{cat.pid}/task/{cat.pid}/children")
+        deadline = time.monotonic() + WATCHDOG_S
+        while not (children.read_text().split() and
+                   Path(f"/proc/{children.read_text().split()[0]}/comm").read_text() == "cat\n"):
+            assert time.monotonic() < deadline, "cat did not start"
+            time.sleep(0.02)
+        program = int(children.read_text().split()[0])
+        time.sleep(0.3)  # its read is delegated and blocked by now
+        before = voluntary_switches(program)
+        time.sleep(1.0)
+        woke = voluntary_switches(program) - before
+        out, _ = cat.communicate(b"line\n", timeout=WATCHDOG_S)
+    finally:
+        cat.kill()
+        cat.wait()
+    assert out == b"line\n"
+    assert woke < 20, f"the blocked caller woke {woke} times in a second"

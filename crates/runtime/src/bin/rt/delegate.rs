@@ -45,6 +45,12 @@ const YIELD_EVERY: u32 = 1024;
 /// spun on it while the stage that would feed them waited for it (5 stages: 6× native time).
 const APP_SPIN_SLACK_NS: u64 = 50_000;
 const STACK_SIZE: usize = 64 * 1024;
+/// Application side: the longest sleep between two looks for a delegate while no delegate has
+/// taken the request (the sleeps double from 1 ms).
+const UNCLAIMED_WAIT_MAX_NS: u64 = 32_000_000;
+/// Application side: the sleep of a caller whose request a delegate has taken; the completion
+/// wakes it, and a time-out is given only so that a signal handler ends the wait (EINTR).
+const TAKEN_WAIT_NS: u64 = 1_000_000_000;
 
 /// Written by the application, read by delegates.
 #[repr(C, align(64))]
@@ -245,10 +251,14 @@ fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
     me.current.store(NONE, Release);
     s.response.result = result;
     s.response.t_start = t_start;
-    // No full barrier on this hot path: if the caller's `waiting` is missed, it wakes by itself
-    // within its 1 ms futex time-out (it only sleeps after polling ~0.5 ms).
-    s.response.done.store(seq, Release);
-    if s.response.waiting.load(Relaxed) != 0 {
+    // The swap is a full barrier (a locked instruction), so `waiting` is read after `done` is
+    // seen: with the caller's store of `waiting` then load of `done`, one of the two sees the
+    // other, and a caller that sleeps is always woken. (A plain store let the read pass it, and
+    // a missed caller slept out its time-out: with a fixed 1 ms time-out, 2000 threads waiting
+    // at once woke 2 million times a second and starved the delegates.) The line is being taken
+    // from the caller anyway; the swap only waits for it.
+    s.response.done.swap(seq, SeqCst);
+    if s.response.waiting.load(SeqCst) != 0 {
         sys::futex_wake(&s.response.done as *const AtomicU32 as *const u32, 1);
     }
 }
@@ -601,6 +611,7 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     let spin_until = sys::rdtsc() + app_spin_ticks();
     let mut spinning = true;
     let mut cancelled = false;
+    let mut unclaimed_wait = 1_000_000;
     loop {
         let done = s.response.done.load(Acquire);
         if done == seq {
@@ -619,15 +630,29 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
             core::hint::spin_loop();
             continue;
         }
-        if !s.request.seq.claimed(seq) {
+        let claimed = s.request.seq.claimed(seq);
+        if !claimed {
             wake_a_sleeper();
             maybe_grow();
         } else if cancelled {
             cancel(index, t.pid);
         }
+        // Woken by the completion, or by a signal (a time-out makes the kernel end the wait
+        // with EINTR after a handler, never restart it). Without those: a request no delegate
+        // has taken looks for one again after 1, 2, 4 … 32 ms (all may be blocked, and the pool
+        // grows); a cancelled one sends its interrupt again every 1 ms; a taken one waits.
+        let timeout = if cancelled {
+            1_000_000
+        } else if !claimed {
+            let wait = unclaimed_wait;
+            unclaimed_wait = (wait * 2).min(UNCLAIMED_WAIT_MAX_NS);
+            wait
+        } else {
+            TAKEN_WAIT_NS
+        };
         s.response.waiting.store(1, SeqCst);
         if s.response.done.load(SeqCst) != seq {
-            sys::futex_wait(&s.response.done as *const AtomicU32 as *const u32, done, 1_000_000);
+            sys::futex_wait(&s.response.done as *const AtomicU32 as *const u32, done, timeout);
         }
         s.response.waiting.store(0, Relaxed);
     }
