@@ -123,3 +123,17 @@ def test_a_program_that_stops_itself_and_is_continued_by_another_ends_the_run():
     native = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10)
     proc = subprocess.run(CLI + ["run", "--", "sh", "-c", script], capture_output=True, text=True, timeout=20)
     assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout) == (0, "continued\n")
+
+
+def test_signals_the_launcher_was_started_with_ignored_stay_ignored_in_the_program():
+    # Before (session 17's launcher): its handlers for every signal became the default at the
+    # program's execve, so `nohup coreplane run ...` lost the ignored SIGHUP and a script's
+    # `trap '' INT` no longer protected the program.
+    def ignore():
+        for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_IGN)
+
+    show = ["grep", "SigIgn", "/proc/self/status"]
+    native = subprocess.run(show, capture_output=True, text=True, preexec_fn=ignore, timeout=10)
+    under = subprocess.run(CLI + ["run", "--"] + show, capture_output=True, text=True, preexec_fn=ignore, timeout=30)
+    assert native.stdout == under.stdout == f"SigIgn:\t{(1 << 0) | (1 << 1) | (1 << 11):016x}\n"

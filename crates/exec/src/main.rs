@@ -310,14 +310,7 @@ fn main() {
         fail(format!("fork: {}", std::io::Error::last_os_error()));
     }
     if pid == 0 {
-        // Rust's std ignores SIGPIPE before main, Python (whose `coreplane run` execs this
-        // launcher) ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across
-        // execve: without this programs would get EPIPE or EFBIG instead of dying of the signal.
-        // The program starts with both as a shell (or Python's subprocess) gives them: default.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
-        }
+        signals::as_inherited();
         let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
         unsafe { libc::execv(rt_c.as_ptr(), ptrs.as_ptr()) };

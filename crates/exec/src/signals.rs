@@ -21,10 +21,13 @@
 //! sigwaitinfo or a signalfd (no note) gets a group's signal twice, as before.
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 static PROGRAM: AtomicI32 = AtomicI32::new(0);
+/// Signals the launcher was started with ignored (bit sig − 1): the program inherits them
+/// ignored, as it would natively (`nohup`, a shell's `trap '' INT`, background jobs).
+static INHERITED_IGNORED: AtomicU64 = AtomicU64::new(0);
 /// The write end of the queue from the handler to the passing-on thread (-1 before `install`).
 static QUEUE: AtomicI32 = AtomicI32::new(-1);
 /// Senders' codes (siginfo si_code): kill(2), sigqueue(3), tgkill(2).
@@ -66,6 +69,15 @@ pub fn install() {
             continue;
         }
         unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            // Python (whose `coreplane run` execs this launcher) ignores SIGPIPE and SIGXFSZ
+            // whatever it inherited, and Rust's std SIGPIPE: those two start at the default.
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+                && !matches!(sig, libc::SIGPIPE | libc::SIGXFSZ)
+            {
+                INHERITED_IGNORED.fetch_or(1 << (sig - 1), Ordering::Relaxed);
+            }
             let mut act: libc::sigaction = std::mem::zeroed();
             act.sa_sigaction = on_signal as *const () as usize;
             act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
@@ -73,6 +85,24 @@ pub fn install() {
             // A signal the launcher's own libc reserves (glibc's 32 and 33) is refused: left so.
             libc::sigaction(sig, &act, std::ptr::null_mut());
         }
+    }
+}
+
+/// In the forked child, just before its execve: the dispositions the program starts with, as it
+/// would natively. The launcher's handlers become the default at execve; what the launcher was
+/// started with ignored stays ignored (before session 18 the handlers installed for every signal
+/// made `nohup coreplane run ...` lose its ignored SIGHUP); SIGPIPE and SIGXFSZ are the default
+/// (without that, programs got EPIPE or EFBIG instead of dying of the signal).
+pub fn as_inherited() {
+    let ignored = INHERITED_IGNORED.load(Ordering::Relaxed);
+    for sig in 1..=64 {
+        if ignored & (1 << (sig - 1)) != 0 {
+            unsafe { libc::signal(sig, libc::SIG_IGN) };
+        }
+    }
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
     }
 }
 
