@@ -8,6 +8,7 @@ Both runtime bugs these tests found (docs/conformance.md, "Under stress") are fi
 (fd166cb, 2896372) and a delegated request claimed twice (61ab790: bytes skipped, another call's
 result, or a completion never seen, with or without signals)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -29,7 +30,7 @@ FORWARD_COSTS = [0, 1000, 20000]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("stress")
-    for name in ("stress_blocking", "eintr_read", "fork_rewrite"):
+    for name in ("stress_blocking", "eintr_read", "fork_rewrite", "blocked_readers"):
         subprocess.run(["cc", "-O2", "-pthread", "-o", str(d / name), str(PROGRAMS / f"{name}.c")], check=True)
     return d
 
@@ -93,6 +94,15 @@ def test_fork_while_other_threads_make_first_calls(built):
 def test_the_hang_shape_of_issue_12_ends_every_time():
     result = hang.campaign(runs=4, watchdog=WATCHDOG_S * 3, files=300)
     assert all(r["hangs"] == 0 and r["wrong"] == 0 for r in result.values()), result
+
+
+def test_more_threads_blocked_in_delegated_calls_than_the_pool_has_delegates(built, tmp_path):
+    # Before: with all 64 delegates blocked in reads, the writes that would end them waited for a
+    # delegate for good (hackbench -T hung). Now a caller withdraws its request and makes it.
+    prof = tmp_path / "p.json"
+    done = watched(CLI + ["run", "--delegate", "all", "--profile", str(prof), "--", str(built / "blocked_readers"), "100"])
+    assert (done.returncode, done.stdout) == (0, "done 100\n"), done.stderr
+    assert json.loads(prof.read_text())["overhead"]["withdrawn_calls"] > 0
 
 
 def voluntary_switches(tid: int) -> int:

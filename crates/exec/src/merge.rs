@@ -303,6 +303,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
     let mut rewritten = 0;
     let mut maps_reads = 0;
     let mut slotless = 0;
+    let mut withdrawn = 0;
     for p in &procs {
         let h = |off: usize| p.header[off / 8];
         for (nr, rows) in &p.hists {
@@ -339,6 +340,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         rewritten += h(L::H_REWRITTEN);
         maps_reads += h(L::H_MAPS_READS);
         slotless += h(L::H_SLOTLESS);
+        withdrawn += h(L::H_WITHDRAWN);
         processes.push(json!({
             "pid": h(L::H_PID), "ppid": h(L::H_PPID), "exe": p.exe, "start_ns": rel(h(L::H_START_NS)),
             "end_ns": rel(h(L::H_END_NS)), "end": end, "exit_code": (end == "exit").then_some(code),
@@ -374,6 +376,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "rewritten_sites": rewritten,
             "maps_reads": maps_reads,
             "slotless_calls": slotless,
+            "withdrawn_calls": withdrawn,
             "method": "median over processes of (getppid through a trap - native getppid) and (getppid through \
                        the rewritten-site fast path - native getppid), 64 calls each, measured by the runtime at \
                        process start; a site traps once, then takes the fast path (if page 0 could be mapped); \

@@ -437,15 +437,20 @@ fn all_busy() -> bool {
     DELEGATES[..n].iter().all(|d| d.current.load(SeqCst) != NONE)
 }
 
-/// Grows the pool when a request waits while every delegate is busy in a call.
-fn maybe_grow() {
-    if all_busy() && POOL.lock.load(Relaxed) == 0 {
-        lock();
-        if all_busy() {
-            spawn_delegate();
-        }
-        unlock();
+/// Grows the pool when a request waits while every delegate is busy in a call. False when
+/// every delegate is busy and none could be added (the pool is at MAX_DELEGATES, or the kernel
+/// refuses a thread).
+fn maybe_grow() -> bool {
+    if !all_busy() {
+        return true;
     }
+    if POOL.lock.load(Relaxed) != 0 {
+        return true; // another caller is growing it
+    }
+    lock();
+    let grown = !all_busy() || spawn_delegate();
+    unlock();
+    grown
 }
 
 /// Interrupts the delegate running `index`, if one is: a call it is blocked in returns EINTR.
@@ -633,7 +638,16 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         let claimed = s.request.seq.claimed(seq);
         if !claimed {
             wake_a_sleeper();
-            maybe_grow();
+            // Every delegate is busy, blocked perhaps, and the pool cannot grow: the request is
+            // withdrawn and made here. Left waiting, it could wait for good: with 64 delegates
+            // blocked in reads of pipes, the writes that would end them queued behind them
+            // (hackbench -T hung).
+            if !maybe_grow() && s.request.seq.claim() == Some(seq) {
+                s.response.done.store(seq, Release);
+                t.depth -= 1;
+                crate::profile::count_withdrawn_call();
+                return None;
+            }
         } else if cancelled {
             cancel(index, t.pid);
         }

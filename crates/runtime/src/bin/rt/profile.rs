@@ -279,6 +279,12 @@ pub fn count_slotless_call() {
     count(L::H_SLOTLESS);
 }
 
+/// Counts a call the policy delegates that its caller withdrew and made itself: every delegate
+/// was busy and the pool could not grow.
+pub fn count_withdrawn_call() {
+    count(L::H_WITHDRAWN);
+}
+
 /// Adds one to the process header's counter at `off`, when there is a profile.
 fn count(off: usize) {
     unsafe {
