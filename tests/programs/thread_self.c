@@ -1,6 +1,7 @@
 // thread_self: calls that name the calling thread implicitly (CLOCK_THREAD_CPUTIME_ID, pid 0 in
-// sched_*, who 0 in setpriority/getpriority, RUSAGE_THREAD), made from a second thread, must act
-// on that thread even when a delegate makes them. Prints one line per check; exit 1 on a mismatch.
+// sched_* and get_robust_list, who 0 in setpriority/getpriority, RUSAGE_THREAD) or act on it
+// alone (personality), made from a second thread, must act on that thread even when a delegate
+// makes them. Prints one line per check; exit 1 on a mismatch.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -71,6 +73,16 @@ static void *worker(void *arg)
     syscall(SYS_sched_setscheduler, 0, SCHED_BATCH, &none);
     check("sched_setscheduler(0)", stat_field(41) == SCHED_BATCH);
     check("sched_getscheduler(0)", syscall(SYS_sched_getscheduler, 0) == SCHED_BATCH);
+    // glibc registered this thread's robust-list head, in its thread descriptor (stress-ng read
+    // the delegate's, NULL, and died of SIGSEGV).
+    void *head = NULL;
+    size_t len = 0;
+    syscall(SYS_get_robust_list, 0, &head, &len);
+    long from_self = (char *)head - (char *)pthread_self();
+    check("get_robust_list(0)", head != NULL && len == 24 && labs(from_self) < 4096);
+    // A thread's personality is its own (setarch -R turned nothing off under delegation).
+    syscall(SYS_personality, ADDR_NO_RANDOMIZE);
+    check("personality", syscall(SYS_personality, 0xffffffff) == ADDR_NO_RANDOMIZE);
     return arg;
 }
 
@@ -80,6 +92,7 @@ int main(void)
     pthread_create(&t, NULL, worker, NULL);
     pthread_join(t, NULL);
     // The main thread was not changed by its sibling's calls.
-    check("main thread untouched", stat_field(19) == 0 && stat_field(41) == SCHED_OTHER);
+    check("main thread untouched", stat_field(19) == 0 && stat_field(41) == SCHED_OTHER
+                                   && syscall(SYS_personality, 0xffffffff) == 0);
     return failed;
 }

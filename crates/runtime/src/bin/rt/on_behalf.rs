@@ -2,13 +2,16 @@
 //! rewritten to name the caller, since the delegate that makes the call is another thread.
 //!
 //! Linux lets several calls name the calling thread implicitly: pid 0 in the sched_* calls,
-//! `who` 0 in get/setpriority(PRIO_PROCESS) and ioprio_get/set(IOPRIO_WHO_PROCESS) (all of them
-//! per thread, not per process, despite their names), and CLOCK_THREAD_CPUTIME_ID. Made by a
+//! get_robust_list and perf_event_open, `who` 0 in get/setpriority(PRIO_PROCESS) and
+//! ioprio_get/set(IOPRIO_WHO_PROCESS) (all of them per thread, not per process, despite their
+//! names), and CLOCK_THREAD_CPUTIME_ID. Made by a
 //! delegate as they stand, they read or change the delegate: a program that timed its thread
 //! with CLOCK_THREAD_CPUTIME_ID under `--delegate all` read its delegate's CPU time. Each is
 //! given the caller's tid, or its per-thread clock id, which means the same thing from any
-//! thread of the process. getrusage(RUSAGE_THREAD) has no such form and stays local. Calls that
-//! are per thread in every form (set_mempolicy, get_mempolicy) are always local (presets.json).
+//! thread of the process (stress-ng's pthread stressor read the delegate's robust-list head,
+//! NULL, and died of SIGSEGV). getrusage(RUSAGE_THREAD) has no such form and stays local. Calls
+//! that are per thread in every form (set_mempolicy, get_mempolicy, personality,
+//! landlock_restrict_self) are always local (presets.json).
 //! Process-wide CPU figures (CLOCK_PROCESS_CPUTIME_ID, getrusage(RUSAGE_SELF), times) include
 //! the delegates' own CPU time whichever thread asks: they are threads of the process
 //! (docs/architecture.md).
@@ -23,6 +26,8 @@ const SCHED_SETSCHEDULER: usize = 144;
 const SCHED_GETSCHEDULER: usize = 145;
 const SCHED_RR_GET_INTERVAL: usize = 148;
 const TIMER_CREATE: usize = 222;
+const GET_ROBUST_LIST: usize = 274;
+const PERF_EVENT_OPEN: usize = 298;
 const IOPRIO_SET: usize = 251;
 const IOPRIO_GET: usize = 252;
 const SCHED_SETATTR: usize = 314;
@@ -49,6 +54,9 @@ pub fn args_for(nr: usize, a: &[usize; 6], tid: i32) -> Option<[usize; 6]> {
         {
             out[0] = tid as usize
         }
+        GET_ROBUST_LIST if a[0] as i32 == 0 => out[0] = tid as usize,
+        // perf_event_open(attr, pid, cpu, ...): pid 0 is the calling thread.
+        PERF_EVENT_OPEN if a[1] as i32 == 0 => out[1] = tid as usize,
         GETPRIORITY | SETPRIORITY if a[0] as i32 as usize == PRIO_PROCESS && a[1] as i32 == 0 => out[1] = tid as usize,
         IOPRIO_GET | IOPRIO_SET if a[0] as i32 as usize == IOPRIO_WHO_PROCESS && a[1] as i32 == 0 => {
             out[1] = tid as usize
