@@ -193,6 +193,20 @@ pub fn exit_unmapping(addr: usize, len: usize, code: usize) -> ! {
     }
 }
 
+/// Blocks every signal but SIGSYS (the runtime's trap, which must never be blocked) and returns
+/// the mask to give back with `set_mask`.
+pub fn block_all_but_sigsys() -> u64 {
+    let all: u64 = !(1 << (SIGSYS - 1));
+    let mut old = 0u64;
+    unsafe { syscall6(RT_SIGPROCMASK, 0 /* SIG_BLOCK */, &all as *const u64 as usize, &mut old as *mut u64 as usize, 8, 0, 0) };
+    old
+}
+
+/// Sets the calling thread's signal mask to `mask`.
+pub fn set_mask(mask: u64) {
+    unsafe { syscall6(RT_SIGPROCMASK, 2 /* SIG_SETMASK */, &mask as *const u64 as usize, 0, 8, 0, 0) };
+}
+
 /// Writes all of `buf` to `fd`, giving up at the first error.
 pub fn write_all(fd: usize, mut buf: &[u8]) {
     while !buf.is_empty() {
