@@ -305,14 +305,15 @@ fn main() {
     let flushes = (args.count_tlb_flushes && args.profile.is_some()).then(shootdowns::open);
     let started = Instant::now();
     signals::install();
+    // Made before the fork: the launcher has threads by now, and the child allocates nothing.
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         fail(format!("fork: {}", std::io::Error::last_os_error()));
     }
     if pid == 0 {
         signals::as_inherited();
-        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
         unsafe { libc::execv(rt_c.as_ptr(), ptrs.as_ptr()) };
         error_line(format!("{}: {}", rt.display(), std::io::Error::last_os_error()));
         unsafe { libc::_exit(127) };
