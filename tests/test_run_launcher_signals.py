@@ -141,3 +141,19 @@ def test_signals_the_launcher_was_started_with_ignored_stay_ignored_in_the_progr
     # so it came from the CLI's side; not explained yet), never in a run of this file alone.
     standard = lambda out: int(out.split()[1], 16) & 0x7fff_ffff  # noqa: E731
     assert standard(native.stdout) == standard(under.stdout) == (1 << 0) | (1 << 1) | (1 << 11), under.stdout
+
+
+def test_a_signal_sent_to_the_program_alone_does_not_hide_a_later_one_sent_to_the_launcher(sig_echo, tmp_path):
+    # Before (review of this session's first version): the program's note of a signal sent to
+    # it directly was read, and dated, only when a later one reached the launcher, and matched it:
+    # the later signal was dropped.
+    with echoing(sig_echo, tmp_path, "none") as (launcher, lines):
+        program = int(Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()[0])
+        os.kill(program, signal.SIGUSR1)
+        wait_for(lambda: len(lines()) == 1, "the first signal")
+        time.sleep(1.5)  # longer than a note is kept
+        os.kill(launcher.pid, signal.SIGUSR1)
+        wait_for(lambda: len(lines()) == 2, "the second signal")
+        os.kill(launcher.pid, signal.SIGTERM)
+        assert launcher.wait(timeout=10) == 0
+    assert lines() == ["10", "10", "15"]

@@ -149,10 +149,28 @@ struct Note {
 }
 
 /// Passes on, in the order they came, the signals the handler queued that the program did not
-/// get itself.
+/// get itself. Notes are read as they come, so that each is dated when it was sent: one left
+/// unread until a later signal would count from then, and drop that signal.
 fn pass_on_thread(queue: RawFd, notes: Option<RawFd>) {
     let mut noted: Vec<Note> = Vec::new();
     loop {
+        let mut fds = [
+            libc::pollfd { fd: queue, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: notes.unwrap_or(-1), events: libc::POLLIN, revents: 0 },
+        ];
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
+        }
+        let program = PROGRAM.load(Ordering::Relaxed);
+        if let (Some(fd), true) = (notes, fds[1].revents != 0) {
+            read_notes(fd, program, &mut noted);
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let n = unsafe { libc::read(queue, &mut info as *mut libc::siginfo_t as *mut libc::c_void, SIGINFO_SIZE) };
         if n != SIGINFO_SIZE as isize {
@@ -161,7 +179,6 @@ fn pass_on_thread(queue: RawFd, notes: Option<RawFd>) {
             }
             return;
         }
-        let program = PROGRAM.load(Ordering::Relaxed);
         if program > 0 && !program_got_it(program, &info, notes, &mut noted) {
             pass_on(program, info.si_signo, &info);
         }

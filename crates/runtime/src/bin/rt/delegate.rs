@@ -17,7 +17,7 @@ use crate::sys::{self, *};
 use crate::thread::Thread;
 use coreplane_runtime::handoff::Sequence;
 use core::arch::global_asm;
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 const MAX_SLOTS: usize = 4096;
 const MAX_DELEGATES: usize = 64;
@@ -396,6 +396,25 @@ pub fn has_delegates(pid: i32) -> bool {
     POOL.pid.load(Acquire) == pid && POOL.delegates.load(Acquire) > 0
 }
 
+/// Set when the program changed its credentials while a delegate was in a call: delegates keep
+/// the credentials they were made with, so from then on every call is made by its caller.
+static STALE_CREDENTIALS: AtomicBool = AtomicBool::new(false);
+
+/// The calling thread changed its credentials (uid, gid, groups, capabilities). A delegate is a
+/// thread with credentials of its own, those of the thread that started it: a program that
+/// dropped root still opened /etc/shadow through its delegates. The delegates are retired, so
+/// that the next delegated call starts new ones with the caller's credentials; if one is in a
+/// call and cannot be, delegation ends for the process.
+pub fn credentials_changed(pid: i32) {
+    if POOL.pid.load(Acquire) != pid || POOL.delegates.load(Acquire) == 0 {
+        return;
+    }
+    retire(pid);
+    if POOL.pid.load(Acquire) == pid && POOL.delegates.load(Acquire) > 0 {
+        STALE_CREDENTIALS.store(true, Relaxed);
+    }
+}
+
 /// Ends the delegates of process `pid` and waits until the kernel no longer counts them, for a
 /// call it allows only in a single-threaded process (unshare(CLONE_NEWUSER)), made by the
 /// program's only thread; the next delegated call starts new ones. Parked delegates would still
@@ -570,7 +589,7 @@ fn handlers_done(t: &Thread) -> u64 {
 /// round-trip ticks, queued ticks), or None when the call must run locally (no slot left, as
 /// counted in the profile, or a process that shares its parent's memory).
 pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64, u64, u64)> {
-    if t.calls_locally() {
+    if t.calls_locally() || STALE_CREDENTIALS.load(Relaxed) {
         return None;
     }
     ensure_pool(t.pid);
@@ -646,7 +665,8 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
                 s.response.done.store(seq, Release);
                 t.depth -= 1;
                 crate::profile::count_withdrawn_call();
-                return None;
+                // A handler that does not restart this call has run: natively it returns EINTR.
+                return cancelled.then_some((-EINTR, t_post, 0, 0));
             }
         } else if cancelled {
             cancel(index, t.pid);

@@ -78,7 +78,18 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             if let Some(uid) = profile::changes_file_user(nr, a) {
                 profile::before_credentials(uid);
             }
-            run(nr, a)
+            let r = run(nr, a);
+            if r >= 0 {
+                delegate::credentials_changed(thread::current().pid);
+            }
+            r
+        }
+        SETGID | SETREGID | SETRESGID | SETFSGID | SETGROUPS | CAPSET => {
+            let r = run(nr, a);
+            if r >= 0 {
+                delegate::credentials_changed(thread::current().pid);
+            }
+            r
         }
         UNSHARE => {
             process::before_unshare(a[0]);

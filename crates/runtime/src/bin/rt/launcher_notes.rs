@@ -60,7 +60,13 @@ extern "C" fn coreplane_note_sent_signal(sig: i32, info: *const u8) {
     let (code, sender) = unsafe {
         (core::ptr::read_unaligned(info.add(SI_CODE_AT) as *const i32), core::ptr::read_unaligned(info.add(SI_PID_AT) as *const i32))
     };
-    let pid = getpid();
+    // No call of the runtime's where the program's seccomp allows none (strict mode kills the
+    // process at getpid, a filter may at sendto): such a program's signals are not noted.
+    let t = crate::thread::current();
+    if t.strict || t.is_filtered() {
+        return;
+    }
+    let pid = t.pid;
     if !matches!(code, SI_USER | SI_QUEUE | SI_TKILL) || pid != OWNER.load(Relaxed) || sender == pid {
         return;
     }
