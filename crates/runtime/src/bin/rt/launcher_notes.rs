@@ -9,7 +9,7 @@
 //! noted (no handler of the program's runs for them).
 
 use crate::sys::*;
-use core::sync::atomic::{AtomicI32, AtomicI64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering::Relaxed};
 
 const SENDTO: usize = 44;
 const SOCK_DGRAM: usize = 2;
@@ -23,9 +23,13 @@ const SI_USER: i32 = 0;
 const SI_QUEUE: i32 = -1;
 const SI_TKILL: i32 = -6;
 
-/// The connected socket (-1: none) and the process that connected it (a forked child, which
-/// inherits both, is not the launcher's child).
+/// The connected socket (-1: none), the file it is (device, inode: not one of the runtime's kept
+/// descriptors, which would send every close of the program through the runtime, so the
+/// program may close it and reuse its number), and the process that connected it (a forked
+/// child, which inherits all three, is not the launcher's child).
 static FD: AtomicI64 = AtomicI64::new(-1);
+static DEV: AtomicU64 = AtomicU64::new(0);
+static INO: AtomicU64 = AtomicU64::new(0);
 static OWNER: AtomicI32 = AtomicI32::new(0);
 
 /// Connects to the launcher, if this process is the child of the launcher named in the
@@ -41,8 +45,10 @@ pub fn connect() {
     let mut digits = [0u8; 20];
     let digits = fmt_u64(launcher as u64, &mut digits);
     path[prefix.len()..prefix.len() + digits.len()].copy_from_slice(digits);
-    let fd = crate::own_fds::unix_connect(SOCK_DGRAM, &path[..prefix.len() + digits.len()]);
-    if fd >= 0 {
+    let fd = crate::own_fds::unix_connect_unkept(SOCK_DGRAM, &path[..prefix.len() + digits.len()]);
+    if let Some((dev, ino)) = (fd >= 0).then(|| crate::own_fds::identity(fd as usize)).flatten() {
+        DEV.store(dev, Relaxed);
+        INO.store(ino, Relaxed);
         OWNER.store(getpid(), Relaxed);
         FD.store(fd as i64, Relaxed);
     }
@@ -68,6 +74,11 @@ extern "C" fn coreplane_note_sent_signal(sig: i32, info: *const u8) {
     }
     let pid = t.pid;
     if !matches!(code, SI_USER | SI_QUEUE | SI_TKILL) || pid != OWNER.load(Relaxed) || sender == pid {
+        return;
+    }
+    // Still the socket, not a descriptor of the program's that took its number.
+    if crate::own_fds::identity(fd as usize) != Some((DEV.load(Relaxed), INO.load(Relaxed))) {
+        FD.store(-1, Relaxed);
         return;
     }
     let note = [sig, sender];

@@ -47,8 +47,19 @@ pub fn moved_high(fd: isize) -> isize {
 
 /// A connected AF_UNIX socket of type `kind` (close-on-exec, out of the way of the program's
 /// descriptor numbers) to `path`, sockaddr_un's sun_path as it goes on the wire (a leading NUL
-/// for an abstract name, the terminating NUL included for a file); -1 when it cannot be had.
+/// for an abstract name, the terminating NUL included for a file), kept from the program's
+/// close calls; -1 when it cannot be had.
 pub fn unix_connect(kind: usize, path: &[u8]) -> isize {
+    let fd = unix_connect_unkept(kind, path);
+    if fd >= 0 {
+        keep(fd);
+    }
+    fd
+}
+
+/// The same, not kept: the program may close it (every close of a process that keeps a
+/// descriptor goes through the runtime, +35 ns), so its user checks its `identity` first.
+pub fn unix_connect_unkept(kind: usize, path: &[u8]) -> isize {
     if path.len() > 108 {
         return -1;
     }
@@ -63,7 +74,7 @@ pub fn unix_connect(kind: usize, path: &[u8]) -> isize {
         unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
         return -1;
     }
-    out_of_the_way(fd)
+    moved_high(fd)
 }
 
 /// Device and inode of the file `fd` refers to; None when it is not open.
