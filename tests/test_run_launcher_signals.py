@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI
+from conftest import CLI, build_program
 
 PROGRAMS = Path(__file__).parent / "programs"
 SENT = [signal.SIGQUIT, signal.SIGINT, signal.SIGALRM, signal.SIGUSR1, signal.SIGPIPE, signal.SIGWINCH,
@@ -157,3 +157,15 @@ def test_a_signal_sent_to_the_program_alone_does_not_hide_a_later_one_sent_to_th
         os.kill(launcher.pid, signal.SIGTERM)
         assert launcher.wait(timeout=10) == 0
     assert lines() == ["10", "10", "15"]
+
+
+@pytest.mark.parametrize("policy", ["none", "all"])
+def test_a_program_that_signals_its_own_process_group_gets_the_signal_once(tmp_path_factory, policy):
+    # Before (review of session 18): the launcher, in the program's group, passed the signal
+    # back to the program, which handled it twice.
+    exe = build_program(tmp_path_factory, "kill_own_group")
+    # In a group of its own, so that the signal reaches nothing but the program (and the launcher).
+    native = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30, process_group=0)
+    run = subprocess.run(CLI + ["run", "--delegate", policy, "--", str(exe)], capture_output=True, text=True,
+                         timeout=60, process_group=0)
+    assert native.stdout == run.stdout == "handled 1\n", run.stderr

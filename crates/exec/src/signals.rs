@@ -179,7 +179,10 @@ fn pass_on_thread(queue: RawFd, notes: Option<RawFd>) {
             }
             return;
         }
-        if program > 0 && !program_got_it(program, &info, notes, &mut noted) {
+        // One the program sent (to its process group, which holds the launcher, or to its
+        // parent, which natively is not the launcher) is not sent back to it.
+        let from_program = unsafe { info.si_pid() } == program;
+        if program > 0 && !from_program && !program_got_it(program, &info, notes, &mut noted) {
             pass_on(program, info.si_signo, &info);
         }
     }
