@@ -30,31 +30,15 @@ pub struct Growth {
 
 /// Listens for the run's requests.
 pub fn listen() -> Result<Growth, String> {
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(format!("--memory-grow: socket: {}", std::io::Error::last_os_error()));
-    }
-    let (addr, len) = address(std::process::id());
-    let ok = unsafe {
-        libc::bind(fd, &addr as *const libc::sockaddr_un as *const libc::sockaddr, len) == 0 && libc::listen(fd, 64) == 0
-    };
-    if !ok {
+    let name = format!("coreplane-grow-{}", std::process::id());
+    let fd = crate::abstract_socket::bind(libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, &name)
+        .map_err(|e| format!("--memory-grow: cannot listen on @{name}: {e}"))?;
+    if unsafe { libc::listen(fd, 64) } != 0 {
         let e = std::io::Error::last_os_error();
         unsafe { libc::close(fd) };
-        return Err(format!("--memory-grow: cannot listen on @coreplane-grow-{}: {e}", std::process::id()));
+        return Err(format!("--memory-grow: cannot listen on @{name}: {e}"));
     }
     Ok(Growth { fd })
-}
-
-/// The abstract address "\0coreplane-grow-PID" and its length.
-fn address(pid: u32) -> (libc::sockaddr_un, libc::socklen_t) {
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let name = format!("coreplane-grow-{pid}");
-    for (i, b) in name.bytes().enumerate() {
-        addr.sun_path[i + 1] = b as libc::c_char;
-    }
-    (addr, (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t)
 }
 
 impl Growth {

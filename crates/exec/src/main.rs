@@ -2,6 +2,7 @@
 //! into the runtime's configuration, starts the program, passes signals sent to it on, merges
 //! the per-process profile files into one JSON profile, and exits as the program did.
 
+mod abstract_socket;
 mod cores;
 mod mapping;
 mod growth;

@@ -96,7 +96,7 @@ pub fn install() {
 pub fn as_inherited() {
     let ignored = INHERITED_IGNORED.load(Ordering::Relaxed);
     for sig in 1..=64 {
-        if ignored & (1 << (sig - 1)) != 0 {
+        if holds(ignored, sig) {
             unsafe { libc::signal(sig, libc::SIG_IGN) };
         }
     }
@@ -220,23 +220,10 @@ fn program_got_it(program: libc::pid_t, info: &libc::siginfo_t, notes: Option<Ra
 /// The datagram socket the program's runtime notes its signals on; None if it cannot be made
 /// (then only a signal still pending in the program is not passed on).
 fn listen_for_notes() -> Option<RawFd> {
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) };
-    if fd < 0 {
-        return None;
-    }
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let name = format!("coreplane-signals-{}", std::process::id());
-    for (i, b) in name.bytes().enumerate() {
-        addr.sun_path[i + 1] = b as libc::c_char;
-    }
-    let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t;
+    let fd = crate::abstract_socket::bind(libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, &name).ok()?;
     let on: libc::c_int = 1;
-    let ok = unsafe {
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_PASSCRED, &on as *const libc::c_int as *const libc::c_void, 4) == 0
-            && libc::bind(fd, &addr as *const libc::sockaddr_un as *const libc::sockaddr, len) == 0
-    };
-    if !ok {
+    if unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_PASSCRED, &on as *const libc::c_int as *const libc::c_void, 4) } != 0 {
         unsafe { libc::close(fd) };
         return None;
     }
@@ -286,12 +273,17 @@ impl SignalState {
     }
 
     fn pending(&self, sig: libc::c_int) -> bool {
-        (1..=64).contains(&sig) && self.pending & (1u64 << (sig - 1)) != 0
+        holds(self.pending, sig)
     }
 
     fn caught(&self, sig: libc::c_int) -> bool {
-        (1..=64).contains(&sig) && self.caught & (1u64 << (sig - 1)) != 0
+        holds(self.caught, sig)
     }
+}
+
+/// Whether the signal set `set` (bit sig − 1) holds `sig`.
+fn holds(set: u64, sig: libc::c_int) -> bool {
+    (1..=64).contains(&sig) && set & (1u64 << (sig - 1)) != 0
 }
 
 /// The program stopped with `status` (wait4 with WUNTRACED): for a job-control stop (TSTP,

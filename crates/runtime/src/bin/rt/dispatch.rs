@@ -74,17 +74,10 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             r
         }
         PTRACE if a[0] == PTRACE_TRACEME => process::traced(run(nr, a)),
-        SETUID | SETREUID | SETRESUID | SETFSUID => {
+        SETUID | SETREUID | SETRESUID | SETFSUID | SETGID | SETREGID | SETRESGID | SETFSGID | SETGROUPS | CAPSET => {
             if let Some(uid) = profile::changes_file_user(nr, a) {
                 profile::before_credentials(uid);
             }
-            let r = run(nr, a);
-            if r >= 0 {
-                delegate::credentials_changed(thread::current().pid);
-            }
-            r
-        }
-        SETGID | SETREGID | SETRESGID | SETFSGID | SETGROUPS | CAPSET => {
             let r = run(nr, a);
             if r >= 0 {
                 delegate::credentials_changed(thread::current().pid);

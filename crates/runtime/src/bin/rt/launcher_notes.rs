@@ -15,13 +15,8 @@ const SENDTO: usize = 44;
 const SOCK_DGRAM: usize = 2;
 const MSG_DONTWAIT: usize = 0x40;
 const MSG_NOSIGNAL: usize = 0x4000;
-/// siginfo_t: si_code at 8, si_pid at 16.
-const SI_CODE_AT: usize = 8;
+/// siginfo_t: si_pid at 16.
 const SI_PID_AT: usize = 16;
-/// Senders' codes: kill(2), sigqueue(3), tgkill(2).
-const SI_USER: i32 = 0;
-const SI_QUEUE: i32 = -1;
-const SI_TKILL: i32 = -6;
 
 /// The connected socket (-1: none), the file it is (device, inode: not one of the runtime's kept
 /// descriptors, which would send every close of the program through the runtime, so the
@@ -40,12 +35,7 @@ pub fn connect() {
         return;
     }
     let mut path = [0u8; 48];
-    let prefix = b"\0coreplane-signals-";
-    path[..prefix.len()].copy_from_slice(prefix);
-    let mut digits = [0u8; 20];
-    let digits = fmt_u64(launcher as u64, &mut digits);
-    path[prefix.len()..prefix.len() + digits.len()].copy_from_slice(digits);
-    let fd = crate::own_fds::unix_connect_unkept(SOCK_DGRAM, &path[..prefix.len() + digits.len()]);
+    let fd = crate::own_fds::unix_connect_unkept(SOCK_DGRAM, crate::own_fds::abstract_name(b"coreplane-signals-", launcher, &mut path));
     if let Some((dev, ino)) = (fd >= 0).then(|| crate::own_fds::identity(fd as usize)).flatten() {
         DEV.store(dev, Relaxed);
         INO.store(ino, Relaxed);
@@ -54,8 +44,9 @@ pub fn connect() {
     }
 }
 
-/// Called on entry to every program handler (`program_signal`, before the handler runs): notes
-/// a signal another process sent. Never blocks: a note the launcher's queue has no room for is
+/// Called on entry to a program handler for a signal another process sent (`program_signal`'s
+/// assembly calls it for si_code SI_USER, SI_QUEUE and SI_TKILL only, before the handler runs):
+/// notes it. Never blocks: a note the launcher's queue has no room for is
 /// dropped, and the launcher then passes its copy on after a short wait.
 #[no_mangle]
 extern "C" fn coreplane_note_sent_signal(sig: i32, info: *const u8) {
@@ -63,9 +54,7 @@ extern "C" fn coreplane_note_sent_signal(sig: i32, info: *const u8) {
     if fd < 0 {
         return;
     }
-    let (code, sender) = unsafe {
-        (core::ptr::read_unaligned(info.add(SI_CODE_AT) as *const i32), core::ptr::read_unaligned(info.add(SI_PID_AT) as *const i32))
-    };
+    let sender = unsafe { core::ptr::read_unaligned(info.add(SI_PID_AT) as *const i32) };
     // No call of the runtime's where the program's seccomp allows none (strict mode kills the
     // process at getpid, a filter may at sendto): such a program's signals are not noted.
     let t = crate::thread::current();
@@ -73,7 +62,7 @@ extern "C" fn coreplane_note_sent_signal(sig: i32, info: *const u8) {
         return;
     }
     let pid = t.pid;
-    if !matches!(code, SI_USER | SI_QUEUE | SI_TKILL) || pid != OWNER.load(Relaxed) || sender == pid {
+    if pid != OWNER.load(Relaxed) || sender == pid {
         return;
     }
     // Still the socket, not a descriptor of the program's that took its number.

@@ -45,6 +45,18 @@ pub fn moved_high(fd: isize) -> isize {
     high
 }
 
+/// The abstract socket name "\0PREFIXPID" (no file to leave behind) in `buf`, as `unix_connect`
+/// takes it: the launcher's sockets are named so.
+pub fn abstract_name<'a>(prefix: &[u8], pid: u32, buf: &'a mut [u8; 48]) -> &'a [u8] {
+    let mut digits = [0u8; 20];
+    let digits = fmt_u64(pid as u64, &mut digits);
+    let len = 1 + prefix.len() + digits.len();
+    buf[0] = 0;
+    buf[1..1 + prefix.len()].copy_from_slice(prefix);
+    buf[1 + prefix.len()..len].copy_from_slice(digits);
+    &buf[..len]
+}
+
 /// A connected AF_UNIX socket of type `kind` (close-on-exec, out of the way of the program's
 /// descriptor numbers) to `path`, sockaddr_un's sun_path as it goes on the wire (a leading NUL
 /// for an abstract name, the terminating NUL included for a file), kept from the program's

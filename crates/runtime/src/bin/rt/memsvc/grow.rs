@@ -80,14 +80,8 @@ pub fn give_back(pages: usize) {
 
 /// Connects to the supervisor, out of the way of the program's descriptor numbers.
 fn connect(pid: u32) -> isize {
-    // "\0coreplane-grow-PID": an abstract name, no file to leave behind.
-    let mut path = [0u8; 40];
-    let prefix = b"\0coreplane-grow-";
-    path[..prefix.len()].copy_from_slice(prefix);
-    let mut digits = [0u8; 20];
-    let digits = crate::sys::fmt_u64(pid as u64, &mut digits);
-    path[prefix.len()..prefix.len() + digits.len()].copy_from_slice(digits);
-    let fd = crate::own_fds::unix_connect(SOCK_SEQPACKET, &path[..prefix.len() + digits.len()]);
+    let mut path = [0u8; 48];
+    let fd = crate::own_fds::unix_connect(SOCK_SEQPACKET, crate::own_fds::abstract_name(b"coreplane-grow-", pid, &mut path));
     let timeout: [i64; 2] = [1, 0]; // struct timeval: 1 s
     if fd >= 0
         && unsafe { syscall6(SETSOCKOPT, fd as usize, SOL_SOCKET, SO_RCVTIMEO, timeout.as_ptr() as usize, 16, 0) } != 0
