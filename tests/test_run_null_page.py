@@ -169,6 +169,23 @@ def test_a_handler_on_its_own_signal_stack_calls_while_a_delegated_call_waits(on
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
+@pytest.fixture(scope="module")
+def onstack_nested_signals(tmp_path_factory) -> Path:
+    return build_program(tmp_path_factory, "onstack_nested_signals")
+
+
+@pytest.mark.parametrize("policy", ["none", "read", "all"])
+def test_a_signal_nested_in_a_handler_on_the_signal_stack_keeps_the_handlers_frame(onstack_nested_signals, policy):
+    # A handler on the program's signal stack blocks in a delegated read and a second SA_ONSTACK
+    # signal comes: with the read's Rust on the runtime stack, the kernel started the second
+    # frame at the signal stack's top, over the first handler's (stress-ng --timer: SIGSEGV).
+    native = subprocess.run([str(onstack_nested_signals)], capture_output=True, text=True, timeout=60)
+    assert native.stdout == "nested 100 of 100, canaries intact\n"
+    proc = subprocess.run([str(EXEC), "--delegate", policy, "--", str(onstack_nested_signals)], capture_output=True,
+                          text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
 def test_the_sled_without_protection_keys_is_given_with_a_warning():
     # The sled is an explicit choice; where page 0 cannot be made unreadable, the launcher says
     # what it costs (a JVM under it crashed at random: its implicit null checks read page 0).

@@ -289,6 +289,7 @@ def cases() -> tuple[list[Case], list[str]]:
         Case("node-worker-threads", ["node", "workers.js"], files(workers_js=NODE_WORKERS), timeout=60,
              group="node"),
         Case("node-http", ["node", "-e", NODE_SERVER], timeout=60, group="node"),
+        Case("stress-ng-timer", sh("stress-ng --timer 1 --timeout 2 -q; echo $?"), group="stress"),
         Case("file-libmagic", ["file", "-b", "/bin/sh", "/etc/passwd", "/usr/share/doc"], group="misc"),
         Case("openssl", sh("openssl dgst -sha256 text.txt | cut -d' ' -f2; openssl enc -aes-256-cbc -pbkdf2 "
                            "-pass pass:x -in text.txt | openssl enc -d -aes-256-cbc -pbkdf2 "

@@ -69,7 +69,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         SIGALTSTACK if a[0] != 0 => {
             let r = run(nr, a);
             if r == 0 {
-                crate::program_signal::program_sets_signal_stack();
+                crate::program_signal::program_sets_signal_stack(a[0]);
             }
             r
         }

@@ -221,7 +221,10 @@ global_asm!(
     // comes from elsewhere: a handler on its own signal stack, whose call stays on that stack,
     // as all calls did before session 8, since the interrupted call's frames below rt_sp are
     // still live. A call that a handler's longjmp abandoned leaves rt_sp set, and the thread's
-    // calls then stay on the caller's stack too.
+    // calls then stay on the caller's stack too. Nor when the call is made on the program's
+    // signal stack (Thread.program_signal_stack): off it, the kernel would start the frame of
+    // a signal that comes during the call at the signal stack's top, over the frames of the
+    // handler that made the call (stress-ng's timer stressor died of SIGSEGV so).
     "mov r11, gs:[0]",
     "lea rdx, [r11 + {thread_size}]",
     "cmp rsp, r11",
@@ -229,6 +232,11 @@ global_asm!(
     "cmp rsp, rdx",
     "jbe 22f",
     "21:",
+    "cmp rsp, gs:[{signal_stack}]",
+    "jb 23f",
+    "cmp rsp, gs:[{signal_stack} + 8]",
+    "jbe 22f",
+    "23:",
     "cmp rdx, gs:[{rt_sp}]",
     "jne 22f",
     "mov rsp, rdx",
@@ -326,6 +334,7 @@ global_asm!(
     no_tsc = const core::mem::offset_of!(crate::thread::Thread, no_tsc),
     thread_size = const crate::thread::THREAD_SIZE,
     rt_sp = const core::mem::offset_of!(crate::thread::Thread, rt_sp),
+    signal_stack = const core::mem::offset_of!(crate::thread::Thread, program_signal_stack),
     entry = const core::mem::offset_of!(crate::thread::Thread, entry),
 );
 

@@ -205,6 +205,7 @@ pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
             return r;
         }
         t.lent_stack = false;
+        crate::program_signal::program_sets_signal_stack(a[0]);
     }
     let none = SignalStack { sp: 0, flags: SS_DISABLE, size: 0 };
     let bytes = unsafe { core::slice::from_raw_parts(&none as *const SignalStack as *const u8, core::mem::size_of::<SignalStack>()) };

@@ -287,10 +287,19 @@ fn above(sp: usize, frame: usize) -> bool {
     sp >= frame && sp - frame < 8 << 20
 }
 
-/// The program sets a signal stack of its own (sigaltstack with a new stack): one the runtime
-/// disabled for a handler is not put back over it.
-pub fn program_sets_signal_stack() {
-    thread::current().disabled_for = 0;
+/// The program set a signal stack of its own (a successful sigaltstack with `ss`, its new
+/// stack_t): one the runtime disabled for a handler is not put back over it, and the fast path
+/// learns where the program's stack lies.
+pub fn program_sets_signal_stack(ss: usize) {
+    let t = thread::current();
+    t.disabled_for = 0;
+    let mut raw = [0u8; 24];
+    if !t.read_program(ss, &mut raw) {
+        return;
+    }
+    let word = |i: usize| usize::from_ne_bytes(raw[8 * i..8 * i + 8].try_into().unwrap());
+    let (sp, flags, size) = (word(0), word(1) as i32, word(2));
+    t.program_signal_stack = if flags & SS_DISABLE != 0 || size == 0 { [0, 0] } else { [sp, sp + size - 1] };
 }
 
 /// The chain from record `at` without the records that lie below a call made at `program_sp`,

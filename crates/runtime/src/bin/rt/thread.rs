@@ -75,6 +75,9 @@ pub struct Thread {
     /// runtime call made above that frame (the handler was left by longjmp).
     pub disabled_stack: [usize; 3],
     pub disabled_for: usize,
+    /// The signal stack the program last set on this thread, as [lowest, highest] address
+    /// ([0, 0]: none): a fast-path Rust call made on it stays on it (`fastpath`, label 5).
+    pub program_signal_stack: [usize; 2],
     /// The memory this thread's stackless vforks give their children and itself (a
     /// `process::VforkBlock`, kept for the next one: the parent returns to the program from a copy
     /// of its trap frame there), or 0 before the first.

@@ -48,7 +48,7 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         SIGALTSTACK if let Some(stack) = process::sigaltstack_needs_other_stack(uc, &a) => {
             let r = dispatch::local(nr, || process::sigaltstack_on(stack, &a));
             if r >= 0 {
-                program_signal::program_sets_signal_stack();
+                program_signal::program_sets_signal_stack(a[0]);
                 keep_thread_state(nr, &a, r, uc);
             }
             r
