@@ -122,26 +122,6 @@ static POOL: Pool = Pool { pid: AtomicI32::new(0), lock: AtomicU32::new(0), slot
 static SLEEP: Sleep = Sleep { sleepers: AtomicU32::new(0), work_seq: AtomicU32::new(0), retire: AtomicU32::new(0) };
 
 global_asm!(
-    // coreplane_spawn(flags, stack_top, entry, arg) -> tid: a bare thread running entry(arg).
-    ".globl coreplane_spawn",
-    "coreplane_spawn:",
-    "mov r9, rdx",
-    "mov r8, rcx",
-    "xor edx, edx",
-    "xor r10d, r10d",
-    "mov eax, 56",
-    "syscall",
-    "test rax, rax",
-    "jnz 2f",
-    "xor ebp, ebp",
-    "mov rdi, r8",
-    "and rsp, -16",
-    "call r9",
-    "mov eax, 60",
-    "xor edi, edi",
-    "syscall",
-    "2:",
-    "ret",
     // coreplane_delegate_syscall(nr, args) -> result; the syscall instruction's address is
     // known so that an interrupt can tell a blocked delegated call from anything else.
     ".globl coreplane_delegate_syscall",
@@ -160,7 +140,6 @@ global_asm!(
 );
 
 extern "C" {
-    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
     fn coreplane_delegate_syscall(nr: usize, args: *const usize) -> isize;
     fn coreplane_delegate_site();
 }
@@ -337,8 +316,7 @@ fn spawn_delegate() -> bool {
     d.current.store(NONE, Relaxed);
     d.tid.store(0, Relaxed);
     d.stack.store(stack as usize, Relaxed);
-    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-    let tid = unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, delegate_main, n) };
+    let tid = sys::spawn_thread(stack as usize + STACK_SIZE, delegate_main, n);
     if tid < 0 {
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
         return false;
@@ -348,9 +326,18 @@ fn spawn_delegate() -> bool {
     true
 }
 
-fn lock() {
-    while POOL.lock.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
-        core::hint::spin_loop();
+/// Takes the pool's lock, which holds the thread id of its holder; false, without it, where
+/// the holder is the calling thread, interrupted by a signal whose handler delegates a call (mksh's
+/// SIGCHLD handler during its first delegated call spun here for good): that call is then made
+/// where it is.
+fn lock() -> bool {
+    let me = crate::thread::current().tid as u32;
+    loop {
+        match POOL.lock.compare_exchange(0, me, Acquire, Relaxed) {
+            Ok(_) => return true,
+            Err(holder) if holder == me => return false,
+            Err(_) => core::hint::spin_loop(),
+        }
     }
 }
 fn unlock() {
@@ -367,11 +354,16 @@ pub fn child_after_fork() {
 /// Makes sure this process has its delegates (the first call, the first after a fork, whose
 /// copy of the slots may hold the parent's requests in flight, and the first after `retire`,
 /// whose slots stay with their threads).
-fn ensure_pool(pid: i32) {
+/// False where the call must be made locally: the caller is a handler whose thread was
+/// interrupted holding the pool's lock (`lock`), starting the delegates or retiring them (a
+/// handler's call posted while they ended waited for good).
+fn ensure_pool(pid: i32, tid: i32) -> bool {
     if POOL.pid.load(Acquire) == pid {
-        return;
+        return POOL.lock.load(Relaxed) != tid as u32;
     }
-    lock();
+    if !lock() {
+        return false;
+    }
     if POOL.pid.load(Acquire) != pid {
         if POOL.pid.load(Relaxed) != -pid {
             for i in 0..POOL.slots.load(Relaxed).min(MAX_SLOTS as u32) {
@@ -389,6 +381,7 @@ fn ensure_pool(pid: i32) {
         POOL.pid.store(pid, Release);
     }
     unlock();
+    true
 }
 
 /// Whether process `pid` has delegate threads.
@@ -421,7 +414,9 @@ pub fn credentials_changed(pid: i32) {
 /// be threads. Nothing happens while a delegate is in a call (one a signal handler left by
 /// longjmp): the call then fails as natively with another thread.
 pub fn retire(pid: i32) {
-    lock();
+    if !lock() {
+        return;
+    }
     let n = POOL.delegates.load(Acquire) as usize;
     if POOL.pid.load(Acquire) != pid || DELEGATES[..n].iter().any(|d| d.current.load(SeqCst) != NONE) {
         unlock();
@@ -457,16 +452,20 @@ fn all_busy() -> bool {
 }
 
 /// Grows the pool when a request waits while every delegate is busy in a call. False when
-/// every delegate is busy and none could be added (the pool is at MAX_DELEGATES, or the kernel
-/// refuses a thread).
+/// every delegate is busy and none could be added (the pool is at MAX_DELEGATES, the kernel
+/// refuses a thread, or the caller is a handler whose thread was interrupted holding the lock).
 fn maybe_grow() -> bool {
     if !all_busy() {
         return true;
     }
-    if POOL.lock.load(Relaxed) != 0 {
-        return true; // another caller is growing it
+    match POOL.lock.load(Relaxed) {
+        0 => {}
+        holder if holder == crate::thread::current().tid as u32 => return false,
+        _ => return true, // another caller is growing it
     }
-    lock();
+    if !lock() {
+        return false;
+    }
     let grown = !all_busy() || spawn_delegate();
     unlock();
     grown
@@ -592,7 +591,9 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     if t.calls_locally() || STALE_CREDENTIALS.load(Relaxed) {
         return None;
     }
-    ensure_pool(t.pid);
+    if !ensure_pool(t.pid, t.tid) {
+        return None;
+    }
     // No delegate could be started: after unshare(CLONE_NEWPID) the kernel refuses new threads
     // (EINVAL) to the process for good, natively too; its calls are made where it is.
     if POOL.delegates.load(Relaxed) == 0 {

@@ -31,10 +31,6 @@ static STACK: AtomicUsize = AtomicUsize::new(0);
 /// Set to end the reaper (`retire`); it sleeps on this word.
 static STOP: AtomicU32 = AtomicU32::new(0);
 
-extern "C" {
-    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
-}
-
 /// Whether process `pid` has a reaper (which, like a delegate, keeps it alive).
 pub fn running(pid: i32) -> bool {
     PID.load(Acquire) == pid
@@ -109,8 +105,7 @@ fn start(pid: i32) -> bool {
     };
     STOP.store(0, Relaxed);
     STACK.store(stack as usize, Relaxed);
-    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-    let tid = unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, reaper, pid as usize) };
+    let tid = sys::spawn_thread(stack as usize + STACK_SIZE, reaper, pid as usize);
     if tid < 0 {
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
         PID.store(0, Release);
@@ -140,7 +135,7 @@ extern "C" fn reaper(arg: usize) {
             die_of_sigsys(pid);
         }
     }
-    // Returning ends the thread (coreplane_spawn); `retire` frees its stack once it is gone.
+    // Returning ends the thread (`sys::spawn_thread`); `retire` frees its stack once it is gone.
 }
 
 /// Counts the registered threads of process `pid` that ended unseen out of the program's

@@ -71,10 +71,6 @@ static MONITOR: Monitor = Monitor {
     want: AtomicU32::new(0),
 };
 
-extern "C" {
-    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
-}
-
 /// At the start of each image: when this is the first process of a delegating MCP (`root`),
 /// widens the program's CPUs to every one but the control cores, attaches to the arbiter and
 /// starts the monitor. Costs nothing but the environment lookup to any other program.
@@ -106,8 +102,7 @@ pub fn start(root: bool) {
 fn spawn() {
     let Some(stack) = sys::map_anon(STACK_SIZE) else { return };
     MONITOR.stop.store(0, Relaxed);
-    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-    let tid = unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, monitor_main, 0) };
+    let tid = sys::spawn_thread(stack as usize + STACK_SIZE, monitor_main, 0);
     if tid < 0 {
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
     } else {

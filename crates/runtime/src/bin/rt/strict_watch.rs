@@ -65,10 +65,6 @@ const FREE: Watch = Watch {
 };
 static WATCHES: [Watch; MAX_WATCHED] = [FREE; MAX_WATCHED];
 
-extern "C" {
-    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
-}
-
 /// A free watch, taken for process `pid`; None when every one is in use.
 fn take(pid: i32) -> Option<&'static Watch> {
     WATCHES.iter().find(|w| {
@@ -97,8 +93,7 @@ pub fn watch(t: &Thread) {
     w.last.store(false, Relaxed);
     w.stack.store(stack as usize, Relaxed);
     w.pid.store(t.pid, Release);
-    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-    if unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, watcher, w as *const Watch as usize) } < 0 {
+    if sys::spawn_thread(stack as usize + STACK_SIZE, watcher, w as *const Watch as usize) < 0 {
         unsafe { syscall3(SET_TID_ADDRESS, word, 0, 0) };
         unsafe { syscall3(MUNMAP, stack as usize, STACK_SIZE, 0) };
         w.pid.store(0, Release);

@@ -155,8 +155,45 @@ core::arch::global_asm!(
     "ret",
 );
 
+core::arch::global_asm!(
+    // coreplane_spawn(flags, stack_top, entry, arg) -> tid: a bare thread running entry(arg).
+    ".globl coreplane_spawn",
+    "coreplane_spawn:",
+    "mov r9, rdx",
+    "mov r8, rcx",
+    "xor edx, edx",
+    "xor r10d, r10d",
+    "mov eax, 56",
+    "syscall",
+    "test rax, rax",
+    "jnz 2f",
+    "xor ebp, ebp",
+    "mov rdi, r8",
+    "and rsp, -16",
+    "call r9",
+    "mov eax, 60",
+    "xor edi, edi",
+    "syscall",
+    "2:",
+    "ret",
+);
+
 extern "C" {
     fn coreplane_syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize;
+    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
+}
+
+/// Starts one of the runtime's own threads (delegates, the memory service's, watchers) on the
+/// stack ending at `stack_top`, running entry(arg) and ending when it returns; its tid or -errno.
+/// It starts with every signal but SIGSYS blocked, until its entry sets the mask it keeps: a
+/// signal for the process taken in between ran the program's handler on it (a new delegate ran
+/// mksh's SIGCHLD handler, whose delegated call then waited for that same delegate for good).
+pub fn spawn_thread(stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize {
+    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+    let mask = block_all_but_sigsys();
+    let tid = unsafe { coreplane_spawn(flags, stack_top, entry, arg) };
+    set_mask(mask);
+    tid
 }
 
 /// A two-argument call made with its stack pointer at `stack`: the kernel judges where the caller

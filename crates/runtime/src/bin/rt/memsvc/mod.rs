@@ -952,10 +952,6 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
 /// Zeros to write or copy from (the scrubber's writes, the fault handler's batches).
 static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
-extern "C" {
-    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
-}
-
 /// Stack of each thread of the service's.
 const STACK_SIZE: usize = 64 * 1024;
 
@@ -974,9 +970,8 @@ impl Helper {
     /// `on_control_core` first.
     pub(crate) fn spawn(&self, entry: extern "C" fn(usize), what: &[u8]) {
         let stack = sys::map_anon(STACK_SIZE).unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's ", what]));
-        let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
         self.stack.store(stack as usize, Relaxed);
-        let tid = unsafe { coreplane_spawn(flags, stack as usize + STACK_SIZE, entry, 0) };
+        let tid = sys::spawn_thread(stack as usize + STACK_SIZE, entry, 0);
         if tid < 0 {
             sys::die(&[b"cannot start the memory pool's ", what]);
         }
