@@ -1,6 +1,7 @@
 """A program that drops its privileges keeps none through the delegates (issue 12): a delegate is
 a thread with credentials of its own, and before session 18 a program that dropped root still
-opened /etc/shadow through them (crates/runtime/src/bin/rt/delegate.rs, `credentials_changed`)."""
+opened /etc/shadow through them (crates/runtime/src/bin/rt/delegate.rs, `credentials_changed`).
+A call that changes nothing leaves the delegates (`credentials.rs`)."""
 
 import os
 import subprocess
@@ -16,4 +17,5 @@ def test_a_program_that_drops_root_opens_nothing_as_root_afterwards(tmp_path_fac
     exe = build_program(tmp_path_factory, "drop_root")
     native = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
     run = subprocess.run(CLI + ["run", "--delegate", policy, "--", str(exe)], capture_output=True, text=True, timeout=60)
-    assert native.stdout == run.stdout == "as root: opened\nas nobody: refused\n", run.stderr
+    assert native.stdout == run.stdout == ("as root: opened\nafter a change of nothing: opened\n"
+                                           "threads after a change of nothing: the same\nas nobody: refused\n"), run.stderr

@@ -1,8 +1,8 @@
 // pool_signals: signals for a process while the runtime starts or retires its delegates, whose
 // handler makes a delegated call of its own. The parent floods a child with SIGUSR1 while the
 // child (1) makes the first delegated calls of a new process, 200 children in turn, then (2)
-// changes its credentials (a no-op setresuid: the delegates are retired and started again) and
-// makes a call, 300 times. A handler that interrupted the thread holding the pool's lock waited
+// changes its credentials (as root, its saved uid back and forth: the delegates are retired and
+// started again at each change) and makes a call, 300 times. A handler that interrupted the thread holding the pool's lock waited
 // for it for good, or posted a call to delegates that were ending; a new delegate that took the
 // signal before blocking the program's signals ran the handler and waited for itself (mksh under
 // --delegate all, `sleep 5 & kill $!`, hung so). A child not done after 20 s counts as hung.
@@ -52,8 +52,10 @@ static void first_calls(void)
 
 static void credential_changes(void)
 {
+    int root = geteuid() == 0;
+    uid_t saved[2] = {root ? 65534 : (uid_t)-1, root ? 0 : (uid_t)-1};
     for (int j = 0; j < 300; j++) {
-        setresuid(-1, -1, -1);
+        setresuid(-1, -1, saved[j % 2]);
         getppid();
     }
 }

@@ -78,9 +78,11 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             if let Some(uid) = profile::changes_file_user(nr, a) {
                 profile::before_credentials(uid);
             }
+            let pid = thread::current().pid;
+            let before = delegate::has_delegates(pid).then(crate::credentials::Credentials::now).flatten();
             let r = run(nr, a);
-            if r >= 0 {
-                delegate::credentials_changed(thread::current().pid);
+            if r >= 0 && (before.is_none() || before != crate::credentials::Credentials::now()) {
+                delegate::credentials_changed(pid);
             }
             r
         }

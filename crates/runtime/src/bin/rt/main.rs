@@ -10,6 +10,7 @@ mod app_threads;
 mod calibration;
 mod call_kinds;
 mod cmdline;
+mod credentials;
 mod delegate;
 mod dispatch;
 mod env;
