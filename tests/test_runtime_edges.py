@@ -36,7 +36,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv", "strict_refused", "self_exe", "seccomp_kill_thread",
          "signal_context", "seccomp_kill_among", "pkey_rights", "task_links",
          "seccomp_escape_ip", "seccomp_sandbox", "caps_self", "allow_all_filter", "setns_own",
-         "seccomp_longjmp"]
+         "seccomp_longjmp", "thread_counts"]
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +237,36 @@ def test_a_single_threaded_program_counts_one_thread_in_proc(built, mode):
     args = ["--memory", "pool", "--delegate", "all"] if mode == "pool" else ["--delegate", mode]
     proc = watched(CLI + ["run", *args, "--", str(built / "task_links")])
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all", "pool"])
+def test_the_thread_count_in_proc_stat_and_status_is_the_programs(built, mode):
+    # Before: under --delegate all the delegates were counted (2, then 3), and CPython 3.12+,
+    # which reads /proc/self/stat at each fork, warned that a single-threaded program was not.
+    args = ["--memory", "pool", "--delegate", "all"] if mode == "pool" else ["--delegate", mode]
+    proc = watched(CLI + ["run", *args, "--", str(built / "thread_counts")])
+    assert (proc.returncode, proc.stdout) == (0, "threads 1 1 1\nthreads 2 2 2\n"), proc.stderr
+
+
+def newer_python() -> str | None:
+    """A CPython of 3.12 or later on this machine (they warn at a fork with threads), if any."""
+    candidates = [shutil.which(f"python3.{minor}") for minor in range(12, 16)]
+    candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python3"))
+    check = "import sys; sys.exit(sys.version_info < (3, 12))"
+    return next((c for c in candidates if c and subprocess.run([c, "-c", check], capture_output=True).returncode == 0),
+                None)
+
+
+@pytest.mark.parametrize("mode", ["all", "pool"])
+def test_cpython_does_not_warn_of_threads_at_a_fork_of_a_single_threaded_program(mode, tmp_path):
+    python = newer_python()
+    if python is None:
+        pytest.skip("no CPython 3.12 or later here (the warning is theirs)")
+    code = "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nprint('forked')\n"
+    (tmp_path / "fork.py").write_text(code)
+    args = ["--memory", "pool", "--delegate", "all"] if mode == "pool" else ["--delegate", mode]
+    proc = watched(CLI + ["run", *args, "--", python, "-W", "default", str(tmp_path / "fork.py")])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "forked\n", "")
 
 
 def test_a_program_started_under_a_filter_still_takes_the_fast_path(built, tmp_path):

@@ -51,6 +51,11 @@ pub fn owns_memory(t: &Thread) -> bool {
     PID.load(Relaxed) == t.pid
 }
 
+/// The program threads of process `pid`; None where it is not the counted process.
+pub fn count(pid: i32) -> Option<u32> {
+    (PID.load(Relaxed) == pid).then(|| COUNT.load(Acquire))
+}
+
 /// Whether `t` is the only program thread of its process.
 pub fn alone(t: &Thread) -> bool {
     PID.load(Relaxed) == t.pid && COUNT.load(Acquire) == 1

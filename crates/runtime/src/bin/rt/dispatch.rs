@@ -24,7 +24,8 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         EXECVEAT => process::execveat(a),
         EXIT => process::exit_thread(a[0]),
         EXIT_GROUP => process::exit_group(a[0]),
-        OPEN | OPENAT | OPENAT2 => process::open_self_exe(nr, a, run(nr, a)),
+        OPEN | OPENAT | OPENAT2 => crate::task_view::after_open(nr, a, process::open_self_exe(nr, a, run(nr, a))),
+        READ if crate::task_view::watching() => crate::task_view::after_read(a, run(nr, a)),
         READLINK => process::readlink_self_exe(a[0], a[1], a[2], run(nr, a)),
         READLINKAT if a[0] as i32 as isize == AT_FDCWD => process::readlink_self_exe(a[1], a[2], a[3], run(nr, a)),
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
@@ -62,6 +63,10 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             r
         }
         n if crate::task_view::adjusts(n) => crate::task_view::after_stat(nr, a, run(nr, a)),
+        CLOSE if crate::task_view::watching() => {
+            crate::task_view::closing(a[0]);
+            crate::own_fds::close(a[0]).unwrap_or_else(|| run(nr, a))
+        }
         CLOSE if let Some(r) = crate::own_fds::close(a[0]) => r,
         CLOSE_RANGE if let Some(r) = crate::own_fds::close_range(a[0], a[1], a[2], |args| run(nr, args)) => r,
         DUP2 | DUP3 if let Some(r) = crate::own_fds::dup_onto(a[1]) => r,

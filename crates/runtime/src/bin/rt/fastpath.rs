@@ -363,6 +363,27 @@ fn always_timed(nr: usize) -> bool {
     matches!(nr, FUTEX | WAIT4 | WAITID)
 }
 
+/// Whether the fast path makes call `nr` in its assembly, unless told otherwise
+/// (`route_through_runtime`): a call made where it is, neither timed always nor seen by the runtime.
+fn made_in_assembly(nr: usize) -> bool {
+    !crate::call_kinds::needs_trap(nr) && !crate::env::config().delegated.contains(nr)
+        && !crate::call_kinds::answered_by_runtime(nr) && !always_timed(nr)
+}
+
+/// Sends call `nr` through the runtime's dispatch from rewritten sites too (`through`), or back
+/// to the assembly where that is where it is made (`task_view` watches a few reads so).
+pub fn route_through_runtime(nr: usize, through: bool) {
+    if !made_in_assembly(nr) {
+        return;
+    }
+    let word = unsafe { &*(core::ptr::addr_of!(COREPLANE_FAST_LOCAL[nr / 64]) as *const core::sync::atomic::AtomicU64) };
+    if through {
+        word.fetch_and(!(1 << (nr % 64)), Relaxed);
+    } else {
+        word.fetch_or(1 << (nr % 64), Relaxed);
+    }
+}
+
 /// Whether a trapped call was bounced from a rewritten site (its `syscall` is the trap gadget's,
 /// `after_syscall` the address after it): the site's return address then lies on the stack.
 pub fn bounced(after_syscall: usize) -> bool {
@@ -378,7 +399,7 @@ pub fn install() {
     for nr in 0..coreplane_runtime::sysset::MAX_SYSCALLS {
         if crate::call_kinds::needs_trap(nr) {
             bounce.insert(nr);
-        } else if !cfg.delegated.contains(nr) && !crate::call_kinds::answered_by_runtime(nr) && !always_timed(nr) {
+        } else if made_in_assembly(nr) {
             local.insert(nr);
         }
     }

@@ -89,7 +89,6 @@ pub fn unix_connect_unkept(kind: usize, path: &[u8]) -> isize {
     moved_high(fd)
 }
 
-/// Device and inode of the file `fd` refers to; None when it is not open.
 /// The file `fd` refers to (device, inode); None when it is not open.
 pub fn identity(fd: usize) -> Option<(u64, u64)> {
     let mut st = [0u64; 18]; // struct stat: st_dev, then st_ino

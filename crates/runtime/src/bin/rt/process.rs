@@ -722,8 +722,7 @@ pub fn readlink_self_exe(path: usize, buf: usize, size: usize, result: isize) ->
 /// give the program's bytes, checked in session 15).
 /// Every other open pays a comparison of its path's first bytes.
 pub fn open_self_exe(nr: usize, a: &[usize; 6], fd: isize) -> isize {
-    let path = if nr == OPEN { a[0] } else { a[1] };
-    if fd < 0 || !names_own_exe(unsafe { accepted_path(path) }) {
+    if fd < 0 || !names_own_exe(opened_path(nr, a)) {
         return fd;
     }
     // openat2's flags are the first field of its open_how, which the kernel read too.
@@ -742,9 +741,14 @@ pub fn open_self_exe(nr: usize, a: &[usize; 6], fd: isize) -> isize {
     fd
 }
 
-/// The start of a path that the kernel accepted in a call that succeeded: it read the string
-/// to its NUL, so up to that the memory is there and is read in place, with no process_vm_readv
-/// (≈ 0.5 µs, a third of an open). At most 32 bytes: enough for `names_own_exe`.
+/// The start of the path of an opening call `nr` (open, openat, openat2) with `a` that
+/// succeeded: the kernel read the string to its NUL, so up to that the memory is there and is
+/// read in place, with no process_vm_readv (≈ 0.5 µs, a third of an open). At most 32 bytes:
+/// enough for `names_own_exe` and `task_view::after_open`.
+pub fn opened_path<'a>(nr: usize, a: &[usize; 6]) -> &'a [u8] {
+    unsafe { accepted_path(if nr == OPEN { a[0] } else { a[1] }) }
+}
+
 unsafe fn accepted_path<'a>(path: usize) -> &'a [u8] {
     let p = path as *const u8;
     let mut n = 0;

@@ -4,12 +4,18 @@
 //! only then: Chromium's zygote CHECKs `fstatat(proc, "self/task/").st_nlink == 3` and died of
 //! SIGTRAP under `--delegate all`, and its namespace sandbox concluded there was none. Only for
 //! the program's only thread, which reads the result the kernel has just written (no other
-//! program thread can unmap it meanwhile); the directory's entries and /proc/PID/status's
-//! `Threads:` still show the runtime's threads, as does a count taken while program threads run.
+//! program thread can unmap it meanwhile); the directory's entries still show the runtime's
+//! threads, as does a count taken while program threads run.
+//! The thread count in /proc/PID/stat (its 20th field) and /proc/PID/status (`Threads:`), read
+//! through a descriptor the program opened on its own, counts the program's threads alone too:
+//! CPython 3.12 and later read it at each fork and warned, under `--delegate all`, that the
+//! single-threaded program was multi-threaded. A stat file is adjusted where one read from its
+//! start takes all of it, a status file in the read that holds the whole `Threads:` line (stdio
+//! reads it in 1 KiB pieces); the text only ever gets shorter, so the pieces still join up.
 
 use crate::sys::*;
 use crate::thread;
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, AtomicU8, Ordering::*};
 
 const STAT: usize = 4;
 const FSTAT: usize = 5;
@@ -153,4 +159,147 @@ fn names_task(pid: i32, at: usize) -> Named {
     } else {
         Named::Other
     }
+}
+
+/// Descriptors the program opened on its own stat or status file, watched at once at most.
+const WATCHED: usize = 4;
+/// What a watched descriptor is open on (NONE: a free entry).
+const NONE: u8 = 0;
+const STAT_FILE: u8 = 1;
+const STATUS_FILE: u8 = 2;
+static WATCH_FD: [AtomicI64; WATCHED] = [const { AtomicI64::new(-1) }; WATCHED];
+static WATCH_KIND: [AtomicU8; WATCHED] = [const { AtomicU8::new(NONE) }; WATCHED];
+/// The file's identity (device, inode), for a number the program closed and reused unseen.
+static WATCH_ID: [[AtomicU64; 2]; WATCHED] = [const { [AtomicU64::new(0), AtomicU64::new(0)] }; WATCHED];
+/// Bytes read through it so far: only a read from its start is adjusted.
+static WATCH_READ: [AtomicU64; WATCHED] = [const { AtomicU64::new(0) }; WATCHED];
+
+/// Which of this process's thread-counting files `path` names: /proc/self/stat,
+/// /proc/thread-self/status, /proc/PID/stat with its own process id, and so on.
+fn counting_file(path: &[u8]) -> u8 {
+    let Some(rest) = path.strip_prefix(b"/proc/") else { return NONE };
+    let (dir, kind) = match (rest.strip_suffix(b"/stat"), rest.strip_suffix(b"/status")) {
+        (Some(dir), _) => (dir, STAT_FILE),
+        (_, Some(dir)) => (dir, STATUS_FILE),
+        _ => return NONE,
+    };
+    let mut digits = [0u8; 20];
+    if dir == b"self" || dir == b"thread-self" || dir == fmt_u64(thread::current().pid as u64, &mut digits) {
+        kind
+    } else {
+        NONE
+    }
+}
+
+/// An opening call `nr` with `a` returned `fd`: a descriptor on one of the process's counting
+/// files is watched, and reads and closes go through dispatch while any is. Returns `fd`.
+pub fn after_open(nr: usize, a: &[usize; 6], fd: isize) -> isize {
+    if fd < 0 {
+        return fd;
+    }
+    let kind = counting_file(crate::process::opened_path(nr, a));
+    let Some((dev, ino)) = (kind != NONE).then(|| crate::own_fds::identity(fd as usize)).flatten() else { return fd };
+    let Some(k) = (0..WATCHED).find(|&k| WATCH_KIND[k].compare_exchange(NONE, kind, AcqRel, Acquire).is_ok()) else {
+        return fd; // more open at once: left as the kernel counts
+    };
+    WATCH_ID[k][0].store(dev, Relaxed);
+    WATCH_ID[k][1].store(ino, Relaxed);
+    WATCH_READ[k].store(0, Relaxed);
+    WATCH_FD[k].store(fd as i64, Release);
+    crate::fastpath::route_through_runtime(READ, true);
+    crate::fastpath::route_through_runtime(CLOSE, true);
+    fd
+}
+
+/// Whether any descriptor is watched.
+pub fn watching() -> bool {
+    WATCH_KIND.iter().any(|k| k.load(Relaxed) != NONE)
+}
+
+/// The entry watching `fd`, if any.
+fn entry(fd: usize) -> Option<usize> {
+    (0..WATCHED).find(|&k| WATCH_FD[k].load(Acquire) == fd as i64)
+}
+
+/// Ends entry `k`; with none left, reads and closes go back to the assembly.
+fn forget(k: usize) {
+    WATCH_FD[k].store(-1, Relaxed);
+    WATCH_KIND[k].store(NONE, Release);
+    if !watching() {
+        crate::fastpath::route_through_runtime(READ, false);
+        crate::fastpath::route_through_runtime(CLOSE, false);
+    }
+}
+
+/// close(fd) is made: a watched descriptor is watched no longer.
+pub fn closing(fd: usize) {
+    if let Some(k) = entry(fd) {
+        forget(k);
+    }
+}
+
+/// read(fd, buf, count) in `a` returned `r`: the thread count in what was read of a watched
+/// file is made the program's. Returns the bytes read, maybe fewer.
+pub fn after_read(a: &[usize; 6], r: isize) -> isize {
+    let Some(k) = entry(a[0]) else { return r };
+    if crate::own_fds::identity(a[0]) != Some((WATCH_ID[k][0].load(Relaxed), WATCH_ID[k][1].load(Relaxed))) {
+        forget(k); // closed unseen and the number reused
+        return r;
+    }
+    let start = WATCH_READ[k].fetch_add(r.max(0) as u64, Relaxed);
+    let t = thread::current();
+    let Some(program) = crate::app_threads::count(t.pid) else { return r };
+    if r <= 0 || t.is_filtered() {
+        return r;
+    }
+    let buf = unsafe { core::slice::from_raw_parts_mut(a[1] as *mut u8, r as usize) };
+    let field = match WATCH_KIND[k].load(Relaxed) {
+        STAT_FILE if start == 0 && (r as usize) < a[2] => stat_threads(buf),
+        STAT_FILE => None,
+        _ => status_threads(buf),
+    };
+    match field {
+        Some(at) => rewrite_count(buf, at, program) as isize,
+        None => r,
+    }
+}
+
+/// Where the thread count of /proc/PID/stat's text lies: its 20th field, the 18th after the
+/// command's closing parenthesis (the command may hold spaces and parentheses itself).
+fn stat_threads(buf: &[u8]) -> Option<(usize, usize)> {
+    let close = buf.iter().rposition(|&c| c == b')')?;
+    let mut spaces = 0;
+    let start = (close..buf.len()).find(|&i| {
+        spaces += (buf[i] == b' ') as u32;
+        spaces == 18
+    })? + 1;
+    let end = (start..buf.len()).find(|&i| buf[i] == b' ')?;
+    Some((start, end))
+}
+
+/// Where the number after "Threads:" and its tab lies in /proc/PID/status's text.
+fn status_threads(buf: &[u8]) -> Option<(usize, usize)> {
+    const KEY: &[u8] = b"\nThreads:\t";
+    let start = buf.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let end = (start..buf.len()).find(|&i| buf[i] == b'\n')?;
+    Some((start, end))
+}
+
+/// Writes `count` over the digits at `start..end` of `buf` where it is smaller than they say
+/// (never more threads than the kernel counts), moving the rest up; the text's new length.
+fn rewrite_count(buf: &mut [u8], (start, end): (usize, usize), count: u32) -> usize {
+    let digits = &buf[start..end];
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return buf.len();
+    }
+    let kernel = digits.iter().fold(0u64, |n, &c| n * 10 + (c - b'0') as u64);
+    if count == 0 || count as u64 >= kernel {
+        return buf.len();
+    }
+    let mut text = [0u8; 20];
+    let new = fmt_u64(count as u64, &mut text);
+    let len = buf.len();
+    buf.copy_within(end..len, start + new.len());
+    buf[start..start + new.len()].copy_from_slice(new);
+    len - (end - start - new.len())
 }
