@@ -207,12 +207,21 @@ fn main() {
     let layout = cores::layout(args.compute_cores.as_deref(), args.control_cores.as_deref(), delegating || pool)
         .unwrap_or_else(|e| fail(e));
     let placement = args.placement.as_deref().map(|p| cores::check_placement(p).unwrap_or_else(|e| fail(e)));
-    let program = program::find(&args.command[0])
-        .and_then(|p| program::check(&p).map(|()| p))
+    let (program, start) = program::find(&args.command[0])
+        .and_then(|p| program::check(&p).map(|start| (p, start)))
         .unwrap_or_else(|u| {
             error_line(format!("{}: {}", args.command[0].to_string_lossy(), u.why));
             std::process::exit(u.status)
         });
+    // execvp's way with a file of no known format: /bin/sh runs it, given the path it found.
+    let (program, command) = match start {
+        program::Start::Exec => (program, args.command.clone()),
+        program::Start::Shell => {
+            let command = [OsString::from(program::SHELL), program.clone().into_os_string()].into_iter()
+                .chain(args.command[1..].iter().cloned()).collect();
+            (PathBuf::from(program::SHELL), command)
+        }
+    };
     let rt = runtime_path();
     if args.check {
         let doc = serde_json::json!({
@@ -230,7 +239,7 @@ fn main() {
     }
     let argv: Vec<CString> = std::iter::once(CString::new("coreplane-rt").unwrap())
         .chain(std::iter::once(CString::new(program.as_os_str().as_bytes()).unwrap()))
-        .chain(args.command.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| fail("argument contains NUL"))))
+        .chain(command.iter().map(|a| CString::new(a.as_bytes()).unwrap_or_else(|_| fail("argument contains NUL"))))
         .collect();
     if args.online_map.is_some() && (delegating || pool) {
         fail("--online-map: not with a delegation policy or --memory pool (the runtime pins its delegates and \

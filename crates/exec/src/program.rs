@@ -1,6 +1,7 @@
 //! The program to run: found on PATH as execvp finds it, and refused up front, with the exit
 //! status a shell gives, when the kernel would not run it or the runtime cannot (the runtime's
-//! loader maps x86-64 ELF images only).
+//! loader maps x86-64 ELF images only). A file the kernel knows no format of (no ELF header, no
+//! `#!`) is run by /bin/sh, as execvp runs it (and with it env, nohup, timeout, nice).
 
 use coreplane_runtime::elf::{self, ElfError, PT_INTERP};
 use std::ffi::{CString, OsStr, OsString};
@@ -77,9 +78,22 @@ fn script_interpreter(head: &[u8]) -> Option<PathBuf> {
     Some(PathBuf::from(OsStr::from_bytes(word)))
 }
 
+/// How a program that can be run is started.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Start {
+    /// By execve: an x86-64 ELF program or a `#!` script.
+    Exec,
+    /// By /bin/sh with the file as its script: the kernel refuses it with ENOEXEC, and execvp
+    /// then hands it to the shell.
+    Shell,
+}
+
+/// The shell execvp hands a file without a known format to.
+pub const SHELL: &str = "/bin/sh";
+
 /// What the kernel would answer to execve(`p`), checked before the runtime is started, plus
 /// what the runtime cannot load (32-bit and foreign-architecture ELF files).
-pub fn check(p: &Path) -> Result<(), Unrunnable> {
+pub fn check(p: &Path) -> Result<Start, Unrunnable> {
     let meta = std::fs::metadata(p).map_err(|e| refuse(NOT_FOUND, os_reason(&e)))?;
     if meta.is_dir() {
         return Err(refuse(CANNOT_EXECUTE, "Is a directory"));
@@ -91,12 +105,12 @@ pub fn check(p: &Path) -> Result<(), Unrunnable> {
     let head = &head[..n];
     if head.starts_with(b"#!") {
         let interp = script_interpreter(head).ok_or_else(|| refuse(CANNOT_EXECUTE, "empty #! line"))?;
-        return interpreter_exists(&interp);
+        return interpreter_exists(&interp).map(|()| Start::Exec);
     }
     match elf::parse_ehdr(head) {
         Ok(_) => match elf_interpreter(&mut f, head) {
-            Ok(Some(interp)) => interpreter_exists(&interp),
-            Ok(None) => Ok(()),
+            Ok(Some(interp)) => interpreter_exists(&interp).map(|()| Start::Exec),
+            Ok(None) => Ok(Start::Exec),
             Err(e) => Err(refuse(CANNOT_EXECUTE, format!("truncated ELF file ({})", os_reason(&e)))),
         },
         Err(_) if head.starts_with(b"\x7fELF") && head.get(4) == Some(&1) => {
@@ -107,7 +121,7 @@ pub fn check(p: &Path) -> Result<(), Unrunnable> {
             Err(refuse(CANNOT_EXECUTE, format!("ELF program for machine {machine}, not x86-64")))
         }
         Err(ElfError::NotExecutable) => Err(refuse(CANNOT_EXECUTE, "ELF file is neither an executable nor a shared object")),
-        Err(ElfError::NotElf) => Err(refuse(CANNOT_EXECUTE, "cannot execute binary file: Exec format error")),
+        Err(ElfError::NotElf) => interpreter_exists(Path::new(SHELL)).map(|()| Start::Shell),
     }
 }
 
@@ -153,6 +167,16 @@ mod tests {
     }
 
     #[test]
+    fn a_file_of_no_known_format_is_the_shells() {
+        let dir = std::env::temp_dir().join(format!("coreplane-program-sh-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(check(&file(&dir, "plain", b"echo hi\n", 0o755)).ok(), Some(Start::Shell));
+        assert_eq!(check(&file(&dir, "empty", b"", 0o755)).ok(), Some(Start::Shell));
+        assert_eq!(check(Path::new("/bin/true")).ok(), Some(Start::Exec));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn statuses_match_the_shell() {
         let dir = std::env::temp_dir().join(format!("coreplane-program-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -166,7 +190,6 @@ mod tests {
         assert_eq!(status(&dir), CANNOT_EXECUTE);
         assert_eq!(status(&file(&dir, "script", b"#!/bin/sh\n", 0o755)), 0);
         assert_eq!(status(&file(&dir, "badinterp", b"#!/nonexistent/sh -e\n", 0o755)), NOT_FOUND);
-        assert_eq!(status(&file(&dir, "garbage", b"\x01\x02hello", 0o755)), CANNOT_EXECUTE);
         assert_eq!(status(&file(&dir, "elf32", &elf32, 0o755)), CANNOT_EXECUTE);
         assert_eq!(status(&file(&dir, "arm64", &arm64, 0o755)), CANNOT_EXECUTE);
         // Even root may not execute a file with no x bit at all.
