@@ -20,10 +20,10 @@ from coreplane.profile.records import Profile
 FORMAT = "coreplane-calibration/1"
 
 # The runtime's delegates (crates/runtime/src/bin/rt/delegate.rs): an idle delegate polls for
-# DELEGATE_SPINS pauses before it sleeps (the polling window W that calibration measures as
-# `window_ns`) and yields its control core every YIELD_EVERY of them.
-DELEGATE_SPINS = 50_000
-YIELD_EVERY = 1024
+# DELEGATE_SPIN_NS before it sleeps (the polling window W that calibration measures as
+# `window_ns`) and yields its control core every YIELD_EVERY_NS of it.
+DELEGATE_SPIN_NS = 1_400_000
+YIELD_EVERY_NS = 28_700
 
 
 @dataclass
@@ -279,9 +279,9 @@ def delegated_run(profile: Profile, policy: Policy, cal: Calibration, gamma: flo
 
 def yield_ns(cal: Calibration) -> float | None:
     """How long an idle delegate keeps its control core before it yields it to another process's
-    delegate: YIELD_EVERY of the DELEGATE_SPINS pauses of the measured polling window W (≈ 29 µs
-    of W's 1.41 ms here). None without a measured window."""
-    return cal.window_ns * YIELD_EVERY / DELEGATE_SPINS if cal.window_ns else None
+    delegate: the runtime's YIELD_EVERY_NS share of its DELEGATE_SPIN_NS polling window, applied
+    to the measured window W (≈ 29 µs of W's 1.41 ms here). None without a measured window."""
+    return cal.window_ns * YIELD_EVERY_NS / DELEGATE_SPIN_NS if cal.window_ns else None
 
 
 def with_startup(native_ns: float, speedup: float | None, startup: float) -> float | None:

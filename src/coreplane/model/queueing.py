@@ -473,7 +473,7 @@ def _handover_ns(profile: Profile, phase: list[Share], parts: list[Split], wall_
     control cores. A call of the process that makes most of the phase's delegated calls (the
     main one: a stage writing line by line) wakes the next stage's delegate, blocked in its read
     of the pipe; that delegate takes the core for its own round trip, 2·f_c, and, once idle,
-    polls on until it yields the core (every `yield_ns`: delegate.rs's YIELD_EVERY pauses),
+    polls on until it yields the core (every `yield_ns`: delegate.rs's YIELD_EVERY_NS),
     while the main delegate waits with its call claimed and in flight. So each hand-over adds
     2·f_c + `yield_ns`, weighted by the share of the phase the main process has a call on the
     control core, ρ = n_main·2·f_c / wall (none when its delegate is idle anyway).

@@ -31,13 +31,15 @@ static RELEASED: AtomicU32 = AtomicU32::new(0);
 /// of threads that ended unseen come free without notice, and the look that finds them asks
 /// the kernel about every owner (4096 tgkill, ≈ 1 ms), ≈ 0.25 µs a call spread over these.
 const LOOK_AGAIN_EVERY: u32 = 4096;
-/// Delegate side: idle scans before sleeping, in `pause` instructions (≈ 1.4 ms on this
-/// machine's EPYC, where a pause is long).
-const DELEGATE_SPINS: u32 = 50_000;
-/// An idle delegate yields its control core this often (in pauses, ≈ 30 µs): the delegates of
-/// other processes on the same control core (a shell pipeline's stages each have their own)
-/// get it when they have work, instead of waiting for the scheduler to preempt a poller.
-const YIELD_EVERY: u32 = 1024;
+/// Delegate side: how long an idle delegate goes on scanning before it sleeps. Counted in time,
+/// not in scans: a scan covers every slot handed out, and 50,000 scans of 2000 threads' slots
+/// (`many_threads`) kept up to 64 delegates polling one control core for seconds each.
+const DELEGATE_SPIN_NS: u64 = 1_400_000;
+/// An idle delegate yields its control core this often: the delegates of other processes on
+/// the same control core (a shell pipeline's stages each have their own) get it when they have
+/// work, instead of waiting for the scheduler to preempt a poller. (The proportion of the two is
+/// that of the former counts, 1024 of 50,000 pauses, which the closed model's hand-over uses.)
+const YIELD_EVERY_NS: u64 = 28_700;
 /// Application side: a caller polls for its result for the round trip's forward cost (2·f_c)
 /// plus this, then sleeps. A call still running after that is blocked in the kernel (a read of
 /// an empty pipe, a wait) or queued, and the caller's core is better given to another thread:
@@ -259,8 +261,12 @@ extern "C" fn delegate_main(index: usize) {
     // Fixed for the life of the process: worked out once, not on every call.
     let fc = forward_cost_ticks();
     let timed = fc > 0 || profiling();
+    let khz = crate::env::config().tsc_khz;
+    let (spin_ticks, yield_ticks) = (DELEGATE_SPIN_NS * khz / 1_000_000, YIELD_EVERY_NS * khz / 1_000_000);
     let mut cursor = 0u32;
-    let mut idle = 0u32;
+    // When the delegate last found nothing after serving (0: it just served), and last yielded.
+    let mut idle_since = 0u64;
+    let mut yielded = 0u64;
     loop {
         let n = POOL.slots.load(Acquire).min(MAX_SLOTS as u32);
         let mut served = false;
@@ -279,21 +285,25 @@ extern "C" fn delegate_main(index: usize) {
             }
         }
         if served {
-            idle = 0;
+            idle_since = 0;
             continue;
         }
         if SLEEP.retire.load(Acquire) != 0 {
             return;
         }
-        idle += 1;
-        if idle < DELEGATE_SPINS {
-            if idle % YIELD_EVERY == 0 {
+        let now = sys::rdtsc();
+        if idle_since == 0 {
+            (idle_since, yielded) = (now, now);
+        }
+        if now - idle_since < spin_ticks {
+            if now - yielded >= yield_ticks {
                 unsafe { syscall3(SCHED_YIELD, 0, 0, 0) };
+                yielded = now;
             }
             core::hint::spin_loop();
             continue;
         }
-        idle = 0;
+        idle_since = 0;
         SLEEP.sleepers.fetch_add(1, SeqCst);
         let seen = SLEEP.work_seq.load(SeqCst);
         // Sleep unless a request came in meanwhile: a poster that saw no sleeper is seen here.
