@@ -110,7 +110,6 @@ pub const CLONE_FILES: u64 = 0x400;
 pub const CLONE_SIGHAND: u64 = 0x800;
 pub const CLONE_VFORK: u64 = 0x4000;
 pub const CLONE_THREAD: u64 = 0x10000;
-pub const CLONE_SYSVSEM: u64 = 0x40000;
 pub const CLONE_NEWUSER: u64 = 0x10000000;
 pub const CLONE_NEWNS: u64 = 0x20000;
 pub const CLONE_NEWTIME: u64 = 0x80;
@@ -188,8 +187,11 @@ extern "C" {
 /// It starts with every signal but SIGSYS blocked, until its entry sets the mask it keeps: a
 /// signal for the process taken in between ran the program's handler on it (a new delegate ran
 /// mksh's SIGCHLD handler, whose delegated call then waited for that same delegate for good).
+/// It does not share the process's System V semaphore undo list (no CLONE_SYSVSEM): sharing gave
+/// a single-threaded program one, which kcmp(KCMP_SYSVSEM) shows (stress-ng --kcmp failed);
+/// semop and semtimedop, which may add to the list, are made by their caller under every policy.
 pub fn spawn_thread(stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize {
-    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD;
     let mask = block_all_but_sigsys();
     let tid = unsafe { coreplane_spawn(flags, stack_top, entry, arg) };
     set_mask(mask);
