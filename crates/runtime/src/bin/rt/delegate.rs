@@ -403,9 +403,9 @@ pub fn has_delegates(pid: i32) -> bool {
 /// the credentials they were made with, so from then on every call is made by its caller.
 static STALE_CREDENTIALS: AtomicBool = AtomicBool::new(false);
 
-/// The calling thread changed its credentials (uid, gid, groups, capabilities). A delegate is a
-/// thread with credentials of its own, those of the thread that started it: a program that
-/// dropped root still opened /etc/shadow through its delegates. The delegates are retired, so
+/// The calling thread changed its credentials (uid, gid, groups, capabilities, a Landlock
+/// domain). A delegate is a thread with credentials of its own, those of the thread that started
+/// it: a program that dropped root still opened /etc/shadow through its delegates. The delegates are retired, so
 /// that the next delegated call starts new ones with the caller's credentials; if one is in a
 /// call and cannot be, delegation ends for the process.
 pub fn credentials_changed(pid: i32) {

@@ -91,6 +91,15 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             }
             r
         }
+        // A Landlock domain is the calling thread's, and its new threads': the delegates, started
+        // before, made the program's calls outside it (a write it denied succeeded).
+        LANDLOCK_RESTRICT_SELF => {
+            let r = run(nr, a);
+            if r == 0 {
+                delegate::credentials_changed(thread::current().pid);
+            }
+            r
+        }
         UNSHARE => {
             process::before_unshare(a[0]);
             let r = run(nr, a);

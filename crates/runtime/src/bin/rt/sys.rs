@@ -53,6 +53,7 @@ pub const SETGROUPS: usize = 116;
 pub const SETRESGID: usize = 119;
 pub const SETFSGID: usize = 123;
 pub const CAPSET: usize = 126;
+pub const LANDLOCK_RESTRICT_SELF: usize = 446;
 pub const IOCTL: usize = 16;
 pub const SETNS: usize = 308;
 pub const RT_SIGSUSPEND: usize = 130;
