@@ -36,7 +36,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "sigset_unmap", "seccomp_inherited", "seccomp_no_vm_readv", "strict_refused", "self_exe", "seccomp_kill_thread",
          "signal_context", "seccomp_kill_among", "pkey_rights", "task_links",
          "seccomp_escape_ip", "seccomp_sandbox", "caps_self", "allow_all_filter", "setns_own",
-         "seccomp_longjmp", "thread_counts", "sysvsem_undo"]
+         "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned"]
 
 
 @pytest.fixture(scope="module")
@@ -254,6 +254,14 @@ def test_the_runtimes_threads_leave_the_semaphore_undo_list_alone(built, mode):
     # not: kcmp(KCMP_SYSVSEM) said 1 under --delegate all (stress-ng --kcmp --verify failed).
     proc = watched(CLI + ["run", "--delegate", mode, "--", str(built / "sysvsem_undo")])
     assert (proc.returncode, proc.stdout) == (0, "kcmp 0, undone 1\n"), proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_signal_stack_left_by_siglongjmp_and_unmapped(built, mode):
+    # Before: the records of the calls the nested handlers were in lay on the unmapped stack, and
+    # the next call read them: SIGSEGV in the runtime (stress-ng --signest, every mode).
+    proc = watched(CLI + ["run", "--delegate", mode, "--", str(built / "altstack_abandoned")])
+    assert (proc.returncode, proc.stdout) == (0, "rounds 50\n"), proc.stderr
 
 
 def newer_python() -> str | None:

@@ -307,6 +307,9 @@ pub fn program_sets_signal_stack(ss: usize) {
 /// reused is dropped with all below it.)
 fn live_below(t: &thread::Thread, mut at: usize, program_sp: usize) -> usize {
     while at != 0 {
+        if !readable(t, at) {
+            return 0;
+        }
         let e = unsafe { &*(at as *const Entry) };
         match program_call(t, e, false) {
             Some((sp, _)) if !above(program_sp, sp) => break,
@@ -315,6 +318,15 @@ fn live_below(t: &thread::Thread, mut at: usize, program_sp: usize) -> usize {
         }
     }
     at
+}
+
+/// Whether the record at `at` can be read: one on the thread's runtime stack always can; one a
+/// trap made on a stack of the program's may lie in memory the program unmapped after a handler
+/// left the call by longjmp (stress-ng's signest unmapped its signal stack so: SIGSEGV here).
+fn readable(t: &thread::Thread, at: usize) -> bool {
+    let base = t as *const thread::Thread as usize;
+    let mut probe = [0u8; core::mem::size_of::<Entry>() + 16];
+    (base..base + THREAD_SIZE).contains(&at) || t.read_program(at, &mut probe)
 }
 
 /// The innermost entry, if it is one the signal interrupted: on the interrupted stack, above its
