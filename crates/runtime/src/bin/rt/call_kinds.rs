@@ -26,5 +26,10 @@ pub fn answered_by_runtime(nr: usize) -> bool {
         || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())
         // Not for the pool's threads alone: its scrubber starts late, if ever, and a stat at a
         // rewritten site would pay the Rust path (+35 ns) in every program.
-        || crate::task_view::adjusts(nr) && crate::env::config().delegated != coreplane_runtime::sysset::SysSet::EMPTY
+        || stat_family(nr) && crate::env::config().delegated != coreplane_runtime::sysset::SysSet::EMPTY
+}
+
+/// The stat calls, whose answer for /proc/PID/task `task_view` adjusts.
+pub fn stat_family(nr: usize) -> bool {
+    matches!(nr, STAT | FSTAT | LSTAT | NEWFSTATAT | STATX)
 }

@@ -62,7 +62,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             crate::textmap::mappings_changed();
             r
         }
-        n if crate::task_view::adjusts(n) => crate::task_view::after_stat(nr, a, run(nr, a)),
+        n if crate::call_kinds::stat_family(n) => crate::task_view::after_stat(nr, a, run(nr, a)),
         CLOSE if crate::task_view::watching() => {
             crate::task_view::closing(a[0]);
             crate::own_fds::close(a[0]).unwrap_or_else(|| run(nr, a))

@@ -12,7 +12,6 @@
 use crate::sys::*;
 use core::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
 
-const FSTAT: usize = 5;
 const CLOSE_RANGE_CLOEXEC: usize = 1 << 2;
 const CLOSE_RANGE_UNSHARE: usize = 1 << 1;
 const EBADF: isize = 9;

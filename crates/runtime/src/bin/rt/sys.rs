@@ -5,6 +5,11 @@
 use core::arch::asm;
 
 pub const READ: usize = 0;
+pub const STAT: usize = 4;
+pub const FSTAT: usize = 5;
+pub const LSTAT: usize = 6;
+pub const NEWFSTATAT: usize = 262;
+pub const STATX: usize = 332;
 pub const WRITE: usize = 1;
 pub const OPEN: usize = 2;
 pub const OPENAT: usize = 257;

@@ -17,11 +17,6 @@ use crate::sys::*;
 use crate::thread;
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, AtomicU8, Ordering::*};
 
-const STAT: usize = 4;
-const FSTAT: usize = 5;
-const LSTAT: usize = 6;
-const NEWFSTATAT: usize = 262;
-const STATX: usize = 332;
 const S_IFMT: u32 = 0o170000;
 const S_IFDIR: u32 = 0o040000;
 const STATX_TYPE: u32 = 0x1;
@@ -35,11 +30,6 @@ static PROC_DEV: AtomicU64 = AtomicU64::new(u64::MAX);
 /// rebuilt entry gets a new inode, and is compared anew).
 static TASK_INO: AtomicU64 = AtomicU64::new(u64::MAX);
 static TASK_PID: AtomicI32 = AtomicI32::new(0);
-
-/// Whether call `nr` is one whose answer this module may adjust.
-pub fn adjusts(nr: usize) -> bool {
-    matches!(nr, STAT | FSTAT | LSTAT | NEWFSTATAT | STATX)
-}
 
 /// A stat-family call `nr` with `a` returned `r`: where it described this process's task
 /// directory, its link count becomes two plus the program's threads. Returns `r`.

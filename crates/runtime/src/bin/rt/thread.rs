@@ -82,6 +82,10 @@ pub struct Thread {
     /// `process::VforkBlock`, kept for the next one: the parent returns to the program from a copy
     /// of its trap frame there), or 0 before the first.
     pub vfork_block: usize,
+    /// The argument vector this thread's execve mapped (address, size; 0 when none), while the
+    /// exec is made: a vfork child runs in its parent's memory, where a successful exec leaves it
+    /// (`process::VforkBlock::take_leftovers`).
+    pub exec_buffer: [usize; 2],
     /// The byte Syscall User Dispatch reads at each call outside the runtime's text (`sud`).
     pub sud_selector: u8,
     /// Under a filter the program installed itself (`is_sandboxed`).

@@ -47,7 +47,6 @@ const STEP_PAGES: usize = 2048;
 /// Idle polls before the scrubber sleeps (a few µs: it may share its CPU with the program).
 const IDLE_SPINS: u32 = 2_000;
 const PWRITEV: usize = 296;
-const FSTAT: usize = 5;
 /// Lock owner id of the scrubber (it has no runtime thread state of its own).
 const SCRUBBER: u32 = u32::MAX;
 
