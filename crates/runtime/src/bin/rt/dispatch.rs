@@ -28,7 +28,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         READ if crate::task_view::watching() => crate::task_view::after_read(a, run(nr, a)),
         READLINK => process::readlink_self_exe(a[0], a[1], a[2], run(nr, a)),
         READLINKAT if a[0] as i32 as isize == AT_FDCWD => process::readlink_self_exe(a[1], a[2], a[3], run(nr, a)),
-        PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => -EINVAL,
+        PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => crate::program_sud::set(a),
         PRCTL if a[0] == PR_SET_SECCOMP && a[1] == 1 /* SECCOMP_MODE_STRICT */ => process::strict_mode(nr, a),
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
         PRCTL if a[0] == PR_SET_SECCOMP => {

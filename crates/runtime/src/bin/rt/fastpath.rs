@@ -384,6 +384,15 @@ pub fn route_through_runtime(nr: usize, through: bool) {
     }
 }
 
+/// Sends every call of the process through the trap path from now on, rewritten sites included
+/// (the program's own Syscall User Dispatch is on: `program_sud`).
+pub fn bounce_every_call() {
+    for w in 0..8 {
+        let word = unsafe { &*(core::ptr::addr_of!(COREPLANE_FAST_BOUNCE[w]) as *const core::sync::atomic::AtomicU64) };
+        word.store(u64::MAX, Relaxed);
+    }
+}
+
 /// Whether a trapped call was bounced from a rewritten site (its `syscall` is the trap gadget's,
 /// `after_syscall` the address after it): the site's return address then lies on the stack.
 pub fn bounced(after_syscall: usize) -> bool {

@@ -32,6 +32,7 @@ mod placement;
 mod process;
 mod profile;
 mod program_signal;
+mod program_sud;
 mod rewrite_lock;
 mod sigaction;
 mod sigframe;

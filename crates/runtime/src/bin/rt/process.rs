@@ -295,6 +295,8 @@ impl VforkBlock {
 
 /// In a child process with its own copy of memory: own profile, its clone-tree name.
 fn after_fork(key: &Key) {
+    // The program's own dispatch is not inherited, as the kernel's is not.
+    thread::current().program_sud = [0; 4];
     // Locks another thread of the parent held at the fork (a clone with its own stack and
     // memory does not pass through fork_here) are free: no thread here holds them.
     crate::rewrite_lock::after_fork(false, true);

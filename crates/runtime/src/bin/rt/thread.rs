@@ -86,6 +86,9 @@ pub struct Thread {
     /// exec is made: a vfork child runs in its parent's memory, where a successful exec leaves it
     /// (`process::VforkBlock::take_leftovers`).
     pub exec_buffer: [usize; 2],
+    /// The program's own Syscall User Dispatch settings for this thread: mode, offset, length,
+    /// selector (`program_sud`; mode 0: off). Not inherited by a new thread or a forked child.
+    pub program_sud: [usize; 4],
     /// The byte Syscall User Dispatch reads at each call outside the runtime's text (`sud`).
     pub sud_selector: u8,
     /// Under a filter the program installed itself (`is_sandboxed`).

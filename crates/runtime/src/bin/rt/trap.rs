@@ -38,6 +38,9 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         return signals::program_sigsys(sig, info, uc);
     }
     let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
+    if nr != RT_SIGRETURN && crate::program_sud::dispatches(crate::thread::current(), uc, info, after_syscall) {
+        return signals::program_sigsys(sig, info, uc);
+    }
     let g = gregs(uc);
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
     let result = match nr {

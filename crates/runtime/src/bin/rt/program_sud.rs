@@ -1,0 +1,77 @@
+//! The program's own Syscall User Dispatch (prctl PR_SET_SYSCALL_USER_DISPATCH), emulated.
+//! The runtime arms the kernel's dispatch for itself, so the kernel refuses the program a second
+//! one; but every call the program makes already stops in the runtime's SIGSYS handler, with the
+//! frame the kernel gives a dispatched call (the call not made, rax its number, si_code
+//! SYS_USER_DISPATCH). A call the program's settings dispatch is handed that frame, as its own
+//! SIGSYS (Wine handles Windows programs' system calls so). While a thread has the program's
+//! dispatch on, every call of the process takes the trap path, rewritten sites included.
+//! Differs: a selector byte that cannot be read, or holds neither ALLOW nor BLOCK, dispatches the
+//! call (the kernel kills the process with SIGSEGV or SIGSYS); rt_sigreturn is never dispatched.
+
+use crate::sigframe::{gregs, REG_RIP, REG_RSP, SI_CALL_ADDR_OFF};
+use crate::sys::*;
+use crate::thread::{self, Thread};
+use coreplane_runtime::reloc;
+
+const PR_SYS_DISPATCH_OFF: usize = 0;
+const PR_SYS_DISPATCH_EXCLUSIVE_ON: usize = 1;
+const PR_SYS_DISPATCH_INCLUSIVE_ON: usize = 2;
+const SYSCALL_DISPATCH_FILTER_ALLOW: u8 = 0;
+/// The end of user space: a selector at or past it is refused (EFAULT), as access_ok refuses it.
+const TASK_SIZE: usize = 0x7fff_ffff_f000;
+
+/// prctl(PR_SET_SYSCALL_USER_DISPATCH, mode, offset, len, selector) with `a`, checked as the
+/// kernel checks it; the settings are the calling thread's (Thread.program_sud).
+pub fn set(a: &[usize; 6]) -> isize {
+    let (mode, offset, len, selector) = (a[1], a[2], a[3], a[4]);
+    match mode {
+        PR_SYS_DISPATCH_OFF if offset != 0 || len != 0 || selector != 0 => return -EINVAL,
+        PR_SYS_DISPATCH_OFF => {}
+        PR_SYS_DISPATCH_EXCLUSIVE_ON | PR_SYS_DISPATCH_INCLUSIVE_ON => {
+            if offset != 0 && offset.checked_add(len).is_none_or(|end| end <= offset) {
+                return -EINVAL;
+            }
+            if selector >= TASK_SIZE {
+                return -EFAULT;
+            }
+            crate::fastpath::bounce_every_call();
+        }
+        _ => return -EINVAL,
+    }
+    thread::current().program_sud = [mode, offset, len, selector];
+    0
+}
+
+/// A trapped call of `t` that stopped at `after_syscall` with frame `uc` and siginfo `info`:
+/// true where the program's settings dispatch it, the frame and siginfo then showing the
+/// program's own call (a call bounced from a rewritten site stopped in the trap gadget, with the
+/// site's return address on the stack).
+pub fn dispatches(t: &Thread, uc: *mut u8, info: *mut u8, after_syscall: usize) -> bool {
+    let [mode, offset, len, selector] = t.program_sud;
+    if mode == PR_SYS_DISPATCH_OFF {
+        return false;
+    }
+    let g = gregs(uc);
+    let (resume, sp) = if crate::fastpath::bounced(after_syscall) {
+        let slot = g[REG_RSP] as usize;
+        let ret = unsafe { *(slot as *const usize) };
+        match crate::fastpath::in_stub(ret).then(|| reloc::stub_resumes_at(ret, unsafe { &*(ret as *const [u8; 13]) })).flatten() {
+            Some(site) => (site, slot + 8 + reloc::STUB_RED_ZONE),
+            None => (ret, slot + 8),
+        }
+    } else {
+        (after_syscall, g[REG_RSP] as usize)
+    };
+    let inside = resume.wrapping_sub(offset) < len;
+    if inside == (mode == PR_SYS_DISPATCH_EXCLUSIVE_ON) {
+        return false;
+    }
+    let mut state = [1u8];
+    if selector != 0 && t.read_program(selector, &mut state) && state[0] == SYSCALL_DISPATCH_FILTER_ALLOW {
+        return false;
+    }
+    g[REG_RIP] = resume as u64;
+    g[REG_RSP] = sp as u64;
+    unsafe { *(info.add(SI_CALL_ADDR_OFF) as *mut usize) = resume };
+    true
+}
