@@ -152,37 +152,21 @@ def test_a_delegated_call_from_an_ordinary_site_leaves_a_small_stack(go_syscall_
     assert proc.returncode == 0 and proc.stdout == "calls=200 ppid_ok=1\n", proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="module")
-def onstack_nested(tmp_path_factory) -> Path:
-    return build_program(tmp_path_factory, "onstack_nested")
-
-
-@pytest.mark.parametrize("policy", ["none", "read,getppid", "all"])
-def test_a_handler_on_its_own_signal_stack_calls_while_a_delegated_call_waits(onstack_nested, policy):
+@pytest.mark.parametrize("program,policy,expected", [
     # A thread blocked in a delegated read takes 200 signals whose SA_ONSTACK handler makes
     # delegated calls: the read's frames on the runtime stack must survive them. The first
     # runtime stack (0a8fbe0) began every call from elsewhere at its top, over them: SIGSEGV.
-    native = subprocess.run([str(onstack_nested)], capture_output=True, text=True, timeout=60)
-    assert native.stdout == "handled 200, read 'x'\n"
-    proc = subprocess.run([str(EXEC), "--delegate", policy, "--", str(onstack_nested)], capture_output=True,
-                          text=True, timeout=60)
-    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
-
-
-@pytest.fixture(scope="module")
-def onstack_nested_signals(tmp_path_factory) -> Path:
-    return build_program(tmp_path_factory, "onstack_nested_signals")
-
-
-@pytest.mark.parametrize("policy", ["none", "read", "all"])
-def test_a_signal_nested_in_a_handler_on_the_signal_stack_keeps_the_handlers_frame(onstack_nested_signals, policy):
+    *[("onstack_nested", policy, "handled 200, read 'x'\n") for policy in ("none", "read,getppid", "all")],
     # A handler on the program's signal stack blocks in a delegated read and a second SA_ONSTACK
     # signal comes: with the read's Rust on the runtime stack, the kernel started the second
     # frame at the signal stack's top, over the first handler's (stress-ng --timer: SIGSEGV).
-    native = subprocess.run([str(onstack_nested_signals)], capture_output=True, text=True, timeout=60)
-    assert native.stdout == "nested 100 of 100, canaries intact\n"
-    proc = subprocess.run([str(EXEC), "--delegate", policy, "--", str(onstack_nested_signals)], capture_output=True,
-                          text=True, timeout=60)
+    *[("onstack_nested_signals", policy, "nested 100 of 100, canaries intact\n") for policy in ("none", "read", "all")],
+])
+def test_a_handler_on_its_own_signal_stack_calls_while_a_delegated_call_waits(tmp_path_factory, program, policy, expected):
+    exe = build_program(tmp_path_factory, program)
+    native = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert native.stdout == expected
+    proc = subprocess.run([str(EXEC), "--delegate", policy, "--", str(exe)], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 

@@ -393,6 +393,17 @@ pub fn bounce_every_call() {
     }
 }
 
+/// Where the program resumes after a fast-path call from a rewritten site whose return address
+/// `ret` lies at `slot` on the program's stack: its stack pointer and instruction pointer. From a
+/// relocated site the call returns into the site's stub, which gives back the red zone it skipped
+/// and jumps behind the site's `syscall`; from the sled, to the site itself.
+pub fn program_resumes(slot: usize, ret: usize) -> (usize, usize) {
+    match in_stub(ret).then(|| reloc::stub_resumes_at(ret, unsafe { &*(ret as *const [u8; 13]) })).flatten() {
+        Some(site) => (slot + 8 + reloc::STUB_RED_ZONE, site),
+        None => (slot + 8, ret),
+    }
+}
+
 /// Whether a trapped call was bounced from a rewritten site (its `syscall` is the trap gadget's,
 /// `after_syscall` the address after it): the site's return address then lies on the stack.
 pub fn bounced(after_syscall: usize) -> bool {

@@ -19,7 +19,6 @@ use crate::sigaction::{KSigaction, SA_ONSTACK};
 use crate::sigframe::{self, *};
 use crate::sys::{self, EINTR, SIGALTSTACK};
 use crate::thread::{self, THREAD_SIZE};
-use coreplane_runtime::reloc;
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -238,10 +237,8 @@ pub fn fast_call_begins() {
     }
 }
 
-/// Where the program is at the call of record `e`: its stack pointer and where it resumes; None
-/// for a record that is no longer one. A fast-path call from a relocated site returns into the
-/// site's stub, which gives back the red zone it skipped and jumps behind the site's `syscall`;
-/// from the sled, to the site itself. A record a handler's longjmp left may lie in memory the
+/// Where the program is at the call of record `e`: its stack pointer and where it resumes
+/// (`fastpath::program_resumes`); None for a record that is no longer one. A record a handler's longjmp left may lie in memory the
 /// program has since reused: a trap's must still be marked live, and a fast-path call's return
 /// address is read as the kernel reads the program's memory (no fault for an unmapped one),
 /// unless the record is `fresh` (the call just began: its return address is where it says).
@@ -259,12 +256,7 @@ fn program_call(t: &thread::Thread, e: &Entry, fresh: bool) -> Option<(usize, us
     } else if !t.read_program(slot, &mut word) {
         return None;
     }
-    let ret = usize::from_ne_bytes(word);
-    let site = crate::fastpath::in_stub(ret).then(|| reloc::stub_resumes_at(ret, unsafe { &*(ret as *const [u8; 13]) })).flatten();
-    Some(match site {
-        Some(site) => (slot + 8 + reloc::STUB_RED_ZONE, site),
-        None => (slot + 8, ret),
-    })
+    Some(crate::fastpath::program_resumes(slot, usize::from_ne_bytes(word)))
 }
 
 /// The program, at stack pointer `program_sp`, is back above what a handler left by longjmp

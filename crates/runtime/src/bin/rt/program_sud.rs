@@ -12,7 +12,6 @@
 use crate::sigframe::{gregs, REG_RIP, REG_RSP, SI_CALL_ADDR_OFF};
 use crate::sys::*;
 use crate::thread::{self, Thread};
-use coreplane_runtime::reloc;
 
 const PR_SYS_DISPATCH_OFF: usize = 0;
 const PR_SYS_DISPATCH_EXCLUSIVE_ON: usize = 1;
@@ -53,15 +52,11 @@ pub fn dispatches(t: &Thread, uc: *mut u8, info: *mut u8, after_syscall: usize) 
         return false;
     }
     let g = gregs(uc);
-    let (resume, sp) = if crate::fastpath::bounced(after_syscall) {
-        let slot = g[REG_RSP] as usize;
-        let ret = unsafe { *(slot as *const usize) };
-        match crate::fastpath::in_stub(ret).then(|| reloc::stub_resumes_at(ret, unsafe { &*(ret as *const [u8; 13]) })).flatten() {
-            Some(site) => (site, slot + 8 + reloc::STUB_RED_ZONE),
-            None => (ret, slot + 8),
-        }
+    let slot = g[REG_RSP] as usize;
+    let (sp, resume) = if crate::fastpath::bounced(after_syscall) {
+        crate::fastpath::program_resumes(slot, unsafe { *(slot as *const usize) })
     } else {
-        (after_syscall, g[REG_RSP] as usize)
+        (slot, after_syscall)
     };
     let inside = resume.wrapping_sub(offset) < len;
     if inside == (mode == PR_SYS_DISPATCH_EXCLUSIVE_ON) {
