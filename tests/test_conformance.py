@@ -14,7 +14,7 @@ from conformance.compare import Case, Run, judge, mismatch
 
 FAST = ["coreutils-sort-pipeline", "yes-head", "sigpipe-writer", "ps-pgrep-identity", "bash-job-control-traps",
         "perl-fork", "python-threads", "go-static", "go-cgo", "ripgrep-rust", "flock", "timeout-kill", "make-j2-gcc",
-        "stress-ng-timer"]
+        "stress-ng-timer", "stress-ng-vforkmany"]
 # strace programs of different kinds: plain calls, signals, pipes and fds, processes, threads.
 STRACE_FAST = ["read-write", "pipe2", "dup3", "rt_sigaction", "kill", "sigaltstack", "fork-f", "vfork-f",
                "wait4", "futex", "clone_ptrace", "execve", "nanosleep", "sched_yield"]

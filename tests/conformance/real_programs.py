@@ -290,6 +290,8 @@ def cases() -> tuple[list[Case], list[str]]:
              group="node"),
         Case("node-http", ["node", "-e", NODE_SERVER], timeout=60, group="node"),
         Case("stress-ng-timer", sh("stress-ng --timer 1 --timeout 2 -q; echo $?"), group="stress"),
+        Case("stress-ng-vforkmany", sh("stress-ng --vforkmany 1 --vforkmany-ops 2000 --timeout 2 -q --verify; "
+                                       "echo $?"), group="stress"),
         Case("file-libmagic", ["file", "-b", "/bin/sh", "/etc/passwd", "/usr/share/doc"], group="misc"),
         Case("openssl", sh("openssl dgst -sha256 text.txt | cut -d' ' -f2; openssl enc -aes-256-cbc -pbkdf2 "
                            "-pass pass:x -in text.txt | openssl enc -d -aes-256-cbc -pbkdf2 "

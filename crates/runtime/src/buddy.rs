@@ -177,6 +177,39 @@ impl<'a> Buddy<'a> {
         None
     }
 
+    /// Takes exactly the `len` pages from `start` and marks them USED, where all of them are in
+    /// the free lists (mremap with MREMAP_FIXED into pages the program had unmapped); the parts
+    /// of their blocks outside the range go back. False, and nothing changed, otherwise.
+    pub fn claim(&mut self, start: u32, len: usize) -> bool {
+        let end = start as usize + len;
+        if len == 0 || end > self.pages() || !(start as usize..end).all(|i| self.state[i] == FREE_BODY || self.state[i] & FREE_HEAD != 0) {
+            return false;
+        }
+        // Every block the range touches leaves the free lists before any part of one goes back,
+        // so that no part merges with a block still to be taken.
+        let (first, mut last) = (self.block_of(start), (0, 0));
+        let mut at = start as usize;
+        while at < end {
+            let (head, order) = self.block_of(at as u32);
+            self.unlink(head, order);
+            self.free_pages -= 1 << order;
+            last = (head, order);
+            at = head as usize + (1 << order);
+        }
+        self.mark(start, len, USED);
+        self.release(first.0, (start - first.0) as usize);
+        self.release(end as u32, last.0 as usize + (1 << last.1) - end);
+        true
+    }
+
+    /// The free block holding free page `at`: its head and order.
+    fn block_of(&self, at: u32) -> (u32, usize) {
+        (0..=MAX_ORDER)
+            .map(|k| (at & !((1u32 << k) - 1), k))
+            .find(|&(head, k)| self.state[head as usize] == FREE_HEAD | k as u8)
+            .expect("a free page lies in a free block")
+    }
+
     /// The maximal runs of pages in `state` among `len` pages from `start`, in order.
     pub fn runs(&self, start: u32, len: usize, state: u8) -> Runs<'_> {
         Runs { states: self.state, at: start as usize, end: start as usize + len, state }
@@ -248,6 +281,25 @@ mod tests {
 
     fn arrays(pages: usize) -> (Vec<u8>, Vec<u32>, Vec<u32>) {
         (vec![0; pages], vec![0; pages], vec![0; pages])
+    }
+
+    #[test]
+    fn claims_an_exact_range_and_gives_it_back_whole() {
+        let (mut s, mut n, mut p) = arrays(1024);
+        let mut b = Buddy::new(&mut s, &mut n, &mut p);
+        b.release(0, 1024);
+        assert!(b.claim(300, 5));
+        assert_eq!(b.free_pages, 1019);
+        assert!((300..305).all(|i| b.state(i) == USED));
+        assert!(!b.claim(302, 10), "a used page is not claimed");
+        assert_eq!(b.free_pages, 1019);
+        // The pages around stay allocatable, and what is given back merges into one block again.
+        let a = b.alloc(256).unwrap();
+        assert!(a + 256 <= 300 || a >= 305);
+        b.release(a, 256);
+        b.release(300, 5);
+        assert_eq!(b.free_pages, 1024);
+        assert_eq!(b.state(0), FREE_HEAD | 10);
     }
 
     #[test]

@@ -42,19 +42,12 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             process::before_filter(a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0, a[2]);
             filtered_from_now(run(nr, a), a[1])
         }
-        MMAP | MUNMAP | MPROTECT | MREMAP | BRK if let Some(r) = crate::memsvc::serve(nr, a) => r,
-        // A mapping at a place the kernel picks replaces nothing, so it changes no answer of
-        // `textmap`, unless it executes: new text (a JIT's, or a library dlopen maps whole with
-        // its executable first segment) was else left off a complete map, and its sites trapped
-        // for good (`exec_map`).
-        MMAP if a[3] & MAP_FIXED == 0 && a[2] & PROT_EXEC == 0 => run(nr, a),
-        MMAP | MUNMAP | MPROTECT | MREMAP => {
-            // After the change, not before: a rewrite that read the maps in between would cache
-            // the old layout under the new generation.
-            let r = run(nr, a);
-            crate::textmap::range_changed(nr, a);
+        MUNMAP | MREMAP if thread::current().program_signal_stack[1] != 0 => {
+            let r = mapping_call(nr, a);
+            crate::program_signal::after_unmap(nr, a, r);
             r
         }
+        MMAP | MUNMAP | MPROTECT | MREMAP | BRK => mapping_call(nr, a),
         // A segment attached over what was mapped there, text perhaps, whose remembered answer
         // would let a rewrite patch the segment (`textmap`: shared code is never rewritten).
         SHMAT if a[2] & SHM_REMAP != 0 => {
@@ -71,6 +64,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         CLOSE_RANGE if let Some(r) = crate::own_fds::close_range(a[0], a[1], a[2], |args| run(nr, args)) => r,
         DUP2 | DUP3 if let Some(r) = crate::own_fds::dup_onto(a[1]) => r,
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
+        SIGALTSTACK if thread::current().withdrawn_signal_stack[2] != 0 => crate::program_signal::sigaltstack_withdrawn(a, || run(nr, a)),
         SIGALTSTACK if a[0] != 0 => {
             let r = run(nr, a);
             if r == 0 {
@@ -114,6 +108,29 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         }
         ARCH_PRCTL if a[0] == ARCH_SET_GS || a[0] == ARCH_GET_GS => arch_gs(a[0], a[1]),
         _ => run(nr, a),
+    }
+}
+
+/// mmap, munmap, mprotect, mremap and brk: served by the memory pool where it holds the memory,
+/// else made, and `textmap` told.
+fn mapping_call(nr: usize, a: &[usize; 6]) -> isize {
+    if let Some(r) = crate::memsvc::serve(nr, a) {
+        return r;
+    }
+    match nr {
+        // A mapping at a place the kernel picks replaces nothing, so it changes no answer of
+        // `textmap`, unless it executes: new text (a JIT's, or a library dlopen maps whole with
+        // its executable first segment) was else left off a complete map, and its sites trapped
+        // for good (`exec_map`).
+        MMAP if a[3] & MAP_FIXED == 0 && a[2] & PROT_EXEC == 0 => run(nr, a),
+        BRK => run(nr, a),
+        _ => {
+            // After the change, not before: a rewrite that read the maps in between would cache
+            // the old layout under the new generation.
+            let r = run(nr, a);
+            crate::textmap::range_changed(nr, a);
+            r
+        }
     }
 }
 

@@ -146,8 +146,6 @@ const LENT_STACK_SIZE: usize = 64 * 1024;
 #[repr(C, align(16))]
 struct LentStack([u8; LENT_STACK_SIZE]);
 static mut LENT_STACK: LentStack = LentStack([0; LENT_STACK_SIZE]);
-const SS_DISABLE: i32 = 2;
-const SS_AUTODISARM: i32 = 1 << 31;
 
 /// The kernel's stack_t.
 #[repr(C)]
@@ -172,22 +170,29 @@ fn lend_signal_stack(t: &mut thread::Thread) {
 }
 
 /// sigaltstack(2) trapped on the program's own signal stack (the runtime's handler is SA_ONSTACK)
-/// while the program was not on it, which natively may change the stack, is made from the
-/// program's stack, below its stack pointer and red zone (where it would have been made), since
-/// from the handler the kernel would refuse it (EPERM). Rust's main thread disables its signal
+/// while the program was not on it, which natively may change the stack and shows it not in use,
+/// is made from the program's stack, below its stack pointer and red zone (where it would have
+/// been made), since from the handler the kernel would refuse a change (EPERM) and show the stack
+/// in use (SS_ONSTACK, which natively means the program is on it). Rust's main thread disables its signal
 /// stack, then unmaps it, at exit: the runtime then ran on unmapped memory. (It was made from
 /// below the runtime stack's rt_sp, inside the frames of a fast-path call in progress when a
 /// handler run for that call made it: found in review.)
 /// The stack to make it from; None where the call is not such a call (the program on its stack,
 /// which natively is refused too, or the handler elsewhere).
-pub fn sigaltstack_needs_other_stack(uc: *mut u8, a: &[usize; 6]) -> Option<usize> {
+pub fn sigaltstack_needs_other_stack(uc: *mut u8) -> Option<usize> {
+    trap_borrows_signal_stack(uc)?;
+    Some((gregs(uc)[REG_RSP] as usize - 256) & !15)
+}
+
+/// The program's signal stack, [lo, hi), where the trap's frame `uc` lies on it (the runtime's
+/// handler is SA_ONSTACK) while the program was not on it; None otherwise, and on a stack the
+/// runtime lends.
+pub fn trap_borrows_signal_stack(uc: *mut u8) -> Option<(usize, usize)> {
     let mut now = SignalStack { sp: 0, flags: 0, size: 0 };
     unsafe { syscall3(SIGALTSTACK, 0, &mut now as *mut SignalStack as usize, 0) };
     let on = |addr: usize| now.flags & SS_DISABLE == 0 && (now.sp..now.sp + now.size).contains(&addr);
-    if a[0] == 0 || thread::current().lent_stack || !on(uc as usize) || on(gregs(uc)[REG_RSP] as usize) {
-        return None;
-    }
-    Some((gregs(uc)[REG_RSP] as usize - 256) & !15)
+    let borrowed = !thread::current().lent_stack && on(uc as usize) && !on(gregs(uc)[REG_RSP] as usize);
+    borrowed.then_some((now.sp, now.sp + now.size))
 }
 
 /// sigaltstack(2) made on `stack` (`sigaltstack_needs_other_stack`).

@@ -17,7 +17,7 @@
 
 use crate::sigaction::{KSigaction, SA_ONSTACK};
 use crate::sigframe::{self, *};
-use crate::sys::{self, EINTR, SIGALTSTACK};
+use crate::sys::{self, syscall3, EFAULT, EINTR, MREMAP, MREMAP_DONTUNMAP, MUNMAP, SIGALTSTACK, SS_AUTODISARM, SS_DISABLE};
 use crate::thread::{self, THREAD_SIZE};
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -79,8 +79,6 @@ const RETURN_AT: usize = 6 * 8 + 128;
 /// Bytes below the frame's FPU state: return address, ucontext, siginfo, the runtime's saved rsp.
 const FRAME_HEAD: usize = 8 + KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE + 8;
 const SAVED_RSP_AT: usize = 8 + KERNEL_UCONTEXT_SIZE + SIGINFO_SIZE;
-const SS_DISABLE: i32 = 2;
-const SS_AUTODISARM: i32 = 1 << 31;
 /// Room left below the code building a frame on the stack it runs on.
 const MARGIN: usize = 1024;
 
@@ -292,6 +290,54 @@ pub fn program_sets_signal_stack(ss: usize) {
     let word = |i: usize| usize::from_ne_bytes(raw[8 * i..8 * i + 8].try_into().unwrap());
     let (sp, flags, size) = (word(0), word(1) as i32, word(2));
     t.program_signal_stack = if flags & SS_DISABLE != 0 || size == 0 { [0, 0] } else { [sp, sp + size - 1] };
+}
+
+/// A successful munmap or mremap took away the top of the signal stack the program set on this
+/// thread, which natively is harmless while no signal comes (on a signal, the kernel kills the
+/// process); but every trap of the runtime's would come there, and kill it (stress-ng
+/// --vforkmany's stressor munmaps its signal stack and goes on). The kernel's stack is disabled
+/// and the program is still shown its own (`sigaltstack_withdrawn`) until it sets another. A
+/// handler with SA_ONSTACK then runs on the thread's stack, where natively the process dies.
+pub fn after_unmap(nr: usize, a: &[usize; 6], result: isize) {
+    let t = thread::current();
+    let [lo, hi] = t.program_signal_stack;
+    let gone = match nr {
+        MUNMAP if result == 0 => a[0]..a[0].saturating_add(a[1]),
+        // Shrunk in place: its tail; moved: all of it.
+        MREMAP if result as usize == a[0] => a[0].saturating_add(a[2])..a[0].saturating_add(a[1]),
+        MREMAP if result >= 0 && a[3] & MREMAP_DONTUNMAP == 0 => a[0]..a[0].saturating_add(a[1]),
+        _ => return,
+    };
+    if hi == 0 || !gone.contains(&hi) {
+        return;
+    }
+    let mut now = [0usize; 3];
+    unsafe { syscall3(SIGALTSTACK, 0, now.as_mut_ptr() as usize, 0) };
+    let off = [0usize, SS_DISABLE as usize, 0];
+    if unsafe { syscall3(SIGALTSTACK, off.as_ptr() as usize, 0, 0) } == 0 {
+        t.withdrawn_signal_stack = [lo, now[1] & SS_AUTODISARM as u32 as usize, hi - lo + 1];
+        t.program_signal_stack = [0, 0];
+    }
+}
+
+/// sigaltstack(2) on a thread whose signal stack was withdrawn (`after_unmap`): the program is
+/// shown the stack it set, until it sets another, which the kernel checks as it would.
+pub fn sigaltstack_withdrawn(a: &[usize; 6], set: impl FnOnce() -> isize) -> isize {
+    let t = thread::current();
+    let old = t.withdrawn_signal_stack;
+    if a[0] != 0 {
+        let r = set();
+        if r != 0 {
+            return r;
+        }
+        t.withdrawn_signal_stack = [0; 3];
+        program_sets_signal_stack(a[0]);
+    }
+    let bytes = unsafe { core::slice::from_raw_parts(old.as_ptr() as *const u8, 24) };
+    if a[1] != 0 && !t.write_program(a[1], bytes) {
+        return -EFAULT;
+    }
+    0
 }
 
 /// The chain from record `at` without the records that lie below a call made at `program_sp`,

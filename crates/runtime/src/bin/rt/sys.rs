@@ -23,6 +23,15 @@ pub const MPROTECT: usize = 10;
 pub const MUNMAP: usize = 11;
 pub const BRK: usize = 12;
 pub const MREMAP: usize = 25;
+/// mremap's flag to move the mapping to the address given last, replacing what is there.
+pub const MREMAP_FIXED: usize = 2;
+/// mremap's flag to leave the old range mapped, emptied.
+pub const MREMAP_DONTUNMAP: usize = 4;
+pub const MADVISE: usize = 28;
+pub const PKEY_MPROTECT: usize = 329;
+/// sigaltstack's flags: the stack is off; the kernel disarms it while a handler runs on it.
+pub const SS_DISABLE: i32 = 2;
+pub const SS_AUTODISARM: i32 = 1 << 31;
 pub const SHMAT: usize = 30;
 /// shmat's flag to replace what is mapped at the address, as mmap's MAP_FIXED does.
 pub const SHM_REMAP: usize = 0o40000;

@@ -78,6 +78,9 @@ pub struct Thread {
     /// The signal stack the program last set on this thread, as [lowest, highest] address
     /// ([0, 0]: none): a fast-path Rust call made on it stays on it (`fastpath`, label 5).
     pub program_signal_stack: [usize; 2],
+    /// The signal stack the program set on this thread and then unmapped, as the stack_t it is
+    /// still shown (its size 0: none); the kernel's is disabled (`program_signal::after_unmap`).
+    pub withdrawn_signal_stack: [usize; 3],
     /// The memory this thread's stackless vforks give their children and itself (a
     /// `process::VforkBlock`, kept for the next one: the parent returns to the program from a copy
     /// of its trap frame there), or 0 before the first.

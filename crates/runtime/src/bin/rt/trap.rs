@@ -4,7 +4,7 @@
 //! result is written into the program's rax.
 
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
-use crate::sigframe::{gregs, set_pkey_rights, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
+use crate::sigframe::{copy_frame, fpstate, gregs, set_pkey_rights, KERNEL_UCONTEXT_SIZE, SIGINFO_SIZE, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, REG_RSP, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
 use crate::sys::*;
 use crate::{dispatch, fastpath, process, program_signal, signals, sud};
 
@@ -43,14 +43,17 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
     }
     let g = gregs(uc);
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
+    if changes_borrowed_signal_stack(uc, nr, &a) {
+        handle_again_on_program_stack(sig, uc);
+    }
     let result = match nr {
         RT_SIGRETURN => return signals::on_sigreturn(uc),
         CLONE => process::clone(uc, &a, fastpath::bounced(after_syscall)),
         CLONE3 => process::clone3(uc, &a),
         VFORK => process::vfork(uc, fastpath::bounced(after_syscall)),
-        SIGALTSTACK if let Some(stack) = process::sigaltstack_needs_other_stack(uc, &a) => {
+        SIGALTSTACK if let Some(stack) = process::sigaltstack_needs_other_stack(uc) => {
             let r = dispatch::local(nr, || process::sigaltstack_on(stack, &a));
-            if r >= 0 {
+            if r >= 0 && a[0] != 0 {
                 program_signal::program_sets_signal_stack(a[0]);
                 keep_thread_state(nr, &a, r, uc);
             }
@@ -72,6 +75,51 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
     gregs(uc)[REG_RAX] = result as u64;
 }
 
+/// Whether call `nr` changes the memory the trap's frame lies in: the program unmaps, moves,
+/// re-protects or discards its signal stack while off it, which natively touches no frame, but
+/// this handler runs on that stack (SA_ONSTACK) and would return into unmapped memory (stress-ng
+/// --vforkmany's stressor, which munmaps its signal stack at its end, died of SIGSEGV at every run).
+fn changes_borrowed_signal_stack(uc: *mut u8, nr: usize, a: &[usize; 6]) -> bool {
+    let ranges = match nr {
+        MUNMAP | MPROTECT | PKEY_MPROTECT | MADVISE => [(a[0], a[1]), (0, 0)],
+        MMAP if a[3] & MAP_FIXED != 0 => [(a[0], a[1]), (0, 0)],
+        MREMAP => [(a[0], a[1]), if a[3] & MREMAP_FIXED != 0 { (a[4], a[2]) } else { (0, 0) }],
+        _ => return false,
+    };
+    let Some((lo, hi)) = process::trap_borrows_signal_stack(uc) else { return false };
+    ranges.iter().any(|&(at, len)| at < hi && lo < at.saturating_add(len))
+}
+
+/// Handles the trap again from a copy of its frame on the program's stack, below its red zone,
+/// where the call would have been made natively, and returns to the program from that copy.
+fn handle_again_on_program_stack(sig: i32, uc: *mut u8) -> ! {
+    let fp_size = fpstate(uc).map_or(0, |(_, size)| size);
+    let fp_to = (gregs(uc)[REG_RSP] as usize - 128 - fp_size) & !63;
+    let copy = (fp_to - KERNEL_UCONTEXT_SIZE - SIGINFO_SIZE) & !63;
+    unsafe {
+        copy_frame(uc, copy, fp_to);
+        coreplane_trap_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy)
+    }
+}
+
+core::arch::global_asm!(
+    // coreplane_trap_again(sig, info, uc, stack = uc): on_sigsys(sig, info, uc) called with
+    // rsp = stack, then rt_sigreturn from the frame there (its ucontext at rsp, as the restorer
+    // finds it once the handler's return address is popped).
+    ".globl coreplane_trap_again",
+    "coreplane_trap_again:",
+    "mov rsp, rcx",
+    "call {on_sigsys}",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
+    on_sigsys = sym on_sigsys,
+);
+
+extern "C" {
+    fn coreplane_trap_again(sig: i32, info: *mut u8, uc: *mut u8, stack: usize) -> !;
+}
+
 /// When the handler returns, rt_sigreturn gives the thread the signal mask and signal stack
 /// saved in the frame, those from before the trap: a program's rt_sigprocmask or sigaltstack
 /// served here would be undone (pbzip2's signal thread then lost its blocked SIGUSR1, and the
@@ -90,6 +138,10 @@ fn keep_thread_state(nr: usize, a: &[usize; 6], result: isize, uc: *mut u8) {
             // Only a new stack is kept: a query made on a stack the runtime lends (which the
             // kernel disarmed while its handler runs) must not make that stack disarmed for good.
             SIGALTSTACK if a[0] != 0 => {
+                syscall3(SIGALTSTACK, 0, uc.add(UC_STACK_OFF) as usize, 0);
+            }
+            // A signal stack unmapped, and withdrawn for it, is not put back by rt_sigreturn.
+            MUNMAP | MREMAP if crate::thread::current().withdrawn_signal_stack[2] != 0 => {
                 syscall3(SIGALTSTACK, 0, uc.add(UC_STACK_OFF) as usize, 0);
             }
             _ => {}

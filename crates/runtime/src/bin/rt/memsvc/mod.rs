@@ -28,8 +28,10 @@
 //! and no `[heap]` (the break is in the pool; /proc/PID/stat's start_brk is the kernel's);
 //! budget exhaustion is ENOMEM (mmap) or a break that does not move (brk), but a request within
 //! the budget that the pool has no block for (fragmented) is mapped by the kernel, outside the
-//! pool and not held to its budget (mremap moves the pages there); MAP_FIXED into free pool pages, and
-//! mremap with MREMAP_FIXED or MREMAP_DONTUNMAP on pool memory, fail with ENOMEM / EINVAL;
+//! pool and not held to its budget (mremap moves the pages there); MAP_FIXED into free pool
+//! pages fails with ENOMEM, and so does mremap with MREMAP_FIXED onto pool pages that are neither
+//! all the program's nor all free (`mremap_fixed`); MREMAP_DONTUNMAP without MREMAP_FIXED on pool
+//! memory fails with EINVAL;
 //! madvise is left to the kernel (DONTNEED on pool memory is correct: the pages read as zero
 //! and fault in again; on free pool pages it returns 0 where Linux says ENOMEM). A mapping call from a program signal handler that interrupted the service in the
 //! same thread goes to the kernel (mmap) or fails with ENOMEM (munmap, mremap of pool memory).
@@ -46,7 +48,6 @@ use crate::owner_lock::OwnerLock;
 
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 const HUGE_PAGES: usize = HUGE_PAGE / PAGE;
-pub(crate) const MADVISE: usize = 28;
 pub(crate) const MINCORE: usize = 27;
 pub(crate) const MADV_DONTNEED: usize = 4;
 const MADV_HUGEPAGE: usize = 14;
@@ -55,8 +56,6 @@ pub(crate) const MAP_NORESERVE: usize = 0x4000;
 const MAP_POPULATE: usize = 0x8000;
 const MAP_STACK: usize = 0x20000;
 pub(crate) const MREMAP_MAYMOVE: usize = 1;
-pub(crate) const MREMAP_FIXED: usize = 2;
-pub(crate) const MREMAP_DONTUNMAP: usize = 4;
 const EFAULT: isize = 14;
 /// Flags that do not change what anonymous private memory is (MAP_POPULATE: asked of the
 /// kernel with MADV_POPULATE_WRITE; MAP_STACK: a hint).
@@ -892,7 +891,10 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
     if !in_target && !reaches_pool(old, old_len.max(1)) {
         return None;
     }
-    if in_target || flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 || old_len == 0 || old % PAGE != 0 {
+    if flags & MREMAP_FIXED != 0 {
+        return Some(mremap_fixed(a));
+    }
+    if flags & MREMAP_DONTUNMAP != 0 || old_len == 0 || old % PAGE != 0 {
         return Some(-EINVAL);
     }
     let held = {
@@ -947,6 +949,71 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
     }
     munmap(old, old_pages * PAGE);
     Some(new as isize)
+}
+
+/// mremap with MREMAP_FIXED from or into the pool (stress-ng --pagemove shuffles the pages of a
+/// pool mapping through a page it unmapped): the kernel moves the page tables. The target's pool
+/// pages must all be the program's, or all free (then taken from the allocator first, and
+/// counted against the budget); they become a mapping of the program's own (FOREIGN). The pool
+/// pages the move left are mapped PROT_NONE again, and are free. A range only partly in the
+/// pool: EINVAL; old pages the program does not hold: EFAULT; a target of pages neither all held
+/// nor all free (some being zeroed, above the break, never handed out): ENOMEM, where natively
+/// the move succeeds.
+fn mremap_fixed(a: &[usize; 6]) -> isize {
+    let (old, old_len, new_len, flags, target) = (a[0], a[1], a[2], a[3], a[4]);
+    if flags & MREMAP_MAYMOVE == 0 || old % PAGE != 0 || target % PAGE != 0 || old_len == 0 || new_len == 0 {
+        return -EINVAL;
+    }
+    let Some((guard, pool)) = Guard::take() else { return -ENOMEM };
+    let within = |addr: usize, len: usize| addr >= pool.base && addr.saturating_add(len) <= pool.end();
+    let (old_in, target_in) = (reaches_pool(old, old_len), reaches_pool(target, new_len));
+    if old_in && !within(old, old_len) || target_in && !within(target, new_len) {
+        return -EINVAL;
+    }
+    let held = |pool: &Pool, first: u32, n: usize| (0..n).all(|i| matches!(pool.buddy.state(first as usize + i), USED | FOREIGN));
+    let (old_first, old_n) = (pool.page(old), pages_of(old_len));
+    if old_in && !held(pool, old_first, old_n) {
+        return -EFAULT;
+    }
+    let (target_first, target_n) = (pool.page(target.max(pool.base)), pages_of(new_len));
+    let claimed = target_in && !held(pool, target_first, target_n);
+    if claimed && (pool.held + target_n > pool.budget() || !pool.buddy.claim(target_first, target_n)) {
+        return -ENOMEM;
+    }
+    if old_in {
+        demand::disarm(old, old_n * PAGE);
+    }
+    let r = unsafe { syscall6(MREMAP, old, old_len, new_len, flags, target, 0) };
+    if failed(r) {
+        if old_in {
+            demand::rearm(old, old_n * PAGE);
+        }
+        if claimed {
+            pool.buddy.release(target_first, target_n);
+        }
+        return r;
+    }
+    if target_in {
+        pool.buddy.mark(target_first, target_n, FOREIGN);
+        pool.any_foreign = true;
+        if claimed {
+            pool.held += target_n;
+        }
+    }
+    if old_in && flags & MREMAP_DONTUNMAP == 0 {
+        let fill = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED;
+        if !failed(unsafe { syscall6(MMAP, old, old_n * PAGE, PROT_NONE, fill, usize::MAX, 0) }) {
+            pool.zeroed(old_first, old_n);
+            pool.held -= old_n;
+            demand::rearm(old, old_n * PAGE);
+        }
+    } else if old_in {
+        demand::rearm(old, old_n * PAGE);
+    }
+    pool.publish();
+    drop(guard);
+    crate::textmap::mappings_changed();
+    r
 }
 
 /// Zeros to write or copy from (the scrubber's writes, the fault handler's batches).

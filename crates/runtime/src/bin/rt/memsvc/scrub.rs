@@ -35,7 +35,7 @@
 //! free blocks, the heap above its break) are dropped too; the next user faults them in again,
 //! as natively. The file is read once per step and once per idle wake (every 100 ms at most).
 
-use super::{pages_returned, Pool, HUGE_PAGE, MADVISE, MADV_DONTNEED, MAP_NORESERVE, MINCORE, MREMAP_DONTUNMAP, MREMAP_FIXED,
+use super::{pages_returned, Pool, HUGE_PAGE, MADV_DONTNEED, MAP_NORESERVE, MINCORE,
             MREMAP_MAYMOVE, POOL, POOL_LOCK, ZEROS};
 use crate::owner_lock::OwnerLock;
 use crate::sys::{self, *};
