@@ -56,9 +56,9 @@ def native_or_skip(argv: list[str], why: str) -> subprocess.CompletedProcess:
     return native
 
 
-def same_as_natively(exe: Path, mode: str) -> None:
-    native = watched([str(exe)])
-    proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe)])
+def same_as_natively(exe: Path, mode: str, *args: str) -> None:
+    native = watched([str(exe), *args])
+    proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe), *args])
     assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout), proc.stderr
 
 
@@ -328,6 +328,16 @@ def test_a_program_sees_what_it_sees_natively(built, mode, name):
     native = native_or_skip([str(built / name)], why)
     assert native.stdout == expected
     same_as_natively(built / name, mode)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+@pytest.mark.parametrize("how, status", [("odd", -31), ("unreadable", -11)])
+def test_a_bad_dispatch_selector_kills_as_natively(built, mode, how, status):
+    # Before: the call was dispatched to the program's SIGSYS handler (which then died of
+    # SIGSEGV), where the kernel kills the process with SIGSYS or SIGSEGV.
+    native = native_or_skip([str(built / "user_dispatch"), how], "no Syscall User Dispatch in this kernel")
+    assert native.returncode == status
+    same_as_natively(built / "user_dispatch", mode, how)
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

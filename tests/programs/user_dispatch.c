@@ -5,12 +5,15 @@
 // runtime rewrote must dispatch too). Bad arguments fail as the kernel fails them. Under the
 // runtime the prctl was refused with EINVAL (stress-ng's usersyscall skipped itself). Exits 77
 // where the kernel has no Syscall User Dispatch (EINVAL natively).
-// Prints "dispatched 100 of 100, allowed 1, errors EINVAL EINVAL EFAULT".
+// Prints "dispatched 100 of 100, allowed 1, errors EINVAL EINVAL EFAULT". With an argument,
+// a call is made with the selector holding neither ALLOW nor BLOCK (`odd`: the kernel kills the
+// process with SIGSYS, its handler unrun) or where it cannot be read (`unreadable`: SIGSEGV).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -45,7 +48,22 @@ static const char *name(int r)
     return r == 0 ? "ok" : errno == EINVAL ? "EINVAL" : errno == EFAULT ? "EFAULT" : "other";
 }
 
-int main(void)
+/* The selector in the state `how` names, then a call: natively the process dies. */
+static int bad_selector(const char *how)
+{
+    char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *page = SYSCALL_DISPATCH_FILTER_ALLOW;
+    if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0, 0, page))
+        return errno == EINVAL ? 77 : 1;
+    if (!strcmp(how, "odd"))
+        *page = 7;
+    else
+        munmap(page, 4096);
+    syscall(SYS_getppid);
+    return 3;
+}
+
+int main(int argc, char **argv)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -54,6 +72,8 @@ int main(void)
     sigaction(SIGSYS, &sa, NULL);
     for (int i = 0; i < 20; i++)
         syscall(SYS_getppid);
+    if (argc > 1)
+        return bad_selector(argv[1]);
     if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0, 0, &selector))
         return printf("prctl: %s\n", strerror(errno)), errno == EINVAL ? 77 : 1;
     int dispatched = 0;

@@ -6,8 +6,7 @@
 //! SIGSYS (Wine handles Windows programs' system calls so). Once a thread turns the program's
 //! dispatch on, every call of the process takes the trap path, rewritten sites included, until
 //! it execs (≈ 2 µs a call; the runtime does not track when the last thread turns it off).
-//! Differs: a selector byte that cannot be read, or holds neither ALLOW nor BLOCK, dispatches the
-//! call (the kernel kills the process with SIGSEGV or SIGSYS); rt_sigreturn is never dispatched.
+//! Differs: rt_sigreturn is never dispatched.
 
 use crate::sigframe::{gregs, REG_RIP, REG_RSP, SI_CALL_ADDR_OFF};
 use crate::sys::*;
@@ -17,6 +16,7 @@ const PR_SYS_DISPATCH_OFF: usize = 0;
 const PR_SYS_DISPATCH_EXCLUSIVE_ON: usize = 1;
 const PR_SYS_DISPATCH_INCLUSIVE_ON: usize = 2;
 const SYSCALL_DISPATCH_FILTER_ALLOW: u8 = 0;
+const SYSCALL_DISPATCH_FILTER_BLOCK: u8 = 1;
 /// The end of user space: a selector at or past it is refused (EFAULT), as access_ok refuses it.
 const TASK_SIZE: usize = 0x7fff_ffff_f000;
 
@@ -62,9 +62,16 @@ pub fn dispatches(t: &Thread, uc: *mut u8, info: *mut u8, after_syscall: usize) 
     if inside == (mode == PR_SYS_DISPATCH_EXCLUSIVE_ON) {
         return false;
     }
-    let mut state = [1u8];
-    if selector != 0 && t.read_program(selector, &mut state) && state[0] == SYSCALL_DISPATCH_FILTER_ALLOW {
-        return false;
+    // As the kernel: a selector it cannot read kills the process with SIGSEGV, one holding
+    // neither ALLOW nor BLOCK with SIGSYS, whatever the program's handlers.
+    let mut state = [SYSCALL_DISPATCH_FILTER_BLOCK];
+    if selector != 0 && !t.read_program(selector, &mut state) {
+        crate::signals::die_of(SIGSEGV as i32);
+    }
+    match state[0] {
+        SYSCALL_DISPATCH_FILTER_ALLOW => return false,
+        SYSCALL_DISPATCH_FILTER_BLOCK => {}
+        _ => crate::signals::die_of(SIGSYS as i32),
     }
     g[REG_RIP] = resume as u64;
     g[REG_RSP] = sp as u64;

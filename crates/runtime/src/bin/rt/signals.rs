@@ -193,6 +193,20 @@ pub fn program_interrupt_signal(sig: i32, info: *mut u8, uc: *mut u8) {
     deliver_virtual(1, sig, info, uc, false);
 }
 
+/// The process dies of `sig` (one whose default action terminates), whatever the program's
+/// action for it, as when the kernel forces a fatal signal.
+pub fn die_of(sig: i32) -> ! {
+    let default = KSigaction::default();
+    crate::sigaction::sigaction(sig as usize, Some(&default), None);
+    let t = thread::current();
+    let bit: u64 = 1 << (sig - 1);
+    unsafe {
+        syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &bit as *const u64 as usize, 0, 8, 0, 0);
+        syscall3(TGKILL, t.pid as usize, t.tid as usize, sig as usize);
+    }
+    sys::exit_group(128 + sig as usize) // not reached: the signal is unblocked and fatal
+}
+
 /// Runs the program's action for one of the runtime's signals (VIRTUAL[i]), from the runtime's
 /// handler for it: the program's handler with its sa_mask added (the signal itself stays
 /// unblocked, as if SA_NODEFER: the runtime needs it), then the mask as it was; the default
@@ -204,15 +218,7 @@ fn deliver_virtual(i: usize, sig: i32, info: *mut u8, uc: *mut u8, forced: bool)
         return;
     }
     if act.handler <= 1 {
-        let default = KSigaction::default();
-        crate::sigaction::sigaction(sig as usize, Some(&default), None);
-        let t = thread::current();
-        let bit: u64 = 1 << (sig - 1);
-        unsafe {
-            syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &bit as *const u64 as usize, 0, 8, 0, 0);
-            syscall3(TGKILL, t.pid as usize, t.tid as usize, sig as usize);
-        }
-        sys::exit_group(128 + sig as usize); // not reached: the signal is unblocked and fatal
+        die_of(sig);
     }
     if act.flags & SA_RESETHAND != 0 {
         unsafe { VIRTUAL[i] = KSigaction::default() };

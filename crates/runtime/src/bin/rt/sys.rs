@@ -116,6 +116,7 @@ pub const ENAMETOOLONG: isize = 36;
 pub const SIGKILL: usize = 9;
 pub const SIGCHLD: usize = 17;
 pub const SIGSYS: usize = 31;
+pub const SIGSEGV: usize = 11;
 /// Real-time signal the runtime reserves to interrupt a delegate's blocking call.
 pub const SIG_INTERRUPT: usize = 63;
 
