@@ -5,7 +5,7 @@
 // runtime rewrote must dispatch too). Bad arguments fail as the kernel fails them. Under the
 // runtime the prctl was refused with EINVAL (stress-ng's usersyscall skipped itself). Exits 77
 // where the kernel has no Syscall User Dispatch (EINVAL natively).
-// Prints "dispatched 100 of 100, allowed 1, errors EINVAL EINVAL EFAULT". With an argument,
+// Prints "dispatched 100 of 100, allowed 1, errors EINVAL EINVAL EFAULT, off again". With an argument,
 // a call is made with the selector holding neither ALLOW nor BLOCK (`odd`: the kernel kills the
 // process with SIGSYS, its handler unrun) or where it cannot be read (`unreadable`: SIGSEGV).
 #define _GNU_SOURCE
@@ -48,6 +48,24 @@ static const char *name(int r)
     return r == 0 ? "ok" : errno == EINVAL ? "EINVAL" : errno == EFAULT ? "EFAULT" : "other";
 }
 
+/* With the dispatch off again, calls from a warm site leave a signal stack untouched: under
+ * coreplane no trap (its SIGSYS handler, SA_ONSTACK, runs there) stops them any more. */
+static int calls_leave_signal_stack(void)
+{
+    static char stack[64 * 1024];
+    memset(stack, 0xa5, sizeof stack);
+    stack_t ss = {.ss_sp = stack, .ss_size = sizeof stack};
+    sigaltstack(&ss, NULL);
+    for (int i = 0; i < 100; i++)
+        syscall(SYS_getppid);
+    int untouched = 1;
+    for (size_t i = 0; i < sizeof stack; i++)
+        untouched &= stack[i] == (char)0xa5;
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+    return untouched;
+}
+
 /* The selector in the state `how` names, then a call: natively the process dies. */
 static int bad_selector(const char *how)
 {
@@ -87,7 +105,7 @@ int main(int argc, char **argv)
     const char *wrap = name(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, -4096L, 8192, &selector));
     const char *far = name(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0, 0, (char *)-4096L));
     prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
-    printf("dispatched %d of %d, allowed %d, errors %s %s %s\n", dispatched == 100 && good == 100 ? 100 : dispatched,
-           100, allowed, off_bad, wrap, far);
+    printf("dispatched %d of %d, allowed %d, errors %s %s %s, %s\n", dispatched == 100 && good == 100 ? 100 : dispatched,
+           100, allowed, off_bad, wrap, far, calls_leave_signal_stack() ? "off again" : "still trapped");
     return 0;
 }

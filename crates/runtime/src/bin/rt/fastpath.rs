@@ -384,12 +384,17 @@ pub fn route_through_runtime(nr: usize, through: bool) {
     }
 }
 
-/// Sends every call of the process through the trap path from now on, rewritten sites included
-/// (the program's own Syscall User Dispatch is on: `program_sud`).
-pub fn bounce_every_call() {
-    for w in 0..8 {
+/// Sends every call of the process through the trap path from rewritten sites too (`all`: the
+/// program's own Syscall User Dispatch is on, see `program_sud`), or only those that need the
+/// trap's frame (`call_kinds::needs_trap`).
+pub fn bounce_every_call(all: bool) {
+    let mut bounce = SysSet::EMPTY;
+    for nr in (0..coreplane_runtime::sysset::MAX_SYSCALLS).filter(|&nr| all || crate::call_kinds::needs_trap(nr)) {
+        bounce.insert(nr);
+    }
+    for (w, bits) in bounce.0.iter().enumerate() {
         let word = unsafe { &*(core::ptr::addr_of!(COREPLANE_FAST_BOUNCE[w]) as *const core::sync::atomic::AtomicU64) };
-        word.store(u64::MAX, Relaxed);
+        word.store(*bits, Relaxed);
     }
 }
 
@@ -415,17 +420,14 @@ pub fn bounced(after_syscall: usize) -> bool {
 pub fn install() {
     let cfg = crate::env::config();
     let mut local = SysSet::EMPTY;
-    let mut bounce = SysSet::EMPTY;
-    for nr in 0..coreplane_runtime::sysset::MAX_SYSCALLS {
-        if crate::call_kinds::needs_trap(nr) {
-            bounce.insert(nr);
-        } else if made_in_assembly(nr) {
+    for nr in (0..coreplane_runtime::sysset::MAX_SYSCALLS).filter(|&nr| !crate::call_kinds::needs_trap(nr)) {
+        if made_in_assembly(nr) {
             local.insert(nr);
         }
     }
+    bounce_every_call(false);
     unsafe {
         COREPLANE_FAST_LOCAL = local.0;
-        COREPLANE_FAST_BOUNCE = bounce.0;
         COREPLANE_SAMPLE_MASK = 2 * (cfg.time_every.max(1) - 1);
     }
     let mode = if cfg.null_page_sled && install_sled() {

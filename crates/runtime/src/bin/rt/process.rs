@@ -300,8 +300,7 @@ impl VforkBlock {
 
 /// In a child process with its own copy of memory: own profile, its clone-tree name.
 fn after_fork(key: &Key) {
-    // The program's own dispatch is not inherited, as the kernel's is not.
-    thread::current().program_sud = [0; 4];
+    crate::program_sud::after_fork(thread::current());
     // Locks another thread of the parent held at the fork (a clone with its own stack and
     // memory does not pass through fork_here) are free: no thread here holds them.
     crate::rewrite_lock::after_fork(false, true);
@@ -943,6 +942,7 @@ pub fn exit_thread(code: usize) -> ! {
     let t = thread::current();
     crate::filter_reaper::exiting(t);
     let last = app_threads::exiting(t.pid);
+    crate::program_sud::thread_ends(t);
     if t.strict {
         crate::strict_watch::exiting(t, last, code);
         unsafe { syscall3(EXIT, code, 0, 0) };

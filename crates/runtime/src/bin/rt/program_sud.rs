@@ -3,14 +3,15 @@
 //! one; but every call the program makes already stops in the runtime's SIGSYS handler, with the
 //! frame the kernel gives a dispatched call (the call not made, rax its number, si_code
 //! SYS_USER_DISPATCH). A call the program's settings dispatch is handed that frame, as its own
-//! SIGSYS (Wine handles Windows programs' system calls so). Once a thread turns the program's
-//! dispatch on, every call of the process takes the trap path, rewritten sites included, until
-//! it execs (≈ 2 µs a call; the runtime does not track when the last thread turns it off).
+//! SIGSYS (Wine handles Windows programs' system calls so). While a thread has the program's
+//! dispatch on, every call of the process takes the trap path, rewritten sites included (≈ 2 µs
+//! a call); when the last such thread turns it off or ends, the fast path is back.
 //! Differs: rt_sigreturn is never dispatched.
 
 use crate::sigframe::{gregs, REG_RIP, REG_RSP, SI_CALL_ADDR_OFF};
 use crate::sys::*;
 use crate::thread::{self, Thread};
+use core::sync::atomic::{AtomicIsize, Ordering::SeqCst};
 
 const PR_SYS_DISPATCH_OFF: usize = 0;
 const PR_SYS_DISPATCH_EXCLUSIVE_ON: usize = 1;
@@ -34,12 +35,49 @@ pub fn set(a: &[usize; 6]) -> isize {
             if selector >= TASK_SIZE {
                 return -EFAULT;
             }
-            crate::fastpath::bounce_every_call();
         }
         _ => return -EINVAL,
     }
-    thread::current().program_sud = [mode, offset, len, selector];
+    let t = thread::current();
+    let was_on = t.program_sud[0] != PR_SYS_DISPATCH_OFF;
+    t.program_sud = [mode, offset, len, selector];
+    match (was_on, mode != PR_SYS_DISPATCH_OFF) {
+        (false, true) => threads_with_dispatch(1),
+        (true, false) => threads_with_dispatch(-1),
+        _ => {}
+    }
     0
+}
+
+/// Threads of the process with the program's dispatch on; every call bounces while any has.
+static THREADS_ON: AtomicIsize = AtomicIsize::new(0);
+
+/// Counts a thread that turned the dispatch on (+1) or off (-1), and bounces every call or not.
+/// The bounce is set again after each change until it matches the count read after it, so
+/// that a thread turning it off cannot undo the bounce of one turning it on meanwhile.
+fn threads_with_dispatch(change: isize) {
+    THREADS_ON.fetch_add(change, SeqCst);
+    loop {
+        let on = THREADS_ON.load(SeqCst) > 0;
+        crate::fastpath::bounce_every_call(on);
+        if (THREADS_ON.load(SeqCst) > 0) == on {
+            return;
+        }
+    }
+}
+
+/// Thread `t` ends: its dispatch no longer counts.
+pub fn thread_ends(t: &Thread) {
+    if t.program_sud[0] != PR_SYS_DISPATCH_OFF {
+        threads_with_dispatch(-1);
+    }
+}
+
+/// In a forked child: the program's dispatch is not inherited, as the kernel's is not.
+pub fn after_fork(t: &mut Thread) {
+    t.program_sud = [0; 4];
+    THREADS_ON.store(0, SeqCst);
+    crate::fastpath::bounce_every_call(false);
 }
 
 /// A trapped call of `t` that stopped at `after_syscall` with frame `uc` and siginfo `info`:
