@@ -37,7 +37,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "signal_context", "seccomp_kill_among", "pkey_rights", "task_links",
          "seccomp_escape_ip", "seccomp_sandbox", "caps_self", "allow_all_filter", "setns_own",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
-         "altstack_unmapped"]
+         "altstack_unmapped", "task_listing"]
 
 
 @pytest.fixture(scope="module")
@@ -319,7 +319,17 @@ AS_NATIVELY = {
     # query trapped on the signal stack showed it in use (SS_ONSTACK).
     "altstack_unmapped": ("set: shown 1\nunmapped 0: shown 1, calls 2\nmoved 1: shown 1, calls 2\n"
                           "child exit 7; new stack set 0, shown 1, handler on it 1\n", ""),
+    # (all) The listing of /proc/self/task showed the delegates ("self 4, ...").
+    "task_listing": ("self 3, by pid 3, one at a time 3, child 1\n", ""),
 }
+
+
+def test_the_memory_services_threads_are_not_listed(built):
+    # Before: its scrubber was listed in /proc/self/task ("self 4, ...").
+    exe = built / "task_listing"
+    native = watched([str(exe)])
+    proc = watched(CLI + ["run", "--memory", "pool", "--", str(exe)])
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

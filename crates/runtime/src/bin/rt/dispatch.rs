@@ -26,6 +26,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         EXIT_GROUP => process::exit_group(a[0]),
         OPEN | OPENAT | OPENAT2 => crate::task_view::after_open(nr, a, process::open_self_exe(nr, a, run(nr, a))),
         READ if crate::task_view::watching() => crate::task_view::after_read(a, run(nr, a)),
+        GETDENTS | GETDENTS64 if crate::task_view::watching() => crate::task_view::listing(nr, a, || run(nr, a)),
         READLINK => process::readlink_self_exe(a[0], a[1], a[2], run(nr, a)),
         READLINKAT if a[0] as i32 as isize == AT_FDCWD => process::readlink_self_exe(a[1], a[2], a[3], run(nr, a)),
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => crate::program_sud::set(a),

@@ -301,6 +301,7 @@ impl VforkBlock {
 /// In a child process with its own copy of memory: own profile, its clone-tree name.
 fn after_fork(key: &Key) {
     crate::program_sud::after_fork(thread::current());
+    sys::forget_runtime_threads();
     // Locks another thread of the parent held at the fork (a clone with its own stack and
     // memory does not pass through fork_here) are free: no thread here holds them.
     crate::rewrite_lock::after_fork(false, true);

@@ -3,6 +3,7 @@
 //! Syscall User Dispatch lets through.
 
 use core::arch::asm;
+use core::sync::atomic::{AtomicI32, Ordering::{AcqRel, Acquire, Relaxed, Release}};
 
 pub const READ: usize = 0;
 pub const STAT: usize = 4;
@@ -15,6 +16,8 @@ pub const OPEN: usize = 2;
 pub const OPENAT: usize = 257;
 pub const OPENAT2: usize = 437;
 pub const CLOSE: usize = 3;
+pub const GETDENTS: usize = 78;
+pub const GETDENTS64: usize = 217;
 pub const DUP2: usize = 33;
 pub const DUP3: usize = 292;
 pub const CLOSE_RANGE: usize = 436;
@@ -171,13 +174,13 @@ core::arch::global_asm!(
 );
 
 core::arch::global_asm!(
-    // coreplane_spawn(flags, stack_top, entry, arg) -> tid: a bare thread running entry(arg).
+    // coreplane_spawn(flags, stack_top, entry, arg, ctid) -> tid: a bare thread running entry(arg).
     ".globl coreplane_spawn",
     "coreplane_spawn:",
     "mov r9, rdx",
+    "mov r10, r8",
     "mov r8, rcx",
     "xor edx, edx",
-    "xor r10d, r10d",
     "mov eax, 56",
     "syscall",
     "test rax, rax",
@@ -195,7 +198,7 @@ core::arch::global_asm!(
 
 extern "C" {
     fn coreplane_syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize;
-    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize;
+    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize, ctid: usize) -> isize;
 }
 
 /// Starts one of the runtime's own threads (delegates, the memory service's, watchers) on the
@@ -206,12 +209,42 @@ extern "C" {
 /// It does not share the process's System V semaphore undo list (no CLONE_SYSVSEM): sharing gave
 /// a single-threaded program one, which kcmp(KCMP_SYSVSEM) shows (stress-ng --kcmp failed);
 /// semop and semtimedop, which may add to the list, are made by their caller under every policy.
+/// Its tid is in RUNTIME_TIDS while it runs, when a slot is free.
 pub fn spawn_thread(stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize {
-    let flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD;
+    let mut flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD;
+    let slot = RUNTIME_TIDS.iter().find(|s| s.compare_exchange(0, RESERVED, AcqRel, Relaxed).is_ok());
+    if slot.is_some() {
+        flags |= CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
+    }
     let mask = block_all_but_sigsys();
-    let tid = unsafe { coreplane_spawn(flags, stack_top, entry, arg) };
+    let ctid = slot.map_or(0, |s| s.as_ptr() as usize);
+    let tid = unsafe { coreplane_spawn(flags, stack_top, entry, arg, ctid) };
     set_mask(mask);
+    if let Some(s) = slot.filter(|_| tid < 0) {
+        s.store(0, Release);
+    }
     tid
+}
+
+const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
+const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
+const RESERVED: i32 = -1;
+/// The tids of the runtime's running threads: the kernel writes each at the thread's start
+/// (CLONE_CHILD_SETTID) and clears it at its end (CLONE_CHILD_CLEARTID), so a tid the kernel
+/// gives a later thread of the program's is never taken for one of them (`task_view` hides
+/// them from the program's listing of its own threads). RESERVED while a clone is made.
+static RUNTIME_TIDS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
+
+/// Whether `tid` is one of the runtime's running threads in this process.
+pub fn is_runtime_thread(tid: i32) -> bool {
+    tid > 0 && RUNTIME_TIDS.iter().any(|s| s.load(Acquire) == tid)
+}
+
+/// In a forked child: none of the parent's runtime threads is here.
+pub fn forget_runtime_threads() {
+    for s in &RUNTIME_TIDS {
+        s.store(0, Relaxed);
+    }
 }
 
 /// A two-argument call made with its stack pointer at `stack`: the kernel judges where the caller

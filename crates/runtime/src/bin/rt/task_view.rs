@@ -4,14 +4,16 @@
 //! only then: Chromium's zygote CHECKs `fstatat(proc, "self/task/").st_nlink == 3` and died of
 //! SIGTRAP under `--delegate all`, and its namespace sandbox concluded there was none. Only for
 //! the program's only thread, which reads the result the kernel has just written (no other
-//! program thread can unmap it meanwhile); the directory's entries still show the runtime's
-//! threads, as does a count taken while program threads run.
+//! program thread can unmap it meanwhile); a link count taken while program threads run still
+//! counts the runtime's threads.
 //! The thread count in /proc/PID/stat (its 20th field) and /proc/PID/status (`Threads:`), read
 //! through a descriptor the program opened on its own, counts the program's threads alone too:
 //! CPython 3.12 and later read it at each fork and warned, under `--delegate all`, that the
 //! single-threaded program was multi-threaded. A stat file is adjusted where one read from its
 //! start takes all of it, a status file in the read that holds the whole `Threads:` line (stdio
 //! reads it in 1 KiB pieces); the text only ever gets shorter, so the pieces still join up.
+//! The listing of /proc/PID/task through such a descriptor (getdents) leaves the runtime's
+//! threads out (`sys::is_runtime_thread`), for every thread of the program.
 
 use crate::sys::*;
 use crate::thread;
@@ -157,6 +159,7 @@ const WATCHED: usize = 4;
 const NONE: u8 = 0;
 const STAT_FILE: u8 = 1;
 const STATUS_FILE: u8 = 2;
+const TASK_DIR: u8 = 3;
 static WATCH_FD: [AtomicI64; WATCHED] = [const { AtomicI64::new(-1) }; WATCHED];
 static WATCH_KIND: [AtomicU8; WATCHED] = [const { AtomicU8::new(NONE) }; WATCHED];
 /// The file's identity (device, inode), for a number the program closed and reused unseen.
@@ -165,12 +168,14 @@ static WATCH_ID: [[AtomicU64; 2]; WATCHED] = [const { [AtomicU64::new(0), Atomic
 static WATCH_READ: [AtomicU64; WATCHED] = [const { AtomicU64::new(0) }; WATCHED];
 
 /// Which of this process's thread-counting files `path` names: /proc/self/stat,
-/// /proc/thread-self/status, /proc/PID/stat with its own process id, and so on.
+/// /proc/thread-self/status, /proc/PID/stat with its own process id, /proc/self/task/, and so on.
 fn counting_file(path: &[u8]) -> u8 {
     let Some(rest) = path.strip_prefix(b"/proc/") else { return NONE };
-    let (dir, kind) = match (rest.strip_suffix(b"/stat"), rest.strip_suffix(b"/status")) {
-        (Some(dir), _) => (dir, STAT_FILE),
-        (_, Some(dir)) => (dir, STATUS_FILE),
+    let rest = rest.strip_suffix(b"/").unwrap_or(rest);
+    let (dir, kind) = match (rest.strip_suffix(b"/stat"), rest.strip_suffix(b"/status"), rest.strip_suffix(b"/task")) {
+        (Some(dir), ..) => (dir, STAT_FILE),
+        (_, Some(dir), _) => (dir, STATUS_FILE),
+        (.., Some(dir)) if dir != b"thread-self" => (dir, TASK_DIR),
         _ => return NONE,
     };
     let mut digits = [0u8; 20];
@@ -196,8 +201,9 @@ pub fn after_open(nr: usize, a: &[usize; 6], fd: isize) -> isize {
     WATCH_ID[k][1].store(ino, Relaxed);
     WATCH_READ[k].store(0, Relaxed);
     WATCH_FD[k].store(fd as i64, Release);
-    crate::fastpath::route_through_runtime(READ, true);
-    crate::fastpath::route_through_runtime(CLOSE, true);
+    for nr in [READ, CLOSE, GETDENTS, GETDENTS64] {
+        crate::fastpath::route_through_runtime(nr, true);
+    }
     fd
 }
 
@@ -216,8 +222,9 @@ fn forget(k: usize) {
     WATCH_FD[k].store(-1, Relaxed);
     WATCH_KIND[k].store(NONE, Release);
     if !watching() {
-        crate::fastpath::route_through_runtime(READ, false);
-        crate::fastpath::route_through_runtime(CLOSE, false);
+        for nr in [READ, CLOSE, GETDENTS, GETDENTS64] {
+            crate::fastpath::route_through_runtime(nr, false);
+        }
     }
 }
 
@@ -228,14 +235,61 @@ pub fn closing(fd: usize) {
     }
 }
 
+/// The entry watching `fd` while it is still open on what it was opened on.
+fn watched(fd: usize) -> Option<usize> {
+    let k = entry(fd)?;
+    if crate::own_fds::identity(fd) != Some((WATCH_ID[k][0].load(Relaxed), WATCH_ID[k][1].load(Relaxed))) {
+        forget(k); // closed unseen and the number reused
+        return None;
+    }
+    Some(k)
+}
+
+/// getdents64 or getdents (`nr`) with `a`, made by `list`: on a watched task directory, the
+/// entries of the runtime's threads are taken out of what it returns (the records after one
+/// moved down over it); a batch that held nothing else is followed by the next, since an empty
+/// one means the end. Returns the bytes left.
+pub fn listing(nr: usize, a: &[usize; 6], mut list: impl FnMut() -> isize) -> isize {
+    let own = watched(a[0]).is_some_and(|k| WATCH_KIND[k].load(Relaxed) == TASK_DIR);
+    loop {
+        let r = list();
+        if !own || r <= 0 || thread::current().is_filtered() {
+            return r;
+        }
+        let buf = unsafe { core::slice::from_raw_parts_mut(a[1] as *mut u8, r as usize) };
+        let left = without_runtime_threads(buf, if nr == GETDENTS64 { 19 } else { 18 });
+        if left > 0 {
+            return left as isize;
+        }
+    }
+}
+
+/// Removes the records of `buf` (linux_dirent64 or linux_dirent: the record's length at 16, its
+/// name at `name_at`) that name one of the runtime's threads; the bytes left.
+fn without_runtime_threads(buf: &mut [u8], name_at: usize) -> usize {
+    let (mut at, mut len) = (0, buf.len());
+    while at + name_at < len {
+        let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+        if reclen == 0 || at + reclen > len {
+            break;
+        }
+        let name = &buf[at + name_at..at + reclen];
+        let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+        let tid = name.iter().try_fold(0i32, |n, &c| c.is_ascii_digit().then(|| n.saturating_mul(10).saturating_add((c - b'0') as i32)));
+        if tid.is_some_and(is_runtime_thread) {
+            buf.copy_within(at + reclen..len, at);
+            len -= reclen;
+        } else {
+            at += reclen;
+        }
+    }
+    len
+}
+
 /// read(fd, buf, count) in `a` returned `r`: the thread count in what was read of a watched
 /// file is made the program's. Returns the bytes read, maybe fewer.
 pub fn after_read(a: &[usize; 6], r: isize) -> isize {
-    let Some(k) = entry(a[0]) else { return r };
-    if crate::own_fds::identity(a[0]) != Some((WATCH_ID[k][0].load(Relaxed), WATCH_ID[k][1].load(Relaxed))) {
-        forget(k); // closed unseen and the number reused
-        return r;
-    }
+    let Some(k) = watched(a[0]) else { return r };
     let start = WATCH_READ[k].fetch_add(r.max(0) as u64, Relaxed);
     let t = thread::current();
     let Some(program) = crate::app_threads::count(t.pid) else { return r };
@@ -245,8 +299,8 @@ pub fn after_read(a: &[usize; 6], r: isize) -> isize {
     let buf = unsafe { core::slice::from_raw_parts_mut(a[1] as *mut u8, r as usize) };
     let field = match WATCH_KIND[k].load(Relaxed) {
         STAT_FILE if start == 0 && (r as usize) < a[2] => stat_threads(buf),
-        STAT_FILE => None,
-        _ => status_threads(buf),
+        STATUS_FILE => status_threads(buf),
+        _ => None,
     };
     match field {
         Some(at) => rewrite_count(buf, at, program) as isize,
