@@ -66,13 +66,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         DUP2 | DUP3 if let Some(r) = crate::own_fds::dup_onto(a[1]) => r,
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
         SIGALTSTACK if thread::current().withdrawn_signal_stack[2] != 0 => crate::program_signal::sigaltstack_withdrawn(a, || run(nr, a)),
-        SIGALTSTACK if a[0] != 0 => {
-            let r = run(nr, a);
-            if r == 0 {
-                crate::program_signal::program_sets_signal_stack(a[0]);
-            }
-            r
-        }
+        SIGALTSTACK => crate::program_signal::sets_signal_stack(a[0], || run(nr, a)),
         PTRACE if a[0] == PTRACE_TRACEME => process::traced(run(nr, a)),
         SETUID | SETREUID | SETRESUID | SETFSUID | SETGID | SETREGID | SETRESGID | SETFSGID | SETGROUPS | CAPSET => {
             if let Some(uid) = profile::changes_file_user(nr, a) {

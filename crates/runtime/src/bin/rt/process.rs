@@ -6,7 +6,7 @@
 use crate::env;
 use crate::exe::exe;
 use crate::placement::{self, Key};
-use crate::sigframe::{self, gregs, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE};
+use crate::sigframe::{self, gregs, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE, UC_STACK_OFF};
 use crate::sys::{self, *};
 use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
@@ -186,18 +186,28 @@ pub fn sigaltstack_needs_other_stack(uc: *mut u8) -> Option<usize> {
 
 /// The program's signal stack, [lo, hi), where the trap's frame `uc` lies on it (the runtime's
 /// handler is SA_ONSTACK) while the program was not on it; None otherwise, and on a stack the
-/// runtime lends.
+/// runtime lends. Read from the frame, which saved it before the kernel disarmed one set with
+/// SS_AUTODISARM.
 pub fn trap_borrows_signal_stack(uc: *mut u8) -> Option<(usize, usize)> {
-    let mut now = SignalStack { sp: 0, flags: 0, size: 0 };
-    unsafe { syscall3(SIGALTSTACK, 0, &mut now as *mut SignalStack as usize, 0) };
-    let on = |addr: usize| now.flags & SS_DISABLE == 0 && (now.sp..now.sp + now.size).contains(&addr);
+    let [sp, flags, size] = unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) };
+    let on = |addr: usize| flags as i32 & SS_DISABLE == 0 && (sp..sp.saturating_add(size)).contains(&addr);
     let borrowed = !thread::current().lent_stack && on(uc as usize) && !on(gregs(uc)[REG_RSP] as usize);
-    borrowed.then_some((now.sp, now.sp + now.size))
+    borrowed.then_some((sp, sp + size))
 }
 
-/// sigaltstack(2) made on `stack` (`sigaltstack_needs_other_stack`).
-pub fn sigaltstack_on(stack: usize, a: &[usize; 6]) -> isize {
-    sys::syscall_on(stack, SIGALTSTACK, a[0], a[1])
+/// sigaltstack(2) made on `stack` (`sigaltstack_needs_other_stack`) for the trap with frame
+/// `uc`. The old stack it shows is the one the frame saved where the program set it with
+/// SS_AUTODISARM: the kernel disarmed it while the trap's handler runs there.
+pub fn sigaltstack_on(stack: usize, uc: *mut u8, a: &[usize; 6]) -> isize {
+    let saved = unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) };
+    let r = sys::syscall_on(stack, SIGALTSTACK, a[0], a[1]);
+    if r == 0 && a[1] != 0 && saved[1] as i32 & SS_AUTODISARM != 0 {
+        let bytes = unsafe { core::slice::from_raw_parts(saved.as_ptr() as *const u8, 24) };
+        if !thread::current().write_program(a[1], bytes) {
+            return -EFAULT;
+        }
+    }
+    r
 }
 
 /// sigaltstack(2) on a thread with the runtime's signal stack: the program sees none (as it had
@@ -205,12 +215,11 @@ pub fn sigaltstack_on(stack: usize, a: &[usize; 6]) -> isize {
 pub fn sigaltstack_lent(a: &[usize; 6]) -> isize {
     let t = thread::current();
     if a[0] != 0 {
-        let r = unsafe { syscall3(SIGALTSTACK, a[0], 0, 0) };
+        let r = crate::program_signal::sets_signal_stack(a[0], || unsafe { syscall3(SIGALTSTACK, a[0], 0, 0) });
         if r != 0 {
             return r;
         }
         t.lent_stack = false;
-        crate::program_signal::program_sets_signal_stack(a[0]);
     }
     let none = SignalStack { sp: 0, flags: SS_DISABLE, size: 0 };
     let bytes = unsafe { core::slice::from_raw_parts(&none as *const SignalStack as *const u8, core::mem::size_of::<SignalStack>()) };

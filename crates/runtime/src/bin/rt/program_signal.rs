@@ -17,7 +17,7 @@
 
 use crate::sigaction::{KSigaction, SA_ONSTACK};
 use crate::sigframe::{self, *};
-use crate::sys::{self, syscall3, EFAULT, EINTR, MREMAP, MREMAP_DONTUNMAP, MUNMAP, SIGALTSTACK, SS_AUTODISARM, SS_DISABLE};
+use crate::sys::{self, syscall3, EFAULT, EINTR, MREMAP, MREMAP_DONTUNMAP, MUNMAP, PAGE, SIGALTSTACK, SS_AUTODISARM, SS_DISABLE};
 use crate::thread::{self, THREAD_SIZE};
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -277,19 +277,30 @@ fn above(sp: usize, frame: usize) -> bool {
     sp >= frame && sp - frame < 8 << 20
 }
 
-/// The program set a signal stack of its own (a successful sigaltstack with `ss`, its new
-/// stack_t): one the runtime disabled for a handler is not put back over it, and the fast path
-/// learns where the program's stack lies.
-pub fn program_sets_signal_stack(ss: usize) {
-    let t = thread::current();
-    t.disabled_for = 0;
-    let mut raw = [0u8; 24];
-    if !t.read_program(ss, &mut raw) {
-        return;
+/// sigaltstack(2) with the program's new stack_t at `ss` (0: a query), made by `set`. Once it
+/// succeeds, a stack the runtime disabled for a handler is not put back over the new one, a
+/// withdrawn one is forgotten, and the fast path learns where the program's stack lies. The
+/// stack_t is read before the call: with sigaltstack(&ss, &ss) the kernel writes the old one
+/// over it.
+pub fn sets_signal_stack(ss: usize, set: impl FnOnce() -> isize) -> isize {
+    if ss == 0 {
+        return set();
     }
-    let word = |i: usize| usize::from_ne_bytes(raw[8 * i..8 * i + 8].try_into().unwrap());
-    let (sp, flags, size) = (word(0), word(1) as i32, word(2));
-    t.program_signal_stack = if flags & SS_DISABLE != 0 || size == 0 { [0, 0] } else { [sp, sp + size - 1] };
+    let t = thread::current();
+    let mut raw = [0u8; 24];
+    let read = t.read_program(ss, &mut raw);
+    let r = set();
+    if r != 0 {
+        return r;
+    }
+    t.disabled_for = 0;
+    t.withdrawn_signal_stack = [0; 3];
+    if read {
+        let word = |i: usize| usize::from_ne_bytes(raw[8 * i..8 * i + 8].try_into().unwrap());
+        let (sp, flags, size) = (word(0), word(1) as i32, word(2));
+        t.program_signal_stack = if flags & SS_DISABLE != 0 || size == 0 { [0, 0] } else { [sp, sp + size - 1] };
+    }
+    r
 }
 
 /// A successful munmap or mremap took away the top of the signal stack the program set on this
@@ -301,11 +312,13 @@ pub fn program_sets_signal_stack(ss: usize) {
 pub fn after_unmap(nr: usize, a: &[usize; 6], result: isize) {
     let t = thread::current();
     let [lo, hi] = t.program_signal_stack;
+    // The kernel takes lengths in whole pages.
+    let end = |len: usize| a[0].saturating_add(len).saturating_add(PAGE - 1) & !(PAGE - 1);
     let gone = match nr {
-        MUNMAP if result == 0 => a[0]..a[0].saturating_add(a[1]),
+        MUNMAP if result == 0 => a[0]..end(a[1]),
         // Shrunk in place: its tail; moved: all of it.
-        MREMAP if result as usize == a[0] => a[0].saturating_add(a[2])..a[0].saturating_add(a[1]),
-        MREMAP if result >= 0 && a[3] & MREMAP_DONTUNMAP == 0 => a[0]..a[0].saturating_add(a[1]),
+        MREMAP if result as usize == a[0] => end(a[2])..end(a[1]),
+        MREMAP if result >= 0 && a[3] & MREMAP_DONTUNMAP == 0 => a[0]..end(a[1]),
         _ => return,
     };
     if hi == 0 || !gone.contains(&hi) {
@@ -320,18 +333,24 @@ pub fn after_unmap(nr: usize, a: &[usize; 6], result: isize) {
     }
 }
 
+/// A frame `uc` that rt_sigreturn is about to restore, saved before this thread's signal stack
+/// was withdrawn, names that stack: it would arm it again, and the next trap would go there.
+pub fn keep_withdrawn(uc: *mut u8) {
+    let t = thread::current();
+    let stack = unsafe { &mut *(uc.add(UC_STACK_OFF) as *mut [usize; 3]) };
+    if t.withdrawn_signal_stack[2] != 0 && stack[0] == t.withdrawn_signal_stack[0] && stack[1] as i32 & SS_DISABLE == 0 {
+        *stack = [0, SS_DISABLE as usize, 0];
+    }
+}
+
 /// sigaltstack(2) on a thread whose signal stack was withdrawn (`after_unmap`): the program is
 /// shown the stack it set, until it sets another, which the kernel checks as it would.
 pub fn sigaltstack_withdrawn(a: &[usize; 6], set: impl FnOnce() -> isize) -> isize {
     let t = thread::current();
     let old = t.withdrawn_signal_stack;
-    if a[0] != 0 {
-        let r = set();
-        if r != 0 {
-            return r;
-        }
-        t.withdrawn_signal_stack = [0; 3];
-        program_sets_signal_stack(a[0]);
+    let r = sets_signal_stack(a[0], set);
+    if r != 0 {
+        return r;
     }
     let bytes = unsafe { core::slice::from_raw_parts(old.as_ptr() as *const u8, 24) };
     if a[1] != 0 && !t.write_program(a[1], bytes) {

@@ -11,6 +11,8 @@
 use crate::sigframe::{gregs, REG_RIP, REG_RSP, SI_CALL_ADDR_OFF};
 use crate::sys::*;
 use crate::thread::{self, Thread};
+use crate::owner_lock::OwnerLock;
+use crate::sys;
 use core::sync::atomic::{AtomicIsize, Ordering::SeqCst};
 
 const PR_SYS_DISPATCH_OFF: usize = 0;
@@ -51,19 +53,19 @@ pub fn set(a: &[usize; 6]) -> isize {
 
 /// Threads of the process with the program's dispatch on; every call bounces while any has.
 static THREADS_ON: AtomicIsize = AtomicIsize::new(0);
+/// Held while the count and the bounce set change together, with the program's signals
+/// blocked: a thread turning dispatch off must not store its bounce set after one turning it on
+/// stored its own (that thread's calls would then skip its dispatch).
+static COUNT_LOCK: OwnerLock = OwnerLock::new();
 
 /// Counts a thread that turned the dispatch on (+1) or off (-1), and bounces every call or not.
-/// The bounce is set again after each change until it matches the count read after it, so
-/// that a thread turning it off cannot undo the bounce of one turning it on meanwhile.
 fn threads_with_dispatch(change: isize) {
-    THREADS_ON.fetch_add(change, SeqCst);
-    loop {
-        let on = THREADS_ON.load(SeqCst) > 0;
-        crate::fastpath::bounce_every_call(on);
-        if (THREADS_ON.load(SeqCst) > 0) == on {
-            return;
-        }
-    }
+    let mask = sys::block_all_but_sigsys();
+    COUNT_LOCK.acquire(thread::current().tid as u32);
+    let on = THREADS_ON.fetch_add(change, SeqCst) + change > 0;
+    crate::fastpath::bounce_every_call(on);
+    COUNT_LOCK.release();
+    sys::set_mask(mask);
 }
 
 /// Thread `t` ends: its dispatch no longer counts.
@@ -77,6 +79,7 @@ pub fn thread_ends(t: &Thread) {
 pub fn after_fork(t: &mut Thread) {
     t.program_sud = [0; 4];
     THREADS_ON.store(0, SeqCst);
+    COUNT_LOCK.reset();
     crate::fastpath::bounce_every_call(false);
 }
 

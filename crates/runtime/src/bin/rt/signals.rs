@@ -174,6 +174,7 @@ pub fn on_sigreturn(uc: *mut u8) {
         core::ptr::write_volatile(&mut t.last_signo, signo);
         core::ptr::write_volatile(&mut t.handlers_done, t.handlers_done + 1);
     }
+    crate::program_signal::keep_withdrawn(frame as *mut u8);
     g[REG_RIP] = coreplane_sigreturn as *const () as u64;
 }
 

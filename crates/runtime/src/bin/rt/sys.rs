@@ -174,13 +174,14 @@ core::arch::global_asm!(
 );
 
 core::arch::global_asm!(
-    // coreplane_spawn(flags, stack_top, entry, arg, ctid) -> tid: a bare thread running entry(arg).
+    // coreplane_spawn(flags, stack_top, entry, arg, tid_at) -> tid: a bare thread running
+    // entry(arg); tid_at is clone's parent_tid and child_tid both.
     ".globl coreplane_spawn",
     "coreplane_spawn:",
     "mov r9, rdx",
     "mov r10, r8",
+    "mov rdx, r8",
     "mov r8, rcx",
-    "xor edx, edx",
     "mov eax, 56",
     "syscall",
     "test rax, rax",
@@ -198,7 +199,7 @@ core::arch::global_asm!(
 
 extern "C" {
     fn coreplane_syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize;
-    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize, ctid: usize) -> isize;
+    fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize, tid_at: usize) -> isize;
 }
 
 /// Starts one of the runtime's own threads (delegates, the memory service's, watchers) on the
@@ -212,27 +213,28 @@ extern "C" {
 /// Its tid is in RUNTIME_TIDS while it runs, when a slot is free.
 pub fn spawn_thread(stack_top: usize, entry: extern "C" fn(usize), arg: usize) -> isize {
     let mut flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD;
+    // The slot is taken with signals blocked, so that no handler's longjmp leaves it taken.
+    let mask = block_all_but_sigsys();
     let slot = RUNTIME_TIDS.iter().find(|s| s.compare_exchange(0, RESERVED, AcqRel, Relaxed).is_ok());
     if slot.is_some() {
-        flags |= CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
+        flags |= CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
     }
-    let mask = block_all_but_sigsys();
-    let ctid = slot.map_or(0, |s| s.as_ptr() as usize);
-    let tid = unsafe { coreplane_spawn(flags, stack_top, entry, arg, ctid) };
-    set_mask(mask);
+    let tid_at = slot.map_or(0, |s| s.as_ptr() as usize);
+    let tid = unsafe { coreplane_spawn(flags, stack_top, entry, arg, tid_at) };
     if let Some(s) = slot.filter(|_| tid < 0) {
         s.store(0, Release);
     }
+    set_mask(mask);
     tid
 }
 
-const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
+const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
 const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
 const RESERVED: i32 = -1;
-/// The tids of the runtime's running threads: the kernel writes each at the thread's start
-/// (CLONE_CHILD_SETTID) and clears it at its end (CLONE_CHILD_CLEARTID), so a tid the kernel
-/// gives a later thread of the program's is never taken for one of them (`task_view` hides
-/// them from the program's listing of its own threads). RESERVED while a clone is made.
+/// The tids of the runtime's running threads: the kernel writes each before clone returns
+/// (CLONE_PARENT_SETTID) and clears it when the thread ends (CLONE_CHILD_CLEARTID), so a tid
+/// the kernel gives a later thread of the program's is never taken for one of them (`task_view`
+/// hides them from the program's listing of its own threads). RESERVED while a clone is made.
 static RUNTIME_TIDS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
 
 /// Whether `tid` is one of the runtime's running threads in this process.

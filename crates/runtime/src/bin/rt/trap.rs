@@ -52,9 +52,8 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         CLONE3 => process::clone3(uc, &a),
         VFORK => process::vfork(uc, fastpath::bounced(after_syscall)),
         SIGALTSTACK if let Some(stack) = process::sigaltstack_needs_other_stack(uc) => {
-            let r = dispatch::local(nr, || process::sigaltstack_on(stack, &a));
-            if r >= 0 && a[0] != 0 {
-                program_signal::program_sets_signal_stack(a[0]);
+            let r = dispatch::local(nr, || program_signal::sets_signal_stack(a[0], || process::sigaltstack_on(stack, uc, &a)));
+            if r >= 0 {
                 keep_thread_state(nr, &a, r, uc);
             }
             r
@@ -73,6 +72,7 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         }
     };
     gregs(uc)[REG_RAX] = result as u64;
+    program_signal::keep_withdrawn(uc);
 }
 
 /// Whether call `nr` changes the memory the trap's frame lies in: the program unmaps, moves,
@@ -87,8 +87,15 @@ fn changes_borrowed_signal_stack(uc: *mut u8, nr: usize, a: &[usize; 6]) -> bool
         _ => return false,
     };
     let Some((lo, hi)) = process::trap_borrows_signal_stack(uc) else { return false };
-    ranges.iter().any(|&(at, len)| at < hi && lo < at.saturating_add(len))
+    let changed = ranges.iter().any(|&(at, len)| at < hi && lo < at.saturating_add(len).saturating_add(PAGE - 1) & !(PAGE - 1));
+    // The frame's copy goes below the program's stack pointer (`handle_again_on_program_stack`):
+    // not where that would still be the signal stack (one mapping holding both).
+    let copy_low = (gregs(uc)[REG_RSP] as usize).saturating_sub(128 + FRAME_COPY_ROOM);
+    changed && !(copy_low < hi && lo < gregs(uc)[REG_RSP] as usize)
 }
+
+/// Room below the program's stack pointer for the frame's copy and the handler's own frames.
+const FRAME_COPY_ROOM: usize = 32 * 1024;
 
 /// Handles the trap again from a copy of its frame on the program's stack, below its red zone,
 /// where the call would have been made natively, and returns to the program from that copy.
@@ -138,10 +145,6 @@ fn keep_thread_state(nr: usize, a: &[usize; 6], result: isize, uc: *mut u8) {
             // Only a new stack is kept: a query made on a stack the runtime lends (which the
             // kernel disarmed while its handler runs) must not make that stack disarmed for good.
             SIGALTSTACK if a[0] != 0 => {
-                syscall3(SIGALTSTACK, 0, uc.add(UC_STACK_OFF) as usize, 0);
-            }
-            // A signal stack unmapped, and withdrawn for it, is not put back by rt_sigreturn.
-            MUNMAP | MREMAP if crate::thread::current().withdrawn_signal_stack[2] != 0 => {
                 syscall3(SIGALTSTACK, 0, uc.add(UC_STACK_OFF) as usize, 0);
             }
             _ => {}

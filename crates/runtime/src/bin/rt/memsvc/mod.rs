@@ -977,20 +977,36 @@ fn mremap_fixed(a: &[usize; 6]) -> isize {
     }
     let (target_first, target_n) = (pool.page(target.max(pool.base)), pages_of(new_len));
     let claimed = target_in && !held(pool, target_first, target_n);
-    if claimed && (pool.held + target_n > pool.budget() || !pool.buddy.claim(target_first, target_n)) {
+    let leaves = old_in && flags & MREMAP_DONTUNMAP == 0;
+    let room = pool.budget() + if leaves { old_n } else { 0 };
+    if claimed && (pool.held + target_n > room || !pool.buddy.claim(target_first, target_n)) {
         return -ENOMEM;
     }
-    if old_in {
+    // Only the pool's own pages are registered with pool-demand's userfaultfd (a file the
+    // program mapped over pool pages cannot be).
+    let registered = old_in && pool.buddy.all(old_first, old_n, USED);
+    if registered {
         demand::disarm(old, old_n * PAGE);
     }
     let r = unsafe { syscall6(MREMAP, old, old_len, new_len, flags, target, 0) };
+    if registered && (failed(r) || !leaves) {
+        demand::rearm(old, old_n * PAGE);
+    }
     if failed(r) {
-        if old_in {
-            demand::rearm(old, old_n * PAGE);
+        // The kernel may have unmapped the target before it failed: the pool's pages there are
+        // mapped again, and the program's, if it held them, gone as natively.
+        let mut resident = [0u8; 1];
+        let unmapped = target_in && unsafe { syscall3(MINCORE, target, PAGE, resident.as_mut_ptr() as usize) } == -ENOMEM;
+        if unmapped && refill(target, target_n) {
+            if !claimed {
+                pool.zeroed(target_first, target_n);
+                pool.held -= target_n;
+            }
         }
         if claimed {
             pool.buddy.release(target_first, target_n);
         }
+        pool.publish();
         return r;
     }
     if target_in {
@@ -1000,20 +1016,25 @@ fn mremap_fixed(a: &[usize; 6]) -> isize {
             pool.held += target_n;
         }
     }
-    if old_in && flags & MREMAP_DONTUNMAP == 0 {
-        let fill = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED;
-        if !failed(unsafe { syscall6(MMAP, old, old_n * PAGE, PROT_NONE, fill, usize::MAX, 0) }) {
-            pool.zeroed(old_first, old_n);
-            pool.held -= old_n;
-            demand::rearm(old, old_n * PAGE);
-        }
-    } else if old_in {
-        demand::rearm(old, old_n * PAGE);
+    if leaves && refill(old, old_n) {
+        pool.zeroed(old_first, old_n);
+        pool.held -= old_n;
     }
     pool.publish();
     drop(guard);
     crate::textmap::mappings_changed();
     r
+}
+
+/// Maps `n` pool pages at `addr` again, closed (PROT_NONE) and registered as the pool's are;
+/// false where the kernel refused (out of mappings): they stay unmapped.
+fn refill(addr: usize, n: usize) -> bool {
+    let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED;
+    let ok = !failed(unsafe { syscall6(MMAP, addr, n * PAGE, PROT_NONE, flags, usize::MAX, 0) });
+    if ok {
+        demand::rearm(addr, n * PAGE);
+    }
+    ok
 }
 
 /// Zeros to write or copy from (the scrubber's writes, the fault handler's batches).
