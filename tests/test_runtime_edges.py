@@ -22,11 +22,12 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import CLI
+from conftest import CLI, REPO
 from test_stress import watched
 
 PROGRAMS = Path(__file__).parent / "programs"
@@ -169,6 +170,15 @@ def test_opening_proc_self_exe_opens_the_program(built, mode):
     assert native.count("same file 20/20, close-on-exec as asked 20/20, lowest descriptor 20/20") == 9
     assert native.count(": same\n") == 3
     same_as_natively(built / "self_exe", mode)
+    # A program whose path is shorter than the runtime's: readlink wrote the runtime's path, then
+    # the program's over it, and left the runtime's tail past the length it returned.
+    short = Path(tempfile.mkdtemp(prefix="x", dir="/tmp"))
+    try:
+        shutil.copy(built / "self_exe", short / "s")
+        assert len(str(short / "s")) < len(str(REPO / "target"))
+        same_as_natively(short / "s", mode)
+    finally:
+        shutil.rmtree(short)
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

@@ -51,9 +51,12 @@ int main(int argc, char **argv) {
                    calls[how], label[n], same, cloexec, lowest);
         }
         char link[PATH_MAX];
+        memset(link, 0, sizeof link);
         ssize_t len = readlink(names[n], link, sizeof link - 1);
+        int tail_untouched = strlen(link) == (size_t)(len < 0 ? 0 : len);
         link[len < 0 ? 0 : len] = 0;
-        printf("readlink %s: %s\n", label[n], strcmp(link, real) == 0 ? "same" : link);
+        printf("readlink %s: %s\n", label[n], !tail_untouched ? "bytes written past its length"
+               : strcmp(link, real) == 0 ? "same" : link);
     }
     return 0;
 }

@@ -27,20 +27,6 @@ pub fn exe() -> &'static [u8] {
     }
 }
 
-/// The runtime's own binary's path, as the kernel names it in /proc/self/exe, read at the first
-/// need (empty where /proc is missing).
-pub fn runtime_path() -> &'static [u8] {
-    use core::sync::atomic::{AtomicUsize, Ordering::*};
-    static mut PATH: [u8; 4096] = [0; 4096];
-    static LEN: AtomicUsize = AtomicUsize::new(usize::MAX);
-    let path = unsafe { &mut *core::ptr::addr_of_mut!(PATH) };
-    if LEN.load(Acquire) == usize::MAX {
-        let n = unsafe { syscall3(READLINK, b"/proc/self/exe\0".as_ptr() as usize, path.as_mut_ptr() as usize, path.len()) };
-        LEN.store(n.max(0) as usize, Release);
-    }
-    &path[..LEN.load(Acquire)]
-}
-
 /// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, then `:FD` when
 /// the caller opened the ELF program as FD with its credentials before the exec (process::execve)
 /// for the loader to map from there (`given_fd`), then `@FD` naming the runtime's own binary

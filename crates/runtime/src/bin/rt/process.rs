@@ -730,24 +730,29 @@ pub fn execveat(a: &[usize; 6]) -> isize {
     execve(full.as_ptr() as usize, a[2], a[3])
 }
 
-/// readlink/readlinkat that the kernel answered with `result`: of /proc/self/exe (`names_own_exe`),
-/// the program, not the runtime. The kernel checks the path and the buffer first, so only an
-/// answer as long as the runtime's own path is looked into further (every other readlink pays
-/// one comparison).
-pub fn readlink_self_exe(path: usize, buf: usize, size: usize, result: isize) -> isize {
-    let runtime = crate::exe::runtime_path();
-    if result <= 0 || runtime.is_empty() || result as usize != runtime.len().min(size) {
-        return result;
+/// readlink or readlinkat (`nr`, arguments `a`), made by `make`: of /proc/self/exe
+/// (`names_own_exe`, from the current directory or an absolute path), the program, not the
+/// runtime. That call is made into a buffer of the runtime's, for the kernel's checks of the path
+/// and the size: the program's buffer gets the program's path alone, as many bytes as returned
+/// (the runtime's longer path written there first left its tail past them). Every other
+/// readlink pays a comparison of its path's first bytes.
+pub fn readlink_self_exe(nr: usize, a: &[usize; 6], make: impl FnOnce(&[usize; 6]) -> isize) -> isize {
+    let (path_at, buf_at) = if nr == READLINK { (0, 1) } else { (1, 2) };
+    let from_cwd = nr == READLINK || a[0] as i32 as isize == AT_FDCWD;
+    if !from_cwd || !names_own_exe(unsafe { accepted_path(a[path_at]) }) {
+        return make(a);
     }
-    let t = thread::current();
-    let mut got = [0u8; 64];
-    let got = &mut got[..(result as usize).min(64)];
-    if !t.read_program(buf, got) || got != &runtime[..got.len()] || !names_own_exe(unsafe { accepted_path(path) }) {
+    let mut own = [0u8; 256];
+    let mut args = *a;
+    args[buf_at] = own.as_mut_ptr() as usize;
+    args[buf_at + 1] = a[buf_at + 1].min(own.len());
+    let result = make(&args);
+    if result < 0 {
         return result;
     }
     let exe = exe();
-    let n = exe.len().min(size);
-    if t.write_program(buf, &exe[..n]) { n as isize } else { -EFAULT }
+    let n = exe.len().min(a[buf_at + 1]);
+    if thread::current().write_program(a[buf_at], &exe[..n]) { n as isize } else { -EFAULT }
 }
 
 /// open, openat or openat2 (`nr`, arguments `a`) that the kernel answered with `fd`: one of
