@@ -659,3 +659,17 @@ def test_an_execve_in_a_chroot_without_proc(mode, tmp_path):
     assert (native.returncode, native.stdout) == (3, "in\nexec\n"), native.stderr
     proc = watched(CLI + ["run", "--delegate", mode, "--", *argv])
     assert (proc.returncode, proc.stdout) == (3, "in\nexec\n"), proc.stderr
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or 0 not in os.sched_getaffinity(0),
+                    reason="needs CPUs 0 and another: a control core and a compute core")
+@pytest.mark.parametrize("mode", [["--delegate", "all"], ["--memory", "pool"]])
+def test_cpus_a_program_sets_before_its_exec_are_kept(mode):
+    # The program starts on the compute cores; taskset then puts grep on CPU 0 (a control core),
+    # as natively. Before: every exec put the process back on the compute cores (mpirun's
+    # per-rank binding was lost, and two ranks busy-polled one CPU).
+    status = ["grep", "^Cpus_allowed_list:", "/proc/self/status"]
+    start = watched(CLI + ["run", *mode, "--", *status])
+    assert start.returncode == 0 and start.stdout.split()[-1] != "0", start.stdout + start.stderr
+    bound = watched(CLI + ["run", *mode, "--", "taskset", "-c", "0", *status])
+    assert (bound.returncode, bound.stdout.split()[-1:]) == (0, ["0"]), bound.stdout + bound.stderr

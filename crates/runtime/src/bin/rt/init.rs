@@ -17,8 +17,10 @@ pub fn start() {
     let unblock: u64 = 1 << (SIGSYS - 1);
     unsafe { syscall6(RT_SIGPROCMASK, 1 /* SIG_UNBLOCK */, &unblock as *const u64 as usize, 0, 8, 0, 0) };
     let compute = &env::config().compute;
-    if !compute.is_empty() {
-        // Program threads inherit this; delegates re-pin themselves on the control cores.
+    if !compute.is_empty() && unsafe { env::TASK_ENV }.is_null() {
+        // Program threads inherit this; delegates re-pin themselves on the control cores. Only
+        // at the program's start: an image its own execve started keeps the CPUs the process had
+        // (taskset, or mpirun binding each rank before its exec, as natively).
         unsafe { syscall3(SCHED_SETAFFINITY, 0, core::mem::size_of_val(&compute.0), compute.0.as_ptr() as usize) };
     }
     profile::open_process();
