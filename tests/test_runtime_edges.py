@@ -38,7 +38,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "signal_context", "seccomp_kill_among", "pkey_rights", "task_links",
          "seccomp_escape_ip", "seccomp_sandbox", "caps_self", "allow_all_filter", "setns_own",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
-         "altstack_unmapped", "task_listing"]
+         "altstack_unmapped", "task_listing", "exec_errors"]
 
 
 @pytest.fixture(scope="module")
@@ -335,6 +335,9 @@ AS_NATIVELY = {
                           "child exit 7; new stack set 0, shown 1, handler on it 1\n", ""),
     # (all) The listing of /proc/self/task showed the delegates ("self 4, ...").
     "task_listing": ("self 3, by pid 3, one at a time 3, child 1\n", ""),
+    # The new image exited 127 ("child ended with status 0x7f00"), where execve fails natively
+    # and its caller goes on (a shell's PATH search, execvp); a directory said ENOEXEC.
+    "exec_errors": ("directory: EACCES\nmissing interpreter: ENOENT\nbad ELF: ENOEXEC\nmissing loader: ENOENT\n", ""),
 }
 
 

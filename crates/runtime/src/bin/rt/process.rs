@@ -514,28 +514,105 @@ fn stackless_vfork(uc: *mut u8, flags: u64, ptid: usize, ctid: usize, tls: usize
     unsafe { coreplane_vfork_clone(flags, child_sp, ptid, ctid, tls, frame) }
 }
 
+/// What `precheck` found at the path an execve names.
+enum Image {
+    /// An x86-64 ELF program, open for the loader.
+    Elf(usize),
+    /// A #! script whose interpreter the caller may execute.
+    Script,
+    /// An ELF file the runtime cannot load (32-bit, another machine, malformed): the kernel
+    /// execs it as it is, without the runtime, and fails it as natively (ENOEXEC) or runs it
+    /// uninterposed (a 32-bit program exited 127 before).
+    Foreign,
+}
+
 /// Fails like the kernel would, before the runtime is re-executed for `path`, with the caller's
 /// credentials as they are before the exec (effective ids and capabilities, as execve checks
-/// them; access(2) would use the real ids and drop the capabilities). An ELF program stays open
-/// (its descriptor returned; None for a #! script): the loader maps it from that descriptor, since
-/// after the exec the credentials may no longer reach it (setpriv and su keep CAP_DAC_OVERRIDE
-/// up to the execve of a program in a directory only root may search, then drop it).
-fn precheck(path: *const u8) -> Result<Option<usize>, isize> {
+/// them; access(2) would use the real ids and drop the capabilities): not a regular file
+/// (EACCES), no format the kernel knows (ENOEXEC), a script's interpreter or a program's
+/// dynamic loader missing (ENOENT; the new image exited 127 instead). An ELF program stays open:
+/// the loader maps it from that descriptor, since after the exec the credentials may no longer
+/// reach it (setpriv and su keep CAP_DAC_OVERRIDE up to the execve of a program in a directory
+/// only root may search, then drop it).
+fn precheck(path: *const u8) -> Result<Image, isize> {
     let fd = unsafe { syscall3(OPEN, path as usize, O_RDONLY | O_CLOEXEC, 0) };
     if fd < 0 {
         return Err(fd);
     }
-    let mut head = [0u8; 4];
-    let n = unsafe { syscall6(PREAD64, fd as usize, head.as_mut_ptr() as usize, 4, 0, 0, 0) };
-    let elf = n == 4 && &head == b"\x7fELF";
+    let fd = fd as usize;
+    let mut st = [0u32; 36];
+    let regular = unsafe { syscall3(FSTAT, fd, st.as_mut_ptr() as usize, 0) } == 0 && st[6] & 0o170000 == 0o100000;
+    let mut head = [0u8; 256];
+    let n = unsafe { syscall6(PREAD64, fd, head.as_mut_ptr() as usize, head.len(), 0, 0, 0) }.max(0) as usize;
+    let head = &head[..n];
     let verdict = match access_x(path) {
         denied if denied < 0 => Err(denied),
-        _ if elf => return Ok(Some(fd as usize)),
-        _ if n >= 2 && &head[..2] == b"#!" => Ok(None),
+        _ if !regular => Err(-EACCES),
+        _ if head.starts_with(b"\x7fELF") => match loadable_elf(fd, head) {
+            Ok(true) => return Ok(Image::Elf(fd)),
+            Ok(false) => Ok(Image::Foreign),
+            Err(e) => Err(e),
+        },
+        _ if head.starts_with(b"#!") => script_interpreter(&head[2..]).map(|_| Image::Script),
         _ => Err(-ENOEXEC),
     };
-    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    unsafe { syscall3(CLOSE, fd, 0, 0) };
     verdict
+}
+
+/// Whether the ELF file open as `fd`, whose first bytes are `head`, is one the runtime loads (a
+/// 64-bit little-endian x86-64 executable or shared object); Err where its dynamic loader
+/// (PT_INTERP) cannot be opened, as the kernel fails it.
+fn loadable_elf(fd: usize, head: &[u8]) -> Result<bool, isize> {
+    const PT_INTERP: u32 = 3;
+    let u16_at = |at: usize| u16::from_le_bytes([head[at], head[at + 1]]);
+    if head.len() < 64 || head[4] != 2 || head[5] != 1 || u16_at(18) != 62 || !matches!(u16_at(16), 2 | 3)
+        || u16_at(54) != 56
+    {
+        return Ok(false);
+    }
+    let phoff = u64::from_le_bytes(head[32..40].try_into().unwrap()) as usize;
+    let mut phdrs = [0u8; 56 * 16];
+    let len = (u16_at(56) as usize * 56).min(phdrs.len());
+    let got = unsafe { syscall6(PREAD64, fd, phdrs.as_mut_ptr() as usize, len, phoff, 0, 0) };
+    for ph in phdrs[..got.max(0) as usize].chunks_exact(56) {
+        if u32::from_le_bytes(ph[..4].try_into().unwrap()) != PT_INTERP {
+            continue;
+        }
+        let (offset, size) = (u64::from_le_bytes(ph[8..16].try_into().unwrap()), u64::from_le_bytes(ph[32..40].try_into().unwrap()));
+        let mut interp = [0u8; 256];
+        if size < 2 || size as usize > interp.len() {
+            return Ok(false); // the kernel's own verdict
+        }
+        let got = unsafe { syscall6(PREAD64, fd, interp.as_mut_ptr() as usize, size as usize, offset as usize, 0, 0) };
+        if got != size as isize {
+            return Ok(false);
+        }
+        interp[size as usize - 1] = 0;
+        let opened = unsafe { syscall3(OPEN, interp.as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+        if opened < 0 {
+            return Err(opened);
+        }
+        unsafe { syscall3(CLOSE, opened as usize, 0, 0) };
+    }
+    Ok(true)
+}
+
+/// The interpreter a #! line names (its text after the #!) may be executed by the caller; else
+/// the kernel's error for it (ENOENT where it does not exist).
+fn script_interpreter(line: &[u8]) -> Result<(), isize> {
+    let line = &line[..line.iter().position(|&c| c == b'\n').unwrap_or(line.len())];
+    let start = line.iter().position(|&c| c != b' ' && c != b'\t').unwrap_or(line.len());
+    let end = line[start..].iter().position(|&c| c == b' ' || c == b'\t').map_or(line.len(), |n| start + n);
+    let mut interp = [0u8; 256];
+    if end == start || end - start >= interp.len() {
+        return Err(-ENOEXEC);
+    }
+    interp[..end - start].copy_from_slice(&line[start..end]);
+    match access_x(interp.as_ptr()) {
+        denied if denied < 0 => Err(denied),
+        _ => Ok(()),
+    }
 }
 
 /// Whether the caller may execute `path`, by its effective ids and capabilities
@@ -583,8 +660,10 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     let mut head = [0u8; 32];
     let own = matches!(t.program_cstr(path, &mut head), Ok(name) if names_own_exe(name));
     let path = if own { exe().as_ptr() } else { path as *const u8 };
-    let image_fd = match precheck(path) {
-        Ok(fd) => fd,
+    let (image_fd, foreign) = match precheck(path) {
+        Ok(Image::Elf(fd)) => (Some(fd), false),
+        Ok(Image::Script) => (None, false),
+        Ok(Image::Foreign) => (None, true),
         Err(e) => return e,
     };
     let (Some(na), Some(ne)) = (t.program_array_len(argv), t.program_array_len(envp)) else {
@@ -613,7 +692,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             w += 1;
             w
         };
-        let interposed = !UNINTERPOSED.load(Relaxed) && !tracer_attached();
+        let interposed = !foreign && !UNINTERPOSED.load(Relaxed) && !tracer_attached();
         let runtime = if interposed { crate::exe::runtime_for_exec() } else { None };
         let mut rt_name = [0u8; 48];
         if interposed {
@@ -739,7 +818,10 @@ pub fn execveat(a: &[usize; 6]) -> isize {
 pub fn readlink_self_exe(nr: usize, a: &[usize; 6], make: impl FnOnce(&[usize; 6]) -> isize) -> isize {
     let (path_at, buf_at) = if nr == READLINK { (0, 1) } else { (1, 2) };
     let from_cwd = nr == READLINK || a[0] as i32 as isize == AT_FDCWD;
-    if !from_cwd || !names_own_exe(unsafe { accepted_path(a[path_at]) }) {
+    // Read as the kernel reads it: a path it cannot read is its EFAULT, not the runtime's fault.
+    let mut head = [0u8; 32];
+    let own = matches!(thread::current().program_cstr(a[path_at], &mut head), Ok(name) if names_own_exe(name));
+    if !from_cwd || !own {
         return make(a);
     }
     let mut own = [0u8; 256];
