@@ -169,3 +169,25 @@ def test_a_program_that_signals_its_own_process_group_gets_the_signal_once(tmp_p
     run = subprocess.run(CLI + ["run", "--delegate", policy, "--", str(exe)], capture_output=True, text=True,
                          timeout=60, process_group=0)
     assert native.stdout == run.stdout == "handled 1\n", run.stderr
+
+
+@pytest.mark.parametrize("front", [[], ["--json"]])
+def test_a_launcher_killed_with_sigkill_takes_the_program_with_it(tmp_path, front):
+    # SIGKILL cannot be passed on: the program dies with the launcher that started it (the
+    # kernel's parent-death signal), as it dies natively; `--json` keeps the Python front end
+    # between them, which takes coreplane-exec with it the same way. Before: the program ran on,
+    # orphaned (`timeout -s KILL coreplane run ...` left it behind).
+    marker = tmp_path / "alive"
+    script = f"while :; do touch {marker}; sleep 0.05; done"
+    launcher = subprocess.Popen(CLI + ["run", *front, "--", "sh", "-c", script], start_new_session=True,
+                                stdout=subprocess.DEVNULL)
+    try:
+        wait_for(marker.exists, "the program's first tick")
+        launcher.kill()
+        launcher.wait()
+        time.sleep(0.5)
+        marker.unlink()
+        time.sleep(0.5)
+        assert not marker.exists(), "the program outlived its launcher"
+    finally:
+        end_group(launcher)

@@ -318,12 +318,21 @@ fn main() {
     // Made before the fork: the launcher has threads by now, and the child allocates nothing.
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
+    let launcher = std::process::id() as libc::pid_t;
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         fail(format!("fork: {}", std::io::Error::last_os_error()));
     }
     if pid == 0 {
         signals::as_inherited();
+        // Killed with the launcher, even when SIGKILL ends it (which it cannot pass on), as the
+        // program would be natively; the program's own PR_SET_PDEATHSIG replaces it.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            if libc::getppid() != launcher {
+                libc::_exit(128 + libc::SIGKILL);
+            }
+        }
         unsafe { libc::execv(rt_c.as_ptr(), ptrs.as_ptr()) };
         error_line(format!("{}: {}", rt.display(), std::io::Error::last_os_error()));
         unsafe { libc::_exit(127) };

@@ -139,7 +139,7 @@ def run(opts: RunOptions) -> RunResult:
     with ExitStack() as stack:
         cell = _cell(opts, stack)
         start = time.monotonic()
-        proc = subprocess.Popen(exec_argv(opts))
+        proc = subprocess.Popen(exec_argv(opts), preexec_fn=_die_with_parent)
         # Like a shell running a foreground job: the program handles INT and QUIT itself.
         old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGQUIT)}
         try:
@@ -153,6 +153,16 @@ def run(opts: RunOptions) -> RunResult:
     sig = -status if status < 0 else None
     return RunResult(exit_status=None if sig else status, signal=sig, wall_s=wall,
                      profile=opts.profile, cell=name)
+
+
+def _die_with_parent() -> None:
+    """In the launcher's child before its exec: killed (SIGKILL) when this process dies, even of
+    SIGKILL, as the program it runs is (coreplane-exec passes it on), so that `timeout -s KILL
+    coreplane run ...` ends the program as it would end it natively."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 def temporary_profile() -> Path:
