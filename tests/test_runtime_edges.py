@@ -369,6 +369,16 @@ def test_a_bad_dispatch_selector_kills_as_natively(built, mode, how, status):
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_program_whose_exec_gives_privileges_runs_as_natively(built, mode):
+    # The runtime loaded them, not the kernel: the set-user-ID program ran as nobody ("euid 65534
+    # secure 0": ping, su and passwd lost their privileges), the execute-only one was refused
+    # ("execute-only: EACCES").
+    native = native_or_skip([str(built / "exec_errors"), "privileged"], "needs root and /tmp without nosuid")
+    assert native.stdout == "set-user-ID copy: uid 65534 euid 0 secure 1\n"
+    same_as_natively(built / "exec_errors", mode, "privileged")
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
 def test_a_tracer_sees_only_what_it_sees_natively(built, mode):
     # Before: a SIGSYS stop (0x1f7f) for the traced child's first dispatch trap.
     assert watched([str(built / "traceme")]).stdout == "stop 0x137f\nexit 0\n"

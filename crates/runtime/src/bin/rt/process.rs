@@ -520,9 +520,12 @@ enum Image {
     Elf(usize),
     /// A #! script whose interpreter the caller may execute.
     Script,
-    /// An ELF file the runtime cannot load (32-bit, another machine, malformed): the kernel
-    /// execs it as it is, without the runtime, and fails it as natively (ENOEXEC) or runs it
-    /// uninterposed (a 32-bit program exited 127 before).
+    /// A file the runtime cannot load as the kernel would: an ELF file of another kind (32-bit,
+    /// another machine, malformed), one the caller may execute but not read, or one whose exec
+    /// gives privileges (set-user-ID or set-group-ID of another owner, file capabilities). The
+    /// kernel execs it as it is, without the runtime: it fails as natively (ENOEXEC), or runs,
+    /// uninterposed, as it would natively (a 32-bit program exited 127, a mode-0711 one was
+    /// refused with EACCES, and ping, su or passwd ran without their privileges).
     Foreign,
 }
 
@@ -536,12 +539,22 @@ enum Image {
 /// only root may search, then drop it).
 fn precheck(path: *const u8) -> Result<Image, isize> {
     let fd = unsafe { syscall3(OPEN, path as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd == -EACCES && access_x(path) == 0 {
+        return Ok(Image::Foreign); // executable, not readable: the kernel decides
+    }
     if fd < 0 {
         return Err(fd);
     }
     let fd = fd as usize;
     let mut st = [0u32; 36];
     let regular = unsafe { syscall3(FSTAT, fd, st.as_mut_ptr() as usize, 0) } == 0 && st[6] & 0o170000 == 0o100000;
+    if regular && gives_privileges(fd, &st) {
+        unsafe { syscall3(CLOSE, fd, 0, 0) };
+        return match access_x(path) {
+            denied if denied < 0 => Err(denied),
+            _ => Ok(Image::Foreign),
+        };
+    }
     let mut head = [0u8; 256];
     let n = unsafe { syscall6(PREAD64, fd, head.as_mut_ptr() as usize, head.len(), 0, 0, 0) }.max(0) as usize;
     let head = &head[..n];
@@ -558,6 +571,23 @@ fn precheck(path: *const u8) -> Result<Image, isize> {
     };
     unsafe { syscall3(CLOSE, fd, 0, 0) };
     verdict
+}
+
+/// Whether the exec of the regular file open as `fd` (its struct stat `st`) would give the
+/// caller privileges: set-user-ID of another user than its effective one, set-group-ID of
+/// another group, or file capabilities; not under no_new_privs, where the kernel gives none.
+fn gives_privileges(fd: usize, st: &[u32; 36]) -> bool {
+    const S_ISUID: u32 = 0o4000;
+    const S_ISGID: u32 = 0o2000;
+    const S_IXGRP: u32 = 0o010;
+    const PR_GET_NO_NEW_PRIVS: usize = 39;
+    const FGETXATTR: usize = 193;
+    const GETEGID: usize = 108;
+    let (mode, uid, gid) = (st[6], st[7], st[8]);
+    let (euid, egid) = unsafe { (syscall3(GETEUID, 0, 0, 0) as u32, syscall3(GETEGID, 0, 0, 0) as u32) };
+    let ids = mode & S_ISUID != 0 && uid != euid || mode & S_ISGID != 0 && mode & S_IXGRP != 0 && gid != egid;
+    let caps = || unsafe { syscall6(FGETXATTR, fd, b"security.capability\0".as_ptr() as usize, 0, 0, 0, 0) } > 0;
+    (ids || caps()) && unsafe { syscall3(PRCTL, PR_GET_NO_NEW_PRIVS, 0, 0) } == 0
 }
 
 /// Whether the ELF file open as `fd`, whose first bytes are `head`, is one the runtime loads (a
