@@ -270,3 +270,20 @@ def test_a_fragmented_pool_maps_what_linux_maps(tmp_path_factory, tmp_path, memo
     assert calls["mmap"]["served"] == served
     if mode:
         assert calls["mremap"]["served"] == 1
+
+
+@pytest.mark.parametrize("where", ["inside", "outside"])
+def test_a_limit_on_address_space_leaves_room_for_the_pool(where):
+    # `ulimit -v` (RLIMIT_AS) of 2 GB, set by the shell the run starts (inside: its pool, from its
+    # first brk, already reserved ≈ 3 GiB, and the exec of each command could not map its
+    # vectors) or before the run (outside: the pool could not be reserved, and the run died).
+    # Before: "Cannot allocate memory" (126), or "cannot reserve the memory pool" (127).
+    limit, echo = "ulimit -v 2000000", ["/bin/echo", "hi"]
+    if where == "inside":
+        proc = run_cli("run", "--memory", "pool", "--", "sh", "-c", f"{limit}; {' '.join(echo)}; {' '.join(echo)}",
+                       timeout=60)
+        assert (proc.returncode, proc.stdout) == (0, "hi\nhi\n"), proc.stderr
+    else:
+        cli = " ".join(CLI + ["run", "--memory", "pool", "--", *echo])
+        proc = subprocess.run(["sh", "-c", f"{limit}; exec {cli}"], capture_output=True, text=True, timeout=60)
+        assert (proc.returncode, proc.stdout) == (0, "hi\n"), proc.stderr

@@ -278,8 +278,7 @@ impl VforkBlock {
     fn take_leftovers(&self) {
         let child = unsafe { &mut *(self.thread_page() as *mut thread::Thread) };
         if child.exec_buffer[0] != 0 {
-            unsafe { syscall3(MUNMAP, child.exec_buffer[0], child.exec_buffer[1], 0) };
-            child.exec_buffer = [0, 0];
+            give_exec_buffer(core::mem::take(&mut child.exec_buffer));
         }
         if child.vfork_block != 0 {
             VforkBlock(core::mem::take(&mut child.vfork_block)).unmap();
@@ -704,14 +703,13 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     let mut task = [0u8; 96];
     placement::env_entry(&t.place, &mut task);
     let size = (words * 8 + PAGE - 1) & !(PAGE - 1);
-    let Some(buf) = sys::map_anon(size) else { return given_up(image_fd, -ENOMEM) };
+    let Some(buf) = take_exec_buffer(size) else { return given_up(image_fd, -ENOMEM) };
     t.exec_buffer = [buf as usize, size];
     // The new vector may fill a hole the program's pointers point into (strace's tests place
     // arguments before an unmapped page): natively the kernel finds nothing mapped there.
     let inside = |p: *const u8| (buf as usize..buf as usize + size).contains(&(p as usize));
     if inside(path) || (0..na).any(|i| inside(unsafe { *argv.add(i) })) || (0..ne).any(|i| inside(unsafe { *envp.add(i) })) {
-        unsafe { syscall3(MUNMAP, buf as usize, size, 0) };
-        t.exec_buffer = [0, 0];
+        give_exec_buffer(core::mem::take(&mut t.exec_buffer));
         return given_up(image_fd, -EFAULT);
     }
     let buf = buf as *mut *const u8;
@@ -757,11 +755,36 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         };
         crate::exe::after_exec_failed(runtime);
         profile::end_process_undo();
-        syscall3(MUNMAP, buf as usize, size, 0);
-        t.exec_buffer = [0, 0];
+        give_exec_buffer(core::mem::take(&mut t.exec_buffer));
         given_up(image_fd, r)
     }
 }
+
+/// Memory for an execve's new vectors, `size` bytes: mapped; or, where the process's address space
+/// is over a limit the program has just lowered (`ulimit -v` in a shell whose memory pool reserved
+/// more, under `--memory pool`: every command failed with ENOMEM), an area of the runtime's own,
+/// one exec at a time.
+fn take_exec_buffer(size: usize) -> Option<*mut u8> {
+    sys::map_anon(size).or_else(|| {
+        let free = size <= EXEC_AREA_SIZE && EXEC_AREA_BUSY.compare_exchange(false, true, core::sync::atomic::Ordering::Acquire, Relaxed).is_ok();
+        free.then(|| core::ptr::addr_of_mut!(EXEC_AREA) as *mut u8)
+    })
+}
+
+/// Gives back what `take_exec_buffer` gave, as [address, size].
+fn give_exec_buffer([addr, size]: [usize; 2]) {
+    if addr == core::ptr::addr_of!(EXEC_AREA) as usize {
+        EXEC_AREA_BUSY.store(false, core::sync::atomic::Ordering::Release);
+    } else if addr != 0 {
+        unsafe { syscall3(MUNMAP, addr, size, 0) };
+    }
+}
+
+const EXEC_AREA_SIZE: usize = 64 * 1024;
+#[repr(C, align(4096))]
+struct ExecArea([u8; EXEC_AREA_SIZE]);
+static mut EXEC_AREA: ExecArea = ExecArea([0; EXEC_AREA_SIZE]);
+static EXEC_AREA_BUSY: AtomicBool = AtomicBool::new(false);
 
 /// Calls `keep` with each of the program's `n` environment entries at `envp`, in order, but the
 /// runtime's own (COREPLANE_RT=, COREPLANE_TASK=), reading them as the kernel reads them: the

@@ -265,10 +265,41 @@ fn ensure_reserved() -> bool {
         return false;
     }
     if !enabled() {
-        reserve(budget, GROW.load(Relaxed));
+        let (budget, growth) = within_address_limit(budget, GROW.load(Relaxed));
+        if budget == 0 {
+            // No room under RLIMIT_AS: the kernel serves this process's memory, as without a pool.
+            BUDGET.store(0, Relaxed);
+            POOL_LOCK.release();
+            return false;
+        }
+        reserve(budget, growth);
     }
     POOL_LOCK.release();
     true
+}
+
+/// The budget and growth the pool may take under the process's RLIMIT_AS (`ulimit -v`, as batch
+/// systems set it): its reservation, (1 + SPREAD) times their sum, is at most half of the
+/// address space the limit leaves (it was ≈ 3 GiB for the default 1 GiB budget, and every
+/// process under `ulimit -v 2000000` failed). Shrunk to whole huge pages; (0, 0) when none fits.
+fn within_address_limit(budget: u64, growth: u64) -> (u64, u64) {
+    const PRLIMIT64: usize = 302;
+    const RLIMIT_AS: usize = 9;
+    let mut limit = [u64::MAX; 2];
+    unsafe { syscall6(PRLIMIT64, 0, RLIMIT_AS, 0, limit.as_mut_ptr() as usize, 0, 0) };
+    if limit[0] == u64::MAX {
+        return (budget, growth);
+    }
+    let mut buf = [0u8; 128];
+    let used_pages = sys::read_once(b"/proc/self/statm\0", &mut buf)
+        .and_then(|text| coreplane_runtime::config::parse_u64(text.split(|&c| c == b' ').next()?))
+        .unwrap_or(0);
+    let room = limit[0].saturating_sub(used_pages * PAGE as u64) / 2 / (1 + SPREAD as u64);
+    if budget + growth <= room {
+        return (budget, growth);
+    }
+    let budget = room / HUGE_PAGE as u64 * HUGE_PAGE as u64;
+    (budget, 0)
 }
 
 /// Reserves the pool of `bytes` and the `growth` it may be granted (rounded up to huge pages),
