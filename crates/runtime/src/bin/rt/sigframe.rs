@@ -51,6 +51,10 @@ pub const SYS_USER_DISPATCH: i32 = 2;
 pub const SI_CALL_ADDR_OFF: usize = 16;
 /// Offset of si_syscall in a SIGSYS siginfo.
 pub const SI_SYSCALL_OFF: usize = 24;
+/// Offset of si_arch (the calling convention's AUDIT_ARCH_*) in a SIGSYS siginfo.
+pub const SI_ARCH_OFF: usize = 28;
+/// si_arch of an x86-64 call; `int $0x80` from 64-bit code makes an i386 one.
+pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 
 /// The general registers saved in a signal frame.
 pub fn gregs(uc: *mut u8) -> &'static mut [u64; NGREG] {

@@ -4,7 +4,7 @@
 //! result is written into the program's rax.
 
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
-use crate::sigframe::{copy_frame, fpstate, gregs, set_pkey_rights, KERNEL_UCONTEXT_SIZE, SIGINFO_SIZE, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RDI, REG_RDX, REG_RSI, REG_RSP, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
+use crate::sigframe::{copy_frame, fpstate, gregs, set_pkey_rights, AUDIT_ARCH_X86_64, KERNEL_UCONTEXT_SIZE, SI_ARCH_OFF, SIGINFO_SIZE, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RBP, REG_RBX, REG_RCX, REG_RDI, REG_RDX, REG_RSI, REG_RSP, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
 use crate::sys::*;
 use crate::{dispatch, fastpath, process, program_signal, signals, sud};
 
@@ -42,6 +42,13 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         return signals::program_sigsys(sig, info, uc);
     }
     let g = gregs(uc);
+    if unsafe { *(info.add(SI_ARCH_OFF) as *const u32) } != AUDIT_ARCH_X86_64 {
+        // `int $0x80` from 64-bit code: an i386 call, its number and registers i386's, made as it
+        // was (it ran as the x86-64 call of that number: getpid was writev). Its site stays.
+        let [b, c, d, si, di, bp] = [g[REG_RBX], g[REG_RCX], g[REG_RDX], g[REG_RSI], g[REG_RDI], g[REG_RBP]];
+        g[REG_RAX] = unsafe { coreplane_int80(nr, b, c, d, si, di, bp) } as u64;
+        return;
+    }
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
     if changes_borrowed_signal_stack(uc, nr, &a) {
         handle_again_on_program_stack(sig, uc);
@@ -123,8 +130,30 @@ core::arch::global_asm!(
     on_sigsys = sym on_sigsys,
 );
 
+core::arch::global_asm!(
+    // coreplane_int80(nr, ebx, ecx, edx, esi, edi, ebp): an i386 system call, from the
+    // runtime's text (which Syscall User Dispatch lets through).
+    ".globl coreplane_int80",
+    "coreplane_int80:",
+    "push rbx",
+    "push rbp",
+    "mov rax, rdi",
+    "mov rbx, rsi",
+    "mov r10, rdx",
+    "mov rdx, rcx",
+    "mov rcx, r10",
+    "mov rsi, r8",
+    "mov rdi, r9",
+    "mov rbp, [rsp + 24]",
+    "int 0x80",
+    "pop rbp",
+    "pop rbx",
+    "ret",
+);
+
 extern "C" {
     fn coreplane_trap_again(sig: i32, info: *mut u8, uc: *mut u8, stack: usize) -> !;
+    fn coreplane_int80(nr: usize, ebx: u64, ecx: u64, edx: u64, esi: u64, edi: u64, ebp: u64) -> isize;
 }
 
 /// When the handler returns, rt_sigreturn gives the thread the signal mask and signal stack
