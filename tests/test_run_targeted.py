@@ -3,8 +3,10 @@ SIGKILL of the program inside a cell, and bad input."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -298,3 +300,23 @@ def test_sites_are_rewritten_only_while_their_code_is_file_text(tmp_path):
     assert native.stdout == "b8 b8 b8\n"
     proc = run_cli("run", "--rewrite-at", "1", "--", str(exe), str(tmp_path / "code.bin"))
     assert (proc.returncode, proc.stdout) == (0, "b8 e9 b8\n"), proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a set-user-ID program and become nobody")
+def test_a_program_whose_exec_gives_privileges_is_named_in_a_warning():
+    # Started by `coreplane run`, it is loaded by the runtime, not the kernel, and gets none of
+    # them: said in one line, and it runs (before: silently without them, as ping then fails).
+    where = Path(tempfile.mkdtemp(prefix="setuid-", dir="/tmp"))
+    try:
+        where.chmod(0o755)
+        exe = where / "true"
+        shutil.copy("/bin/true", exe)
+        exe.chmod(0o4755)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        proc = subprocess.run(nobody + CLI + ["run", "--", str(exe)], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.count("\n") == 1 and f"warning: {exe} is set-user-ID" in proc.stderr, proc.stderr
+        as_root = subprocess.run(CLI + ["run", "--", str(exe)], capture_output=True, text=True, timeout=60)
+        assert (as_root.returncode, as_root.stderr) == (0, "")
+    finally:
+        shutil.rmtree(where)

@@ -128,6 +128,13 @@ fn error_line(msg: impl std::fmt::Display) {
     eprintln!("{}{msg}", PREFIX.get().map_or("coreplane-exec: ", String::as_str));
 }
 
+/// Prints one line, `PREFIX warning: message`, on stderr (the front end's prefix says "error: ",
+/// which a warning does not).
+fn warning_line(msg: impl std::fmt::Display) {
+    let prefix = PREFIX.get().map_or("coreplane-exec: ", String::as_str);
+    eprintln!("{}warning: {msg}", prefix.strip_suffix("error: ").unwrap_or(prefix));
+}
+
 fn fail(msg: impl std::fmt::Display) -> ! {
     error_line(msg);
     std::process::exit(2);
@@ -213,6 +220,10 @@ fn main() {
             error_line(format!("{}: {}", args.command[0].to_string_lossy(), u.why));
             std::process::exit(u.status)
         });
+    if let Some(what) = program::privileges_lost(&program) {
+        warning_line(format!("{} is {what}: under coreplane it runs without the privileges its exec would give \
+                            (the runtime is exec'd, and loads it)", program.display()));
+    }
     // execvp's way with a file of no known format: /bin/sh runs it, given the path it found.
     let (program, command) = match start {
         program::Start::Exec => (program, args.command.clone()),
@@ -275,10 +286,10 @@ fn main() {
         cfg += ";sled=1";
         // Asked for, so given; but the program should not learn of it from a crash.
         if !coreplane_runtime::config::protection_keys() {
-            error_line("warning: --null-page-sled on a CPU without protection keys: page 0 is readable, so a NULL \
+            warning_line("--null-page-sled on a CPU without protection keys: page 0 is readable, so a NULL \
                         read returns sled bytes instead of faulting (a JVM's implicit null checks then crash)");
         } else {
-            error_line("warning: --null-page-sled: a call through a NULL pointer enters the sled, and so the \
+            warning_line("--null-page-sled: a call through a NULL pointer enters the sled, and so the \
                         runtime, instead of faulting (NULL reads and writes fault)");
         }
     }

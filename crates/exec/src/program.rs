@@ -125,6 +125,27 @@ pub fn check(p: &Path) -> Result<Start, Unrunnable> {
     }
 }
 
+/// The privileges the kernel's exec of `p` would give the caller, which a program the runtime
+/// loads does not get (the runtime is exec'd, not the program): set-user-ID or set-group-ID of
+/// another owner, or file capabilities to a caller other than root; None under no_new_privs,
+/// where the kernel gives none either. (An exec inside a run goes to the kernel for these.)
+pub fn privileges_lost(p: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(p).ok()?;
+    // SAFETY: plain queries of this process's ids and flags.
+    let (euid, egid, nnp) = unsafe { (libc::geteuid(), libc::getegid(), libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)) };
+    let path = CString::new(p.as_os_str().as_bytes()).ok()?;
+    // SAFETY: a size query (no buffer) of a NUL-terminated path and name.
+    let caps = || unsafe { libc::getxattr(path.as_ptr(), c"security.capability".as_ptr(), std::ptr::null_mut(), 0) } > 0;
+    match meta.mode() {
+        _ if nnp == 1 => None,
+        m if m & 0o4000 != 0 && meta.uid() != euid => Some("set-user-ID"),
+        m if m & 0o2010 == 0o2010 && meta.gid() != egid => Some("set-group-ID"),
+        _ if euid != 0 && caps() => Some("given file capabilities"),
+        _ => None,
+    }
+}
+
 fn interpreter_exists(interp: &Path) -> Result<(), Unrunnable> {
     if interp.exists() {
         Ok(())
