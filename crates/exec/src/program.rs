@@ -71,13 +71,6 @@ fn elf_interpreter(f: &mut std::fs::File, head: &[u8]) -> std::io::Result<Option
     Ok(None)
 }
 
-/// The interpreter of a `#!` script (its first word after `#!`).
-fn script_interpreter(head: &[u8]) -> Option<PathBuf> {
-    let line = &head[2..head.iter().position(|&b| b == b'\n').unwrap_or(head.len())];
-    let word = line.split(|b| *b == b' ' || *b == b'\t').find(|w| !w.is_empty())?;
-    Some(PathBuf::from(OsStr::from_bytes(word)))
-}
-
 /// How a program that can be run is started.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Start {
@@ -104,8 +97,8 @@ pub fn check(p: &Path) -> Result<Start, Unrunnable> {
     let n = read_up_to(&mut f, &mut head).map_err(|e| refuse(CANNOT_EXECUTE, os_reason(&e)))?;
     let head = &head[..n];
     if head.starts_with(b"#!") {
-        let interp = script_interpreter(head).ok_or_else(|| refuse(CANNOT_EXECUTE, "empty #! line"))?;
-        return interpreter_exists(&interp).map(|()| Start::Exec);
+        let interp = elf::shebang_interpreter(head).ok_or_else(|| refuse(CANNOT_EXECUTE, "empty #! line"))?;
+        return interpreter_exists(Path::new(OsStr::from_bytes(interp))).map(|()| Start::Exec);
     }
     match elf::parse_ehdr(head) {
         Ok(_) => match elf_interpreter(&mut f, head) {

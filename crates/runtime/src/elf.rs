@@ -66,6 +66,15 @@ pub fn parse_ehdr(b: &[u8]) -> Result<Ehdr, ElfError> {
     Ok(Ehdr { kind, entry: u64_at(b, 24), phoff: u64_at(b, 32), phnum: u16_at(b, 56) })
 }
 
+/// The interpreter a `#!` script names (the first word after `#!` on its first line), from the
+/// file's first bytes `head`; None where `head` is not such a script or names none. The other
+/// format execve knows, checked beside ELF by the launcher and by the runtime's execve.
+pub fn shebang_interpreter(head: &[u8]) -> Option<&[u8]> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    line.split(|b| *b == b' ' || *b == b'\t').find(|w| !w.is_empty())
+}
+
 /// Parses one program header from its 56 bytes.
 pub fn parse_phdr(b: &[u8]) -> Phdr {
     Phdr {
@@ -81,6 +90,14 @@ pub fn parse_phdr(b: &[u8]) -> Phdr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shebang_names_its_first_word_on_the_first_line() {
+        assert_eq!(shebang_interpreter(b"#! /bin/sh -e\necho"), Some(&b"/bin/sh"[..]));
+        assert_eq!(shebang_interpreter(b"#!/usr/bin/env\tpython3"), Some(&b"/usr/bin/env"[..]));
+        assert_eq!(shebang_interpreter(b"#!  \n/bin/sh"), None);
+        assert_eq!(shebang_interpreter(b"\x7fELF"), None);
+    }
 
     #[test]
     fn parses_a_real_binary() {

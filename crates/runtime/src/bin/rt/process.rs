@@ -7,6 +7,7 @@ use crate::env;
 use crate::exe::exe;
 use crate::placement::{self, Key};
 use crate::sigframe::{self, gregs, GREGS_OFF, KERNEL_UCONTEXT_SIZE, NGREG, REG_RAX, REG_RSP, SIGINFO_SIZE, UC_STACK_OFF};
+use coreplane_runtime::elf;
 use crate::sys::{self, *};
 use crate::{app_threads, delegate, profile, sud, thread};
 use core::arch::global_asm;
@@ -565,7 +566,7 @@ fn precheck(path: *const u8) -> Result<Image, isize> {
             Ok(false) => Ok(Image::Foreign),
             Err(e) => Err(e),
         },
-        _ if head.starts_with(b"#!") => script_interpreter(&head[2..]).map(|_| Image::Script),
+        _ if head.starts_with(b"#!") => script_interpreter(head).map(|_| Image::Script),
         _ => Err(-ENOEXEC),
     };
     unsafe { syscall3(CLOSE, fd, 0, 0) };
@@ -591,34 +592,26 @@ fn gives_privileges(fd: usize, st: &[u32; 36]) -> bool {
 }
 
 /// Whether the ELF file open as `fd`, whose first bytes are `head`, is one the runtime loads (a
-/// 64-bit little-endian x86-64 executable or shared object); Err where its dynamic loader
-/// (PT_INTERP) cannot be opened, as the kernel fails it.
+/// 64-bit little-endian x86-64 executable or shared object, `elf::parse_ehdr`); Err where its
+/// dynamic loader (PT_INTERP) cannot be opened, as the kernel fails it.
 fn loadable_elf(fd: usize, head: &[u8]) -> Result<bool, isize> {
-    const PT_INTERP: u32 = 3;
-    let u16_at = |at: usize| u16::from_le_bytes([head[at], head[at + 1]]);
-    if head.len() < 64 || head[4] != 2 || head[5] != 1 || u16_at(18) != 62 || !matches!(u16_at(16), 2 | 3)
-        || u16_at(54) != 56
-    {
-        return Ok(false);
-    }
-    let phoff = u64::from_le_bytes(head[32..40].try_into().unwrap()) as usize;
-    let mut phdrs = [0u8; 56 * 16];
-    let len = (u16_at(56) as usize * 56).min(phdrs.len());
-    let got = unsafe { syscall6(PREAD64, fd, phdrs.as_mut_ptr() as usize, len, phoff, 0, 0) };
-    for ph in phdrs[..got.max(0) as usize].chunks_exact(56) {
-        if u32::from_le_bytes(ph[..4].try_into().unwrap()) != PT_INTERP {
+    let Ok(eh) = elf::parse_ehdr(head) else { return Ok(false) };
+    let mut phdrs = [0u8; elf::PHDR_SIZE * 16];
+    let len = (eh.phnum as usize * elf::PHDR_SIZE).min(phdrs.len());
+    let got = unsafe { syscall6(PREAD64, fd, phdrs.as_mut_ptr() as usize, len, eh.phoff as usize, 0, 0) };
+    for ph in phdrs[..got.max(0) as usize].chunks_exact(elf::PHDR_SIZE).map(elf::parse_phdr) {
+        if ph.kind != elf::PT_INTERP {
             continue;
         }
-        let (offset, size) = (u64::from_le_bytes(ph[8..16].try_into().unwrap()), u64::from_le_bytes(ph[32..40].try_into().unwrap()));
         let mut interp = [0u8; 256];
-        if size < 2 || size as usize > interp.len() {
+        if ph.filesz < 2 || ph.filesz as usize > interp.len() {
             return Ok(false); // the kernel's own verdict
         }
-        let got = unsafe { syscall6(PREAD64, fd, interp.as_mut_ptr() as usize, size as usize, offset as usize, 0, 0) };
-        if got != size as isize {
+        let size = ph.filesz as usize;
+        if unsafe { syscall6(PREAD64, fd, interp.as_mut_ptr() as usize, size, ph.offset as usize, 0, 0) } != size as isize {
             return Ok(false);
         }
-        interp[size as usize - 1] = 0;
+        interp[size - 1] = 0;
         let opened = unsafe { syscall3(OPEN, interp.as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
         if opened < 0 {
             return Err(opened);
@@ -628,17 +621,14 @@ fn loadable_elf(fd: usize, head: &[u8]) -> Result<bool, isize> {
     Ok(true)
 }
 
-/// The interpreter a #! line names (its text after the #!) may be executed by the caller; else
+/// The interpreter the #! line at the start of `head` names may be executed by the caller; else
 /// the kernel's error for it (ENOENT where it does not exist).
-fn script_interpreter(line: &[u8]) -> Result<(), isize> {
-    let line = &line[..line.iter().position(|&c| c == b'\n').unwrap_or(line.len())];
-    let start = line.iter().position(|&c| c != b' ' && c != b'\t').unwrap_or(line.len());
-    let end = line[start..].iter().position(|&c| c == b' ' || c == b'\t').map_or(line.len(), |n| start + n);
+fn script_interpreter(head: &[u8]) -> Result<(), isize> {
     let mut interp = [0u8; 256];
-    if end == start || end - start >= interp.len() {
-        return Err(-ENOEXEC);
+    match elf::shebang_interpreter(head) {
+        Some(name) if name.len() < interp.len() => interp[..name.len()].copy_from_slice(name),
+        _ => return Err(-ENOEXEC),
     }
-    interp[..end - start].copy_from_slice(&line[start..end]);
     match access_x(interp.as_ptr()) {
         denied if denied < 0 => Err(denied),
         _ => Ok(()),

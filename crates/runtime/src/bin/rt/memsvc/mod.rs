@@ -458,6 +458,11 @@ impl Pool {
         r == 0 && vec[..n].iter().all(|r| r & 1 == 0)
     }
 
+    /// Whether the program holds all `n` pages from `first` (its own, or mapped over by it).
+    fn holds(&self, first: u32, n: usize) -> bool {
+        (0..n).all(|i| matches!(self.buddy.state(first as usize + i), USED | FOREIGN))
+    }
+
     fn page(&self, addr: usize) -> u32 {
         ((addr - self.base) / PAGE) as u32
     }
@@ -849,7 +854,7 @@ fn fixed_over_pool(a: &[usize; 6]) -> Option<isize> {
     }
     let (guard, pool) = Guard::take()?;
     let (first, n) = pool.overlap(a[0], a[1])?;
-    if !(0..n).all(|i| matches!(pool.buddy.state(first as usize + i), USED | FOREIGN)) {
+    if !pool.holds(first, n) {
         return Some(-ENOMEM);
     }
     let r = unsafe { syscall6(MMAP, a[0], a[1], a[2], a[3], a[4], a[5]) };
@@ -907,7 +912,7 @@ pub fn check_held(addr: usize, len: usize) -> Option<isize> {
     }
     let (guard, pool) = Guard::take()?;
     let (first, n) = pool.overlap(addr, len)?;
-    let held = (0..n).all(|i| matches!(pool.buddy.state(first as usize + i), USED | FOREIGN));
+    let held = pool.holds(first, n);
     drop(guard);
     (!held).then_some(-ENOMEM)
 }
@@ -1001,13 +1006,12 @@ fn mremap_fixed(a: &[usize; 6]) -> isize {
     if old_in && !within(old, old_len) || target_in && !within(target, new_len) {
         return -EINVAL;
     }
-    let held = |pool: &Pool, first: u32, n: usize| (0..n).all(|i| matches!(pool.buddy.state(first as usize + i), USED | FOREIGN));
     let (old_first, old_n) = (pool.page(old), pages_of(old_len));
-    if old_in && !held(pool, old_first, old_n) {
+    if old_in && !pool.holds(old_first, old_n) {
         return -EFAULT;
     }
     let (target_first, target_n) = (pool.page(target.max(pool.base)), pages_of(new_len));
-    let claimed = target_in && !held(pool, target_first, target_n);
+    let claimed = target_in && !pool.holds(target_first, target_n);
     let leaves = old_in && flags & MREMAP_DONTUNMAP == 0;
     let room = pool.budget() + if leaves { old_n } else { 0 };
     if claimed && (pool.held + target_n > room || !pool.buddy.claim(target_first, target_n)) {
