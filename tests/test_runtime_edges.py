@@ -178,6 +178,13 @@ def test_opening_proc_self_exe_opens_the_program(built, mode):
         shutil.copy(built / "self_exe", short / "s")
         assert len(str(short / "s")) < len(binaries.locate("coreplane-rt") or "")
         same_as_natively(short / "s", mode)
+        # The path is read from /proc/self/maps when first asked (session 21), where the kernel
+        # writes a newline as \012 and a space as it is: a directory with both, through a link.
+        odd = short / "a b\nc"
+        odd.mkdir()
+        shutil.copy(built / "self_exe", odd / "t")
+        (short / "link").symlink_to(odd / "t")
+        same_as_natively(short / "link", mode)
     finally:
         shutil.rmtree(short)
 

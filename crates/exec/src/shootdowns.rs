@@ -21,13 +21,30 @@
 use perf_event_open_sys::{self as sys, bindings};
 use std::os::fd::{FromRawFd, OwnedFd, AsRawFd};
 
-const TRACEPOINT_ID: &str = "/sys/kernel/tracing/events/tlb/tlb_flush/id";
+/// Where tracefs is mounted on most systems, and where it is mounted when it is nowhere.
+const TRACEFS: &str = "/sys/kernel/tracing";
+const TRACEPOINT_ID: &str = "events/tlb/tlb_flush/id";
 const LOCAL_MM_SHOOTDOWN: &str = "reason == 3";
 
 /// An inherited count of the flushes, or why there is none.
 pub enum Counter {
     Counting { fd: OwnedFd, before: u64 },
     Unavailable(String),
+}
+
+/// Where tracefs is mounted, mounted at /sys/kernel/tracing if it is nowhere (as perf does, and
+/// `coreplane noise`: a fresh machine without a tracer that mounted it has none).
+fn tracefs() -> Result<String, String> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    if let Some(point) = mounts.lines().map(|l| l.split(' ').collect::<Vec<_>>()).find(|f| f.len() > 2 && f[2] == "tracefs") {
+        return Ok(point[1].to_string());
+    }
+    let c = |s: &str| std::ffi::CString::new(s).unwrap();
+    let (source, target, kind) = (c("nodev"), c(TRACEFS), c("tracefs"));
+    if unsafe { libc::mount(source.as_ptr(), target.as_ptr(), kind.as_ptr(), 0, std::ptr::null()) } != 0 {
+        return Err(format!("cannot mount tracefs at {TRACEFS}: {}", std::io::Error::last_os_error()));
+    }
+    Ok(TRACEFS.to_string())
 }
 
 /// Opens the counter on this process, to be inherited by the program forked next.
@@ -42,11 +59,12 @@ pub fn open() -> Counter {
 }
 
 fn try_open() -> Result<OwnedFd, String> {
-    let id: u64 = std::fs::read_to_string(TRACEPOINT_ID)
-        .map_err(|e| format!("{TRACEPOINT_ID}: {e}"))?
+    let id_file = format!("{}/{TRACEPOINT_ID}", tracefs()?);
+    let id: u64 = std::fs::read_to_string(&id_file)
+        .map_err(|e| format!("{id_file}: {e}"))?
         .trim()
         .parse()
-        .map_err(|e| format!("{TRACEPOINT_ID}: {e}"))?;
+        .map_err(|e| format!("{id_file}: {e}"))?;
     let mut attr = bindings::perf_event_attr {
         type_: bindings::PERF_TYPE_TRACEPOINT,
         size: std::mem::size_of::<bindings::perf_event_attr>() as u32,

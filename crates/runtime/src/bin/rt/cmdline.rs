@@ -82,7 +82,7 @@ pub unsafe fn publish(argv: *mut *const u8, argc: usize, env: *mut *const u8, en
                       aux_words: usize, program: &Bounds, start_stack: usize) {
     let total: usize = (0..argc).map(|i| sys::cstr(*argv.add(i)).len() + 1).sum::<usize>()
         + (0..envc).map(|i| sys::cstr(*env.add(i)).len() + 1).sum::<usize>();
-    let Some(area) = sys::map_anon((total.max(1) + PAGE - 1) & !(PAGE - 1)) else { return };
+    let Some(area) = sys::map_anon(page_up(total.max(1))) else { return };
     let mut at = area as *mut u8;
     let mut copy = |v: *mut *const u8, n: usize| {
         for i in 0..n {

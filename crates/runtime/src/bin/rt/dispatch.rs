@@ -117,6 +117,17 @@ fn mapping_call(nr: usize, a: &[usize; 6]) -> isize {
         // its executable first segment) was else left off a complete map, and its sites trapped
         // for good (`exec_map`).
         MMAP if a[3] & MAP_FIXED == 0 && a[2] & PROT_EXEC == 0 => run(nr, a),
+        // A file's text mapped private and read-execute (ld.so loading a library): new text,
+        // added to what `textmap` remembers rather than making it read /proc/self/maps again.
+        MMAP if a[2] == PROT_READ | PROT_EXEC && a[3] & (MAP_TYPE | MAP_ANONYMOUS) == MAP_PRIVATE => {
+            let r = run(nr, a);
+            if r >= 0 {
+                crate::textmap::text_mapped(r as usize, (r as usize).saturating_add(page_up(a[1])));
+            } else {
+                crate::textmap::range_changed(nr, a);
+            }
+            r
+        }
         BRK => run(nr, a),
         _ => {
             // After the change, not before: a rewrite that read the maps in between would cache

@@ -47,13 +47,6 @@ struct Image {
     bounds: crate::cmdline::Bounds,
 }
 
-fn page_down(x: usize) -> usize {
-    x & !(PAGE - 1)
-}
-fn page_up(x: usize) -> usize {
-    (x + PAGE - 1) & !(PAGE - 1)
-}
-
 fn fail(path: &[u8], why: &[u8]) -> ! {
     sys::die(&[path, b": ", why])
 }
@@ -113,6 +106,9 @@ fn map_image(path: *const u8, fd: usize, eh: &Ehdr, phs: &[Phdr]) -> Image {
             }
             if prot & PROT_WRITE == 0 {
                 unsafe { syscall3(MPROTECT, start, page_up(file_end) - start, prot) };
+            }
+            if prot == PROT_READ | PROT_EXEC {
+                crate::textmap::loading(start, page_up(file_end));
             }
         }
         let anon_start = if p.filesz > 0 { page_up(file_end) } else { start };
@@ -238,7 +234,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let fd = given.unwrap_or_else(|| open_read(exec_path));
     let (eh, nph) = read_headers(exec_path, fd, &mut phs);
     let prog = map_image(exec_path, fd, &eh, &phs[..nph]);
-    crate::exe::remember_exe(fd);
+    crate::exe::remember_exe(fd, prog.entry);
     let mut interp_base = 0;
     let mut entry = prog.entry;
     if let Some(ip) = phs[..nph].iter().find(|p| p.kind == PT_INTERP) {
@@ -255,6 +251,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
         entry = interp.entry;
     }
     syscall3(CLOSE, fd, 0, 0);
+    crate::textmap::loaded();
 
     // New stack vector: argc, argv, NULL, envp (without COREPLANE_RT), NULL, auxv.
     let words = 1 + argv.len + 1 + n_env + 1 + 2 * (n_aux + 1);

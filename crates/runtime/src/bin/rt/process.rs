@@ -693,7 +693,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     let words = (2 + na + 1) + (ne + 3);
     let mut task = [0u8; 96];
     placement::env_entry(&t.place, &mut task);
-    let size = (words * 8 + PAGE - 1) & !(PAGE - 1);
+    let size = page_up(words * 8);
     let Some(buf) = take_exec_buffer(size) else { return given_up(image_fd, -ENOMEM) };
     t.exec_buffer = [buf as usize, size];
     // The new vector may fill a hole the program's pointers point into (strace's tests place

@@ -128,7 +128,7 @@ unsafe fn copy(real: usize) -> Option<usize> {
     if size > MAX_IMAGE {
         return None;
     }
-    let len = (size + PAGE - 1) & !(PAGE - 1);
+    let len = page_up(size);
     let image = sys::map_anon(len)? as usize;
     core::ptr::copy_nonoverlapping(real as *const u8, image as *mut u8, size);
     let copy_bias = image.wrapping_sub(first_vaddr?);
