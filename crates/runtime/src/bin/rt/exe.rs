@@ -45,6 +45,8 @@ pub fn exe() -> &'static [u8] {
 /// file there as in /proc/self/exe (d_path, with a newline written as `\012`). Under the rewrite
 /// lock, which fork already keeps from being inherited held; a handler that interrupted its own
 /// thread's holding of it finds the path empty.
+#[cold]
+#[inline(never)]
 fn learn() {
     if !crate::rewrite_lock::lock() {
         return;

@@ -86,7 +86,11 @@ pub fn changes_file_user(nr: usize, a: &[usize; 6]) -> Option<u32> {
 /// run create their profile files, owned by it (the profile directory itself admits only the
 /// launcher's user: a program that dropped privileges, as `setpriv` or a daemon does, died with
 /// status 127 at its next execve or fork). Failures are the kernel's business: without the
-/// privilege to give the directory away, the call itself fails or changes nothing.
+/// privilege to give the directory away, the call itself fails or changes nothing. Never inlined:
+/// its path buffer would sit in the frame of `dispatch::handle`, on the stack the SIGSYS handler
+/// runs on, which may be the program's own small signal stack (a Rust program's 8 KiB).
+#[cold]
+#[inline(never)]
 pub fn before_credentials(uid: u32) {
     let dir = crate::env::config().profile_dir;
     if dir.is_empty() || unsafe { syscall3(GETEUID, 0, 0, 0) } as u32 == uid {

@@ -493,6 +493,7 @@ pub struct Mapping<'a> {
 
 /// Calls `f` with each mapping /proc/self/maps lists until it returns false, a page of the file
 /// at a time: whether the file was opened and read to its end.
+#[inline(never)]
 pub fn each_mapping(mut f: impl FnMut(&Mapping) -> bool) -> bool {
     let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
     if fd < 0 {

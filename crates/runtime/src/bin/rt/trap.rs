@@ -66,6 +66,9 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
             r
         }
         _ => {
+            if let Some(top) = runtime_stack_for(uc) {
+                handle_again_on_runtime_stack(sig, uc, top);
+            }
             // The rewrite too (a lock, mprotect, membarrier: microseconds) is inside the call's
             // record, for a signal that comes meanwhile.
             let result = program_signal::within(uc, || {
@@ -80,6 +83,48 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
     };
     gregs(uc)[REG_RAX] = result as u64;
     program_signal::keep_withdrawn(uc);
+    let t = crate::thread::current();
+    if t.rt_sp == uc as usize {
+        t.rt_sp = runtime_stack_top(t);
+    }
+}
+
+/// Where a trap's call runs when its frame lies on the program's signal stack while the program
+/// was not on it (the handler is SA_ONSTACK): from a copy of the frame at the top of the thread's
+/// runtime stack. The signal stack need only hold what the program's own handlers need (8 KiB:
+/// glibc's old SIGSTKSZ, a Rust program's main thread), and a trap needs its kernel frame
+/// (3.4 KiB with AVX-512 state), the runtime's frames and, for a program signal that comes during
+/// the call, a second kernel frame: a C program with an 8 KiB signal stack that raised a signal from a
+/// trapped site died of SIGSEGV, or hung with the heap below its stack overwritten (session 21).
+/// Off the signal stack, such a signal's frame goes to the stack's top, as natively for a program
+/// not on it, where only the trap's spent frame lies. None where the runtime stack is in use (a
+/// fast-path call in progress there, rt_sp below its top: a handler run during it trapped), or the
+/// program's stack is SS_AUTODISARM (disarmed for this trap: a signal meanwhile would land on
+/// the runtime stack, not the program's).
+fn runtime_stack_for(uc: *mut u8) -> Option<usize> {
+    process::trap_borrows_signal_stack(uc)?;
+    let t = crate::thread::current();
+    let top = runtime_stack_top(t);
+    let flags = unsafe { *(uc.add(UC_STACK_OFF + 8) as *const i32) };
+    (t.rt_sp == top && flags & SS_AUTODISARM == 0).then_some(top)
+}
+
+fn runtime_stack_top(t: &crate::thread::Thread) -> usize {
+    t as *const crate::thread::Thread as usize + crate::thread::THREAD_SIZE
+}
+
+/// Handles the trap again from a copy of its frame below `top`, and returns to the program from
+/// that copy. rt_sp marks the runtime stack in use until then (`on_sigsys` gives it back), so that
+/// a handler run during the call makes its fast-path calls where it is, not over these frames.
+fn handle_again_on_runtime_stack(sig: i32, uc: *mut u8, top: usize) -> ! {
+    let fp_size = fpstate(uc).map_or(0, |(_, size)| size);
+    let fp_to = (top - fp_size) & !63;
+    let copy = (fp_to - KERNEL_UCONTEXT_SIZE - SIGINFO_SIZE) & !63;
+    crate::thread::current().rt_sp = copy;
+    unsafe {
+        copy_frame(uc, copy, fp_to);
+        coreplane_trap_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy)
+    }
 }
 
 /// Whether call `nr` changes the memory the trap's frame lies in: the program unmaps, moves,
