@@ -95,6 +95,23 @@ pub fn rt_sigaction(sig: usize, act: usize, old: usize, size: usize) -> isize {
     }
 }
 
+/// The signals whose actions are virtual (SIGSYS and SIG_INTERRUPT, the runtime's handlers in
+/// the kernel), and of those the ones the program's own actions ignore and catch: what
+/// /proc/PID/status's SigIgn and SigCgt show the program of them (`task_view`).
+pub fn virtual_actions() -> (u64, u64, u64) {
+    let all = SIGSYS_BIT | 1 << (SIG_INTERRUPT - 1);
+    let (mut ignored, mut caught) = (0, 0);
+    for (i, sig) in [SIGSYS, SIG_INTERRUPT].into_iter().enumerate() {
+        let handler = unsafe { (*core::ptr::addr_of!(VIRTUAL))[i].handler };
+        match handler {
+            0 => {}
+            1 => ignored |= 1 << (sig - 1),
+            _ => caught |= 1 << (sig - 1),
+        }
+    }
+    (all, ignored, caught)
+}
+
 /// Copies a sigset argument of `size` bytes without SIGSYS; returns the pointer to pass on.
 /// The set is read only where the kernel would read it, after its size check and as its copy
 /// would: a wrong size or an unreadable set goes to the kernel as it is, which fails the call

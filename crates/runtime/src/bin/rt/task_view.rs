@@ -297,7 +297,11 @@ pub fn after_read(a: &[usize; 6], r: isize) -> isize {
         return r;
     }
     let buf = unsafe { core::slice::from_raw_parts_mut(a[1] as *mut u8, r as usize) };
-    let field = match WATCH_KIND[k].load(Relaxed) {
+    let kind = WATCH_KIND[k].load(Relaxed);
+    if kind == STATUS_FILE {
+        show_program_actions(buf);
+    }
+    let field = match kind {
         STAT_FILE if start == 0 && (r as usize) < a[2] => stat_threads(buf),
         STATUS_FILE => status_threads(buf),
         _ => None,
@@ -319,6 +323,22 @@ fn stat_threads(buf: &[u8]) -> Option<(usize, usize)> {
     })? + 1;
     let end = (start..buf.len()).find(|&i| buf[i] == b' ')?;
     Some((start, end))
+}
+
+/// SigIgn and SigCgt in a read of /proc/PID/status, where the read holds the whole line: the
+/// virtual signals as the program's own actions have them, not as the runtime's handlers (ps -o
+/// caught, and procps's status reading, showed SIGSYS and signal 63 caught in every program).
+fn show_program_actions(buf: &mut [u8]) {
+    let (all, ignored, caught) = crate::signals::virtual_actions();
+    for (key, bits) in [(&b"\nSigIgn:\t"[..], ignored), (&b"\nSigCgt:\t"[..], caught)] {
+        let Some(at) = buf.windows(key.len()).position(|w| w == key).map(|p| p + key.len()) else { continue };
+        let Some(hex) = buf.get_mut(at..at + 16).filter(|h| h.iter().all(u8::is_ascii_hexdigit)) else { continue };
+        let kernel = hex.iter().fold(0u64, |n, &c| n << 4 | (c as char).to_digit(16).unwrap_or(0) as u64);
+        let shown = kernel & !all | bits;
+        for (i, c) in hex.iter_mut().enumerate() {
+            *c = b"0123456789abcdef"[(shown >> (60 - 4 * i) & 0xf) as usize];
+        }
+    }
 }
 
 /// Where the number after "Threads:" and its tab lies in /proc/PID/status's text.
