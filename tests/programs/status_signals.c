@@ -1,10 +1,14 @@
 /* status_signals: /proc/self/status's SigIgn and SigCgt against what sigaction(2) says of every
  * signal, with no handler, then with SIGUSR1 caught, SIGSYS ignored and signal 63 caught
- * (procps's `ps -o caught,ignored` reads them). Prints one line per step; natively each says
- * "agree". Under coreplane SIGSYS and 63 showed caught whatever the program had set. */
+ * (procps's `ps -o caught,ignored` reads them), and once more read in two pieces, the second
+ * starting with the SigCgt line. Prints one line per step; natively each says "agree". Under
+ * coreplane SIGSYS and 63 showed caught whatever the program had set. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void on_signal(int sig) { (void)sig; }
 
@@ -36,6 +40,24 @@ static void check(const char *step) {
            ign == kign && cgt == kcgt ? "agree" : "DIFFER", kign, ign, kcgt, cgt);
 }
 
+/* SigCgt from a second read that starts at its line. */
+static unsigned long long split_sigcgt(void) {
+    char whole[8192], rest[8192];
+    int fd = open("/proc/self/status", O_RDONLY);
+    ssize_t n = read(fd, whole, sizeof whole - 1);
+    close(fd);
+    whole[n > 0 ? n : 0] = 0;
+    char *line = strstr(whole, "\nSigCgt:");
+    if (!line)
+        return ~0ULL;
+    fd = open("/proc/self/status", O_RDONLY);
+    read(fd, whole, (size_t)(line + 1 - whole));
+    n = read(fd, rest, sizeof rest - 1);
+    close(fd);
+    rest[n > 0 ? n : 0] = 0;
+    return strncmp(rest, "SigCgt:", 7) ? ~0ULL : strtoull(rest + 7, 0, 16);
+}
+
 int main(void) {
     check("none");
     signal(SIGUSR1, on_signal);
@@ -45,5 +67,7 @@ int main(void) {
     signal(SIGSYS, on_signal);
     signal(63, SIG_DFL);
     check("again");
+    unsigned long long kcgt = field("SigCgt:"), split = split_sigcgt();
+    printf("split: %s\n", split == kcgt ? "agree" : "DIFFER");
     return 0;
 }

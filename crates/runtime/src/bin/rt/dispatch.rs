@@ -49,8 +49,9 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         }
         MMAP | MUNMAP | MPROTECT | MREMAP | BRK => mapping_call(nr, a),
         // A segment attached over what was mapped there, text perhaps, whose remembered answer
-        // would let a rewrite patch the segment (`textmap`: shared code is never rewritten).
-        SHMAT if a[2] & SHM_REMAP != 0 => {
+        // would let a rewrite patch the segment (`textmap`: shared code is never rewritten); or
+        // executable, where a library's text being added (`textmap::text_mapped`) may have lain.
+        SHMAT if a[2] & (SHM_REMAP | SHM_EXEC) != 0 => {
             let r = run(nr, a);
             crate::textmap::mappings_changed();
             r
@@ -120,9 +121,10 @@ fn mapping_call(nr: usize, a: &[usize; 6]) -> isize {
         // A file's text mapped private and read-execute (ld.so loading a library): new text,
         // added to what `textmap` remembers rather than making it read /proc/self/maps again.
         MMAP if a[2] == PROT_READ | PROT_EXEC && a[3] & (MAP_TYPE | MAP_ANONYMOUS) == MAP_PRIVATE => {
+            let before = crate::textmap::generation();
             let r = run(nr, a);
             if r >= 0 {
-                crate::textmap::text_mapped(r as usize, (r as usize).saturating_add(page_up(a[1])));
+                crate::textmap::text_mapped(r as usize, (r as usize).saturating_add(page_up(a[1])), before);
             } else {
                 crate::textmap::range_changed(nr, a);
             }

@@ -3,75 +3,28 @@
 //! The runtime answers readlink of /proc/self/exe with it and writes it in the profile.
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 
 static mut EXE: [u8; 4096] = [0; 4096];
-/// Whether EXE holds the path; else it is read from the mapping that holds PROGRAM_AT.
-static KNOWN: AtomicBool = AtomicBool::new(false);
-static PROGRAM_AT: AtomicUsize = AtomicUsize::new(0);
 
-/// Remembers the loaded program, open as `fd`, whose file is mapped at `at` (its entry point). Its canonical path is read
-/// from the descriptor at once when the profile names it from the start, else when first asked
-/// (`exe`): most processes never ask (readlink, open or execve of /proc/self/exe), and a
-/// process's first look into /proc costs this machine's kernel ≈ 21 µs.
-pub fn remember_exe(fd: usize, at: usize) {
-    PROGRAM_AT.store(at, Relaxed);
-    if crate::env::config().profile_dir.is_empty() {
-        return;
-    }
+/// Remembers the loaded program's canonical path from its open descriptor.
+pub fn remember_exe(fd: usize) {
     let mut link = [0u8; 40];
     let mut b = [0u8; 20];
     sys::concat(&[b"/proc/self/fd/", sys::fmt_u64(fd as u64, &mut b)], &mut link);
     unsafe {
         let exe = &mut *core::ptr::addr_of_mut!(EXE);
         let len = syscall3(READLINK, link.as_ptr() as usize, exe.as_mut_ptr() as usize, exe.len() - 1);
-        exe[len.max(0) as usize] = 0;
+        let len = if len < 0 { 0 } else { len as usize };
+        exe[len] = 0;
     }
-    KNOWN.store(true, Release);
 }
 
 /// The loaded program's canonical path.
 pub fn exe() -> &'static [u8] {
-    if !KNOWN.load(Acquire) {
-        learn();
-    }
     unsafe {
         let exe = &*core::ptr::addr_of!(EXE);
         &exe[..sys::cstr_len(exe.as_ptr())]
     }
-}
-
-/// Reads the program's path from the line of /proc/self/maps that maps it: the kernel names the
-/// file there as in /proc/self/exe (d_path, with a newline written as `\012`). Under the rewrite
-/// lock, which fork already keeps from being inherited held; a handler that interrupted its own
-/// thread's holding of it finds the path empty.
-#[cold]
-#[inline(never)]
-fn learn() {
-    if !crate::rewrite_lock::lock() {
-        return;
-    }
-    if !KNOWN.load(Relaxed) {
-        let at = PROGRAM_AT.load(Relaxed);
-        let exe = unsafe { &mut *core::ptr::addr_of_mut!(EXE) };
-        let mut len = 0;
-        sys::each_mapping(|m| {
-            if !(m.lo <= at && at < m.hi) {
-                return true;
-            }
-            let mut i = 0;
-            while i < m.path.len() && len < exe.len() - 1 {
-                let newline = m.path[i..].starts_with(b"\\012");
-                exe[len] = if newline { b'\n' } else { m.path[i] };
-                i += if newline { 4 } else { 1 };
-                len += 1;
-            }
-            false
-        });
-        exe[len] = 0;
-        KNOWN.store(true, Release);
-    }
-    crate::rewrite_lock::unlock();
 }
 
 /// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, then `:FD` when

@@ -234,7 +234,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let fd = given.unwrap_or_else(|| open_read(exec_path));
     let (eh, nph) = read_headers(exec_path, fd, &mut phs);
     let prog = map_image(exec_path, fd, &eh, &phs[..nph]);
-    crate::exe::remember_exe(fd, prog.entry);
+    crate::exe::remember_exe(fd);
     let mut interp_base = 0;
     let mut entry = prog.entry;
     if let Some(ip) = phs[..nph].iter().find(|p| p.kind == PT_INTERP) {

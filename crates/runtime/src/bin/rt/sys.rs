@@ -38,6 +38,7 @@ pub const SS_AUTODISARM: i32 = 1 << 31;
 pub const SHMAT: usize = 30;
 /// shmat's flag to replace what is mapped at the address, as mmap's MAP_FIXED does.
 pub const SHM_REMAP: usize = 0o40000;
+pub const SHM_EXEC: usize = 0o100000;
 pub const SCHED_YIELD: usize = 24;
 pub const RT_SIGACTION: usize = 13;
 pub const RT_SIGPROCMASK: usize = 14;

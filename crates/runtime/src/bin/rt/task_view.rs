@@ -325,13 +325,15 @@ fn stat_threads(buf: &[u8]) -> Option<(usize, usize)> {
     Some((start, end))
 }
 
-/// SigIgn and SigCgt in a read of /proc/PID/status, where the read holds the whole line: the
-/// virtual signals as the program's own actions have them, not as the runtime's handlers (ps -o
-/// caught, and procps's status reading, showed SIGSYS and signal 63 caught in every program).
+/// SigIgn and SigCgt in a read of /proc/PID/status, where the read holds the whole line (a read
+/// may start with it): the virtual signals as the program's own actions have them, not as the
+/// runtime's handlers (ps -o caught, and procps's status reading, showed SIGSYS and signal 63
+/// caught in every program). A line split between two reads is left as the kernel wrote it.
 fn show_program_actions(buf: &mut [u8]) {
     let (all, ignored, caught) = crate::signals::virtual_actions();
-    for (key, bits) in [(&b"\nSigIgn:\t"[..], ignored), (&b"\nSigCgt:\t"[..], caught)] {
-        let Some(at) = buf.windows(key.len()).position(|w| w == key).map(|p| p + key.len()) else { continue };
+    for (key, bits) in [(&b"SigIgn:\t"[..], ignored), (&b"SigCgt:\t"[..], caught)] {
+        let line_start = |p: usize| p == 0 || buf[p - 1] == b'\n';
+        let Some(at) = (0..buf.len()).find(|&p| buf[p..].starts_with(key) && line_start(p)).map(|p| p + key.len()) else { continue };
         let Some(hex) = buf.get_mut(at..at + 16).filter(|h| h.iter().all(u8::is_ascii_hexdigit)) else { continue };
         let kernel = hex.iter().fold(0u64, |n, &c| n << 4 | (c as char).to_digit(16).unwrap_or(0) as u64);
         let shown = kernel & !all | bits;

@@ -44,15 +44,27 @@ pub fn mappings_changed() {
 /// it replaced, so the remembered ranges stay true with it added. Forgotten as before where the
 /// rewrite lock is held (another thread reading or rewriting, or this one, interrupted) or no
 /// range is left.
-pub fn text_mapped(lo: usize, hi: usize) {
+///
+/// `before` is the generation when the mapping call began: where another thread changed the
+/// mappings meanwhile (unmapped the new range and mapped JIT code there, say), the range may no
+/// longer be this text, and it is not added (a helper's review).
+pub fn text_mapped(lo: usize, hi: usize, before: usize) {
     if !crate::rewrite_lock::try_lock() {
         return mappings_changed();
     }
     // Odd while the ranges change, for `range_changed` in other threads (it takes no lock).
     READING.fetch_add(1, AcqRel);
-    add(lo, hi);
+    if GENERATION.load(Acquire) == before {
+        add(lo, hi);
+    }
     READING.fetch_add(1, Release);
     crate::rewrite_lock::unlock();
+}
+
+/// The generation of what is remembered: taken before a mapping call whose result `text_mapped`
+/// adds.
+pub fn generation() -> usize {
+    GENERATION.load(Acquire)
 }
 
 /// The loader mapped text of the program or its interpreter at [lo, hi), before any thread of

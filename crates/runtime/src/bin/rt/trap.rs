@@ -83,10 +83,6 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
     };
     gregs(uc)[REG_RAX] = result as u64;
     program_signal::keep_withdrawn(uc);
-    let t = crate::thread::current();
-    if t.rt_sp == uc as usize {
-        t.rt_sp = runtime_stack_top(t);
-    }
 }
 
 /// Where a trap's call runs when its frame lies on the program's signal stack while the program
@@ -98,15 +94,28 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
 /// trapped site died of SIGSEGV, or hung with the heap below its stack overwritten (session 21).
 /// Off the signal stack, such a signal's frame goes to the stack's top, as natively for a program
 /// not on it, where only the trap's spent frame lies. None where the runtime stack is in use (a
-/// fast-path call in progress there, rt_sp below its top: a handler run during it trapped), or the
-/// program's stack is SS_AUTODISARM (disarmed for this trap: a signal meanwhile would land on
-/// the runtime stack, not the program's).
+/// fast-path call in progress there, rt_sp below its top: a handler run during it trapped), nor
+/// where the trapped code runs on the runtime stack itself (a handler that interrupted the fast
+/// path's switch to it before rt_sp was set, or after it was given back: its frames lie just
+/// below the top; a helper's review found the copy written over them), or the program's stack
+/// is SS_AUTODISARM (disarmed for this trap: a signal meanwhile would land on the runtime stack,
+/// not the program's).
+/// An rt_sp below the top that no live call holds (a handler's longjmp left the call that set it)
+/// is given back first, or the thread's traps would stay on its signal stack for good.
 fn runtime_stack_for(uc: *mut u8) -> Option<usize> {
     process::trap_borrows_signal_stack(uc)?;
     let t = crate::thread::current();
     let top = runtime_stack_top(t);
+    let base = t as *const crate::thread::Thread as usize;
+    let program_sp = gregs(uc)[REG_RSP] as usize;
     let flags = unsafe { *(uc.add(UC_STACK_OFF + 8) as *const i32) };
-    (t.rt_sp == top && flags & SS_AUTODISARM == 0).then_some(top)
+    if (base..=top).contains(&program_sp) || flags & SS_AUTODISARM != 0 {
+        return None;
+    }
+    if t.rt_sp != top && !program_signal::holds_runtime_stack(t, program_sp) {
+        t.rt_sp = top;
+    }
+    (t.rt_sp == top).then_some(top)
 }
 
 fn runtime_stack_top(t: &crate::thread::Thread) -> usize {
@@ -114,8 +123,9 @@ fn runtime_stack_top(t: &crate::thread::Thread) -> usize {
 }
 
 /// Handles the trap again from a copy of its frame below `top`, and returns to the program from
-/// that copy. rt_sp marks the runtime stack in use until then (`on_sigsys` gives it back), so that
-/// a handler run during the call makes its fast-path calls where it is, not over these frames.
+/// that copy. rt_sp marks the runtime stack in use until then (`coreplane_trap_again_on_runtime`
+/// gives it back however `on_sigsys` returns), so that a handler run during the call makes its
+/// fast-path calls where it is, not over these frames.
 fn handle_again_on_runtime_stack(sig: i32, uc: *mut u8, top: usize) -> ! {
     let fp_size = fpstate(uc).map_or(0, |(_, size)| size);
     let fp_to = (top - fp_size) & !63;
@@ -123,7 +133,7 @@ fn handle_again_on_runtime_stack(sig: i32, uc: *mut u8, top: usize) -> ! {
     crate::thread::current().rt_sp = copy;
     unsafe {
         copy_frame(uc, copy, fp_to);
-        coreplane_trap_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy)
+        coreplane_trap_again_on_runtime(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy)
     }
 }
 
@@ -172,7 +182,20 @@ core::arch::global_asm!(
     "mov eax, 15",
     "syscall",
     "ud2",
+    // The same on the runtime stack, whose rt_sp is given back (its top) before the return.
+    ".globl coreplane_trap_again_on_runtime",
+    "coreplane_trap_again_on_runtime:",
+    "mov rsp, rcx",
+    "call {on_sigsys}",
+    "mov rax, gs:[0]",
+    "add rax, {thread_size}",
+    "mov gs:[{rt_sp}], rax",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
     on_sigsys = sym on_sigsys,
+    thread_size = const crate::thread::THREAD_SIZE,
+    rt_sp = const core::mem::offset_of!(crate::thread::Thread, rt_sp),
 );
 
 core::arch::global_asm!(
@@ -198,6 +221,7 @@ core::arch::global_asm!(
 
 extern "C" {
     fn coreplane_trap_again(sig: i32, info: *mut u8, uc: *mut u8, stack: usize) -> !;
+    fn coreplane_trap_again_on_runtime(sig: i32, info: *mut u8, uc: *mut u8, stack: usize) -> !;
     fn coreplane_int80(nr: usize, ebx: u64, ecx: u64, edx: u64, esi: u64, edi: u64, ebp: u64) -> isize;
 }
 
