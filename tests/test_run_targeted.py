@@ -320,3 +320,18 @@ def test_a_program_whose_exec_gives_privileges_is_named_in_a_warning():
         assert (as_root.returncode, as_root.stderr) == (0, "")
     finally:
         shutil.rmtree(where)
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on this machine")
+@pytest.mark.parametrize("policy", ["none", "all"])
+def test_cargo_builds_a_program(tmp_path, policy):
+    # cargo and rustc died of SIGSEGV in every mode (helper-67's sweep, session 21): a Rust thread's
+    # 8 KiB signal stack could not hold a trap's frame, the runtime's and a signal's (cargo wakes
+    # its jobserver helper thread with SIGUSR1). No crate is fetched: --offline, no dependencies.
+    project = tmp_path / "hello"
+    subprocess.run(["cargo", "new", "-q", "--vcs", "none", str(project)], check=True, timeout=120)
+    proc = run_cli("run", "--delegate", policy, "--", "cargo", "build", "-q", "--offline",
+                   "--manifest-path", str(project / "Cargo.toml"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    built = subprocess.run([str(project / "target" / "debug" / "hello")], capture_output=True, text=True)
+    assert built.stdout == "Hello, world!\n"

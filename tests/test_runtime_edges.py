@@ -40,7 +40,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "seccomp_escape_ip", "seccomp_sandbox", "caps_self", "allow_all_filter", "setns_own",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
-         "longjmp_fast_call"]
+         "longjmp_fast_call", "thread_signal_stack"]
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +199,14 @@ def test_a_signal_stack_of_8_kib_holds_what_the_runtime_puts_there(built, mode, 
     # a hang with the heap below overwritten. 13504 is glibc's SIGSTKSZ here (4 x AT_MINSIGSTKSZ).
     assert watched([str(built / "small_signal_stack"), size]).stdout == "handled=2 calls=20 readlink=1\n"
     same_as_natively(built / "small_signal_stack", mode, size)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_threads_8_kib_signal_stack_holds_a_signal_during_a_blocking_call(built, mode):
+    # cargo build died of SIGSEGV in every mode (its jobserver helper thread, woken by SIGUSR1
+    # while blocked in futex); cargo itself is run in tests/test_run_targeted.py.
+    assert watched([str(built / "thread_signal_stack")]).stdout == "ok hits>0=1\n"
+    same_as_natively(built / "thread_signal_stack", mode)
 
 
 def test_a_trap_is_kept_off_the_runtime_stack_while_a_handler_uses_it(built):
