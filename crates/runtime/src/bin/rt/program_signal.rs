@@ -377,21 +377,6 @@ fn live_below(t: &thread::Thread, mut at: usize, program_sp: usize) -> usize {
     at
 }
 
-/// Whether a live call of the thread's, seen from a trap at `program_sp`, holds frames on its
-/// runtime stack (a fast-path call's, or a trap's handled there): else an rt_sp below the stack's
-/// top was left by a handler's longjmp out of that call (`trap::runtime_stack_for`).
-pub fn holds_runtime_stack(t: &thread::Thread, program_sp: usize) -> bool {
-    let runtime = t as *const thread::Thread as usize..t as *const thread::Thread as usize + THREAD_SIZE;
-    let mut at = live_below(t, t.entry, program_sp);
-    while at != 0 {
-        if runtime.contains(&at) {
-            return true;
-        }
-        at = unsafe { (*(at as *const Entry)).prev };
-    }
-    false
-}
-
 /// Whether the record at `at` can be read: one on the thread's runtime stack always can; one a
 /// trap made on a stack of the program's may lie in memory the program unmapped after a handler
 /// left the call by longjmp (stress-ng's signest unmapped its signal stack so: SIGSEGV here).

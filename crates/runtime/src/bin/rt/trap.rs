@@ -100,8 +100,10 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
 /// below the top; a helper's review found the copy written over them), or the program's stack
 /// is SS_AUTODISARM (disarmed for this trap: a signal meanwhile would land on the runtime stack,
 /// not the program's).
-/// An rt_sp below the top that no live call holds (a handler's longjmp left the call that set it)
-/// is given back first, or the thread's traps would stay on its signal stack for good.
+/// An rt_sp that a handler's longjmp left below the top keeps the thread's traps on the signal
+/// stack: telling such a one from a live call's by the records' stack pointers misjudged a
+/// handler that switched stacks (green threads' swapcontext from SIGALRM) and wrote the copy over
+/// a live fast-path call (a review), so nothing here guesses.
 fn runtime_stack_for(uc: *mut u8) -> Option<usize> {
     process::trap_borrows_signal_stack(uc)?;
     let t = crate::thread::current();
@@ -111,9 +113,6 @@ fn runtime_stack_for(uc: *mut u8) -> Option<usize> {
     let flags = unsafe { *(uc.add(UC_STACK_OFF + 8) as *const i32) };
     if (base..=top).contains(&program_sp) || flags & SS_AUTODISARM != 0 {
         return None;
-    }
-    if t.rt_sp != top && !program_signal::holds_runtime_stack(t, program_sp) {
-        t.rt_sp = top;
     }
     (t.rt_sp == top).then_some(top)
 }
