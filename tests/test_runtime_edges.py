@@ -40,7 +40,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "seccomp_escape_ip", "seccomp_sandbox", "caps_self", "allow_all_filter", "setns_own",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
-         "thread_signal_stack"]
+         "thread_signal_stack", "green_switch"]
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +207,16 @@ def test_a_threads_8_kib_signal_stack_holds_a_signal_during_a_blocking_call(buil
     # while blocked in futex); cargo itself is run in tests/test_run_targeted.py.
     assert watched([str(built / "thread_signal_stack")]).stdout == "ok hits>0=1\n"
     same_as_natively(built / "thread_signal_stack", mode)
+
+
+@pytest.mark.parametrize("order", ["above", "below"])
+def test_a_handler_that_switches_stacks_keeps_the_interrupted_call_live(built, order):
+    # A second review's finding: giving the runtime stack back when a call's record looked
+    # abandoned took the green thread's interrupted fast-path call for one, and the next trap's
+    # frame was copied over it (SIGSEGV). Nothing guesses now.
+    args = ["r"] if order == "below" else []
+    assert watched([str(built / "green_switch"), *args]).stdout.endswith("ok\n")
+    same_as_natively(built / "green_switch", "none", *args)
 
 
 def test_a_trap_is_kept_off_the_runtime_stack_while_a_handler_uses_it(built):
