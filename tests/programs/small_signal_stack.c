@@ -1,5 +1,5 @@
-/* small_signal_stack [SIZE]: gives the main thread a signal stack of SIZE bytes (default 8192,
- * glibc's old SIGSTKSZ and a Rust program's main thread), raises a signal whose handler runs
+/* small_signal_stack [SIZE|+EXTRA]: gives the main thread a signal stack of SIZE bytes (default
+ * 8192, glibc's old SIGSTKSZ and a Rust program's main thread; +EXTRA: AT_MINSIGSTKSZ + EXTRA), raises a signal whose handler runs
  * there, then makes calls from sites that trap under coreplane (getppid, open and close of a
  * /proc file, readlink of /proc/self/exe), raising the signal again from inside a trapped call
  * (tgkill). Prints what it saw; natively "handled=2 calls=20 readlink=1". Under coreplane the
@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,6 +23,8 @@ static void on_usr1(int sig) {
 
 int main(int argc, char **argv) {
     size_t size = argc > 1 ? strtoul(argv[1], 0, 0) : 8192;
+    if (argc > 1 && argv[1][0] == '+') /* that much above the kernel's minimum for a frame */
+        size = getauxval(AT_MINSIGSTKSZ) + strtoul(argv[1] + 1, 0, 0);
     stack_t ss = {.ss_sp = malloc(size), .ss_size = size};
     if (sigaltstack(&ss, 0) != 0) {
         perror("sigaltstack");

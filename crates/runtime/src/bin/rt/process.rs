@@ -181,19 +181,8 @@ fn lend_signal_stack(t: &mut thread::Thread) {
 /// The stack to make it from; None where the call is not such a call (the program on its stack,
 /// which natively is refused too, or the handler elsewhere).
 pub fn sigaltstack_needs_other_stack(uc: *mut u8) -> Option<usize> {
-    trap_borrows_signal_stack(uc)?;
+    crate::program_signal::trap_borrows_signal_stack(uc)?;
     Some((gregs(uc)[REG_RSP] as usize - 256) & !15)
-}
-
-/// The program's signal stack, [lo, hi), where the trap's frame `uc` lies on it (the runtime's
-/// handler is SA_ONSTACK) while the program was not on it; None otherwise, and on a stack the
-/// runtime lends. Read from the frame, which saved it before the kernel disarmed one set with
-/// SS_AUTODISARM.
-pub fn trap_borrows_signal_stack(uc: *mut u8) -> Option<(usize, usize)> {
-    let [sp, flags, size] = unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) };
-    let on = |addr: usize| flags as i32 & SS_DISABLE == 0 && (sp..sp.saturating_add(size)).contains(&addr);
-    let borrowed = !thread::current().lent_stack && on(uc as usize) && !on(gregs(uc)[REG_RSP] as usize);
-    borrowed.then_some((sp, sp + size))
 }
 
 /// sigaltstack(2) made on `stack` (`sigaltstack_needs_other_stack`) for the trap with frame

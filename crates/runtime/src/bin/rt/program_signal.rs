@@ -401,6 +401,17 @@ fn live_entry(t: &thread::Thread, irsp: usize) -> Option<(&'static Entry, usize,
     program_call(t, e, true).map(|(sp, ip)| (e, sp, ip))
 }
 
+/// The program's signal stack, [lo, hi), where the trap's frame `uc` lies on it (the runtime's
+/// handler is SA_ONSTACK) while the program was not on it; None otherwise, and on a stack the
+/// runtime lends. Read from the frame, which saved it before the kernel disarmed one set with
+/// SS_AUTODISARM.
+pub fn trap_borrows_signal_stack(uc: *mut u8) -> Option<(usize, usize)> {
+    let [sp, flags, size] = unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) };
+    let on = |addr: usize| flags as i32 & SS_DISABLE == 0 && (sp..sp.saturating_add(size)).contains(&addr);
+    let borrowed = !thread::current().lent_stack && on(uc as usize) && !on(gregs(uc)[REG_RSP] as usize);
+    borrowed.then_some((sp, sp + size))
+}
+
 /// The program's handler for a signal that interrupted the runtime's code.
 #[no_mangle]
 extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) {
@@ -409,6 +420,9 @@ extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) 
     let irsp = gregs(uc)[REG_RSP] as usize;
     match live_entry(t, irsp) {
         Some((e, program_sp, resume_at)) if !t.strict && !synchronous(sig, info) => {
+            if let Some(below) = runtime_stack_below(t, uc, irsp) {
+                again_on_runtime_stack(t, sig, uc, below);
+            }
             run_at_program_context(t, e, (program_sp, resume_at), handler, sig, info, uc)
         }
         _ => {
@@ -419,6 +433,75 @@ extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) 
             h(sig, info, uc);
         }
     }
+}
+
+/// A program handler's frame `frame` (its ucontext, the siginfo after it) is given back by its
+/// rt_sigreturn: the signal it handled is noted for a delegated call waiting meanwhile
+/// (`delegate`: one the signal does not restart ends with EINTR), and a withdrawn signal stack
+/// kept so.
+#[export_name = "coreplane_handler_returns"]
+pub extern "C" fn handler_returns(frame: *mut u8) {
+    let t = thread::current();
+    unsafe {
+        let signo = *(frame.add(KERNEL_UCONTEXT_SIZE) as *const i32);
+        core::ptr::write_volatile(&mut t.last_signo, signo);
+        core::ptr::write_volatile(&mut t.handlers_done, t.handlers_done + 1);
+    }
+    keep_withdrawn(frame);
+}
+
+/// Where this handler's own frame `uc` goes instead of the program's signal stack: the kernel put
+/// it there (the program's handler is SA_ONSTACK) though the interrupted runtime code runs on the
+/// runtime stack at `irsp`, and the program's handler's frame was then built below it, 4.4 KiB
+/// down with AVX-512 state: on an 8 KiB stack (a Rust thread's) a handler whose own call trapped
+/// overflowed it, and stacks under ≈ 7 KiB that hold natively overflowed at once (session 21).
+/// From below `irsp` on the runtime stack instead, the program's frame goes to the signal stack's
+/// top, as the kernel would have put it.
+fn runtime_stack_below(t: &thread::Thread, uc: *mut u8, irsp: usize) -> Option<usize> {
+    let base = t as *const thread::Thread as usize;
+    trap_borrows_signal_stack(uc)?;
+    (base + PAGE..base + THREAD_SIZE).contains(&irsp).then_some(irsp - 128)
+}
+
+/// Runs this handler again from a copy of its frame below `below`, and returns from the copy as
+/// the program's restorer would have (`handler_returns`, then rt_sigreturn); rt_sp marks the
+/// runtime stack in use down to the copy meanwhile (a fast-path call of the program's handler
+/// stays where it is), and gets its value back after.
+fn again_on_runtime_stack(t: &mut thread::Thread, sig: i32, uc: *mut u8, below: usize) -> ! {
+    let fp_size = sigframe::fpstate(uc).map_or(0, |(_, n)| n);
+    let fp_to = (below - fp_size) & !63;
+    let copy = (fp_to - KERNEL_UCONTEXT_SIZE - SIGINFO_SIZE) & !63;
+    let before = t.rt_sp;
+    t.rt_sp = copy;
+    unsafe {
+        sigframe::copy_frame(uc, copy, fp_to);
+        coreplane_signal_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy, before)
+    }
+}
+
+global_asm!(
+    // coreplane_signal_again(sig, info, uc, stack = uc, rt_sp): coreplane_signal_in_runtime(sig,
+    // info, uc) called with rsp = stack, its return noted, rt_sp set back, then rt_sigreturn from
+    // the frame there.
+    ".globl coreplane_signal_again",
+    "coreplane_signal_again:",
+    "mov rsp, rcx",
+    "push r8",
+    "sub rsp, 8",
+    "call coreplane_signal_in_runtime",
+    "lea rdi, [rsp + 16]",
+    "call coreplane_handler_returns",
+    "add rsp, 8",
+    "pop r8",
+    "mov gs:[{rt_sp}], r8",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
+    rt_sp = const core::mem::offset_of!(thread::Thread, rt_sp),
+);
+
+extern "C" {
+    fn coreplane_signal_again(sig: i32, info: *mut u8, uc: *mut u8, stack: usize, rt_sp: usize) -> !;
 }
 
 /// Whether signal `sig` with `info` is a fault the kernel raised for the instruction that ran.

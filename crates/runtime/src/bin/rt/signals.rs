@@ -4,7 +4,7 @@
 //! natively); the end of every program handler (its rt_sigreturn) is seen here, which is how a
 //! delegated blocking call learns that a signal interrupted its caller.
 
-use crate::sigframe::{gregs, KERNEL_UCONTEXT_SIZE, REG_RIP, REG_RSP};
+use crate::sigframe::{gregs, REG_RIP, REG_RSP};
 use crate::sigaction::{coreplane_sigreturn, KSigaction, SA_RESTART, SA_SIGINFO};
 use crate::sys::{self, *};
 use crate::{program_signal, thread};
@@ -185,13 +185,7 @@ pub fn masked_call(nr: usize, a: &[usize; 6]) -> isize {
 pub fn on_sigreturn(uc: *mut u8) {
     let g = gregs(uc);
     let frame = g[REG_RSP] as usize;
-    let t = thread::current();
-    unsafe {
-        let signo = *((frame + KERNEL_UCONTEXT_SIZE) as *const i32);
-        core::ptr::write_volatile(&mut t.last_signo, signo);
-        core::ptr::write_volatile(&mut t.handlers_done, t.handlers_done + 1);
-    }
-    crate::program_signal::keep_withdrawn(frame as *mut u8);
+    crate::program_signal::handler_returns(frame as *mut u8);
     g[REG_RIP] = coreplane_sigreturn as *const () as u64;
 }
 

@@ -105,7 +105,7 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
 /// handler that switched stacks (green threads' swapcontext from SIGALRM) and wrote the copy over
 /// a live fast-path call (a review), so nothing here guesses.
 fn runtime_stack_for(uc: *mut u8) -> Option<usize> {
-    process::trap_borrows_signal_stack(uc)?;
+    program_signal::trap_borrows_signal_stack(uc)?;
     let t = crate::thread::current();
     let top = runtime_stack_top(t);
     let base = t as *const crate::thread::Thread as usize;
@@ -147,7 +147,7 @@ fn changes_borrowed_signal_stack(uc: *mut u8, nr: usize, a: &[usize; 6]) -> bool
         MREMAP => [(a[0], a[1]), if a[3] & MREMAP_FIXED != 0 { (a[4], a[2]) } else { (0, 0) }],
         _ => return false,
     };
-    let Some((lo, hi)) = process::trap_borrows_signal_stack(uc) else { return false };
+    let Some((lo, hi)) = program_signal::trap_borrows_signal_stack(uc) else { return false };
     let changed = ranges.iter().any(|&(at, len)| at < hi && lo < at.saturating_add(len).saturating_add(PAGE - 1) & !(PAGE - 1));
     // The frame's copy goes below the program's stack pointer (`handle_again_on_program_stack`):
     // not where that would still be the signal stack (one mapping holding both).
