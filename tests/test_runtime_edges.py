@@ -60,8 +60,12 @@ def native_or_skip(argv: list[str], why: str) -> subprocess.CompletedProcess:
     return native
 
 
-def same_as_natively(exe: Path, mode: str, *args: str) -> None:
+def same_as_natively(exe: Path, mode: str, *args: str, native_says: str | None = None) -> None:
+    """The run under `--delegate mode` exits and prints as the native run, which, given
+    `native_says`, prints that (so that both failing alike is no pass)."""
     native = watched([str(exe), *args])
+    if native_says is not None:
+        assert native.stdout == native_says, native.stdout + native.stderr
     proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe), *args])
     assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout), proc.stderr
 
@@ -202,16 +206,14 @@ def test_a_signal_stack_of_8_kib_holds_what_the_runtime_puts_there(built, mode, 
     # the runtime's handler's frame and the program's both there (6144 bytes overflowed on this
     # machine); the runtime's now moves to the runtime stack (session 21). Not mended: "+1024"
     # (4400 bytes) still dies under --delegate none.
-    assert watched([str(built / "small_signal_stack"), size]).stdout == "handled=2 calls=20 readlink=1\n"
-    same_as_natively(built / "small_signal_stack", mode, size)
+    same_as_natively(built / "small_signal_stack", mode, size, native_says="handled=2 calls=20 readlink=1\n")
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])
 def test_a_threads_8_kib_signal_stack_holds_a_signal_during_a_blocking_call(built, mode):
     # cargo build died of SIGSEGV in every mode (its jobserver helper thread, woken by SIGUSR1
     # while blocked in futex); cargo itself is run in tests/test_run_targeted.py.
-    assert watched([str(built / "thread_signal_stack")]).stdout == "ok hits>0=1\n"
-    same_as_natively(built / "thread_signal_stack", mode)
+    same_as_natively(built / "thread_signal_stack", mode, native_says="ok hits>0=1\n")
 
 
 @pytest.mark.parametrize("order", ["above", "below"])
@@ -220,8 +222,8 @@ def test_a_handler_that_switches_stacks_keeps_the_interrupted_call_live(built, o
     # abandoned took the green thread's interrupted fast-path call for one, and the next trap's
     # frame was copied over it (SIGSEGV). Nothing guesses now.
     args = ["r"] if order == "below" else []
-    assert watched([str(built / "green_switch"), *args]).stdout.endswith("ok\n")
-    same_as_natively(built / "green_switch", "none", *args)
+    same_as_natively(built / "green_switch", "none", *args,
+                     native_says="A back: pause=-4 b_done=1 b_result>0=1\nok\n")
 
 
 @pytest.mark.parametrize("how", ["raise", "tgkill"])
@@ -231,8 +233,7 @@ def test_a_handler_on_an_8_kib_stack_may_make_a_call_that_traps(built, mode, how
     # it there): the runtime's handler's frame no longer stays on the signal stack below the
     # program handler's, and the handler's trapped call fits (before: SIGSEGV, in every mode).
     args = ["8192"] + (["t"] if how == "tgkill" else [])
-    assert watched([str(built / "handler_traps_on_signal_stack"), *args]).stdout == "ok 1\n"
-    same_as_natively(built / "handler_traps_on_signal_stack", mode, *args)
+    same_as_natively(built / "handler_traps_on_signal_stack", mode, *args, native_says="ok 1\n")
 
 
 def test_a_trap_is_kept_off_the_runtime_stack_while_a_handler_uses_it(built):

@@ -16,7 +16,8 @@
 #include <sys/time.h>
 #include <ucontext.h>
 #include <unistd.h>
-static ucontext_t mainctx, actx, bctx, *hctx;
+#include "trapping_stub.h"
+static ucontext_t mainctx, actx, bctx;
 static ucontext_t hsave;
 static long (*stub)(void);
 static volatile int do_switch, b_done;
@@ -45,10 +46,7 @@ static void a_func(void) {
     printf("A back: pause=%ld b_done=%d b_result>0=%d\n", r, b_done, b_result > 0);
 }
 int main(int argc, char **argv) {
-    unsigned char code[] = {0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0xc3}; /* mov eax, 39; syscall; ret */
-    void *p = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    memcpy(p, code, sizeof code);
-    stub = (long (*)(void))p;
+    stub = trapping_stub();
     stack_t ss = {.ss_sp = malloc(65536), .ss_size = 65536};
     sigaltstack(&ss, 0);
     char *s1 = malloc(65536), *s2 = malloc(65536);

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "trapping_stub.h"
 static long (*stub)(void);
 static volatile long handled, stop;
 static pthread_t main_thread;
@@ -27,10 +28,7 @@ static void *sender(void *a) {
 }
 int main(int argc, char **argv) {
     int secs = argc > 1 ? atoi(argv[1]) : 3;
-    unsigned char code[] = {0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0xc3}; /* mov eax, 39; syscall; ret */
-    void *p = mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    memcpy(p, code, sizeof code);
-    stub = (long (*)(void))p;
+    stub = trapping_stub();
     stack_t ss = {.ss_sp = malloc(65536), .ss_size = 65536};
     sigaltstack(&ss, 0);
     struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = SA_RESTART};

@@ -130,13 +130,10 @@ pub fn privileges_lost(p: &Path) -> Option<&'static str> {
     let path = CString::new(p.as_os_str().as_bytes()).ok()?;
     // SAFETY: a size query (no buffer) of a NUL-terminated path and name.
     let caps = || unsafe { libc::getxattr(path.as_ptr(), c"security.capability".as_ptr(), std::ptr::null_mut(), 0) } > 0;
-    match meta.mode() {
-        _ if nnp == 1 => None,
-        m if m & 0o4000 != 0 && meta.uid() != euid => Some("set-user-ID"),
-        m if m & 0o2010 == 0o2010 && meta.gid() != egid => Some("set-group-ID"),
-        _ if euid != 0 && caps() => Some("given file capabilities"),
-        _ => None,
+    if nnp == 1 {
+        return None;
     }
+    coreplane_runtime::exec::privileges(meta.mode(), meta.uid(), meta.gid(), euid, egid, caps)
 }
 
 fn interpreter_exists(interp: &Path) -> Result<(), Unrunnable> {

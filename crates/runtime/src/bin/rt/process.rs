@@ -563,21 +563,16 @@ fn precheck(path: *const u8) -> Result<Image, isize> {
 }
 
 /// Whether the exec of the regular file open as `fd` (its struct stat `st`) would give the
-/// caller privileges: set-user-ID of another user than its effective one, set-group-ID of
-/// another group, or file capabilities to a caller other than root (who has them all); not
-/// under no_new_privs, where the kernel gives none.
+/// caller privileges (`coreplane_runtime::exec::privileges`); not under no_new_privs, where the
+/// kernel gives none.
 fn gives_privileges(fd: usize, st: &[u32; 36]) -> bool {
-    const S_ISUID: u32 = 0o4000;
-    const S_ISGID: u32 = 0o2000;
-    const S_IXGRP: u32 = 0o010;
     const PR_GET_NO_NEW_PRIVS: usize = 39;
     const FGETXATTR: usize = 193;
     const GETEGID: usize = 108;
-    let (mode, uid, gid) = (st[6], st[7], st[8]);
     let (euid, egid) = unsafe { (syscall3(GETEUID, 0, 0, 0) as u32, syscall3(GETEGID, 0, 0, 0) as u32) };
-    let ids = mode & S_ISUID != 0 && uid != euid || mode & S_ISGID != 0 && mode & S_IXGRP != 0 && gid != egid;
-    let caps = || euid != 0 && unsafe { syscall6(FGETXATTR, fd, b"security.capability\0".as_ptr() as usize, 0, 0, 0, 0) } > 0;
-    (ids || caps()) && unsafe { syscall3(PRCTL, PR_GET_NO_NEW_PRIVS, 0, 0) } == 0
+    let caps = || unsafe { syscall6(FGETXATTR, fd, b"security.capability\0".as_ptr() as usize, 0, 0, 0, 0) } > 0;
+    coreplane_runtime::exec::privileges(st[6], st[7], st[8], euid, egid, caps).is_some()
+        && unsafe { syscall3(PRCTL, PR_GET_NO_NEW_PRIVS, 0, 0) } == 0
 }
 
 /// Whether the ELF file open as `fd`, whose first bytes are `head`, is one the runtime loads (a

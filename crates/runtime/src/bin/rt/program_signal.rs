@@ -381,9 +381,8 @@ fn live_below(t: &thread::Thread, mut at: usize, program_sp: usize) -> usize {
 /// trap made on a stack of the program's may lie in memory the program unmapped after a handler
 /// left the call by longjmp (stress-ng's signest unmapped its signal stack so: SIGSEGV here).
 fn readable(t: &thread::Thread, at: usize) -> bool {
-    let base = t as *const thread::Thread as usize;
     let mut probe = [0u8; core::mem::size_of::<Entry>() + 16];
-    (base..base + THREAD_SIZE).contains(&at) || t.read_program(at, &mut probe)
+    t.mapping().contains(&at) || t.read_program(at, &mut probe)
 }
 
 /// The innermost entry, if it is one the signal interrupted: on the interrupted stack, above its
@@ -439,8 +438,7 @@ extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) 
 /// rt_sigreturn: the signal it handled is noted for a delegated call waiting meanwhile
 /// (`delegate`: one the signal does not restart ends with EINTR), and a withdrawn signal stack
 /// kept so.
-#[export_name = "coreplane_handler_returns"]
-pub extern "C" fn handler_returns(frame: *mut u8) {
+pub fn handler_returns(frame: *mut u8) {
     let t = thread::current();
     unsafe {
         let signo = *(frame.add(KERNEL_UCONTEXT_SIZE) as *const i32);
@@ -458,9 +456,8 @@ pub extern "C" fn handler_returns(frame: *mut u8) {
 /// From below `irsp` on the runtime stack instead, the program's frame goes to the signal stack's
 /// top, as the kernel would have put it.
 fn runtime_stack_below(t: &thread::Thread, uc: *mut u8, irsp: usize) -> Option<usize> {
-    let base = t as *const thread::Thread as usize;
     trap_borrows_signal_stack(uc)?;
-    (base + PAGE..base + THREAD_SIZE).contains(&irsp).then_some(irsp - 128)
+    t.mapping().contains(&irsp).then_some(irsp - 128)
 }
 
 /// Runs this handler again from a copy of its frame below `below`, and returns from the copy as
@@ -468,40 +465,16 @@ fn runtime_stack_below(t: &thread::Thread, uc: *mut u8, irsp: usize) -> Option<u
 /// runtime stack in use down to the copy meanwhile (a fast-path call of the program's handler
 /// stays where it is), and gets its value back after.
 fn again_on_runtime_stack(t: &mut thread::Thread, sig: i32, uc: *mut u8, below: usize) -> ! {
-    let fp_size = sigframe::fpstate(uc).map_or(0, |(_, n)| n);
-    let fp_to = (below - fp_size) & !63;
-    let copy = (fp_to - KERNEL_UCONTEXT_SIZE - SIGINFO_SIZE) & !63;
+    let copy = sigframe::copy_below(uc, below);
     let before = t.rt_sp;
     t.rt_sp = copy;
-    unsafe {
-        sigframe::copy_frame(uc, copy, fp_to);
-        coreplane_signal_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy, before)
-    }
+    sigframe::run_again(sig, copy, signal_in_runtime_returning, (&mut t.rt_sp, before))
 }
 
-global_asm!(
-    // coreplane_signal_again(sig, info, uc, stack = uc, rt_sp): coreplane_signal_in_runtime(sig,
-    // info, uc) called with rsp = stack, its return noted, rt_sp set back, then rt_sigreturn from
-    // the frame there.
-    ".globl coreplane_signal_again",
-    "coreplane_signal_again:",
-    "mov rsp, rcx",
-    "push r8",
-    "sub rsp, 8",
-    "call coreplane_signal_in_runtime",
-    "lea rdi, [rsp + 16]",
-    "call coreplane_handler_returns",
-    "add rsp, 8",
-    "pop r8",
-    "mov gs:[{rt_sp}], r8",
-    "mov eax, 15",
-    "syscall",
-    "ud2",
-    rt_sp = const core::mem::offset_of!(thread::Thread, rt_sp),
-);
-
-extern "C" {
-    fn coreplane_signal_again(sig: i32, info: *mut u8, uc: *mut u8, stack: usize, rt_sp: usize) -> !;
+/// `coreplane_signal_in_runtime` from a frame's copy, whose return the restorer does not see.
+extern "C" fn signal_in_runtime_returning(sig: i32, info: *mut u8, uc: *mut u8) {
+    coreplane_signal_in_runtime(sig, info, uc);
+    handler_returns(uc);
 }
 
 /// Whether signal `sig` with `info` is a fault the kernel raised for the instruction that ran.
@@ -605,7 +578,7 @@ impl Placement {
             (*(s as *const usize), *(s.add(8) as *const i32), *(s.add(16) as *const usize))
         };
         let alt = (ss_flags & SS_DISABLE == 0 && ss_size != 0).then_some(ss_sp..ss_sp + ss_size);
-        let runtime = t as *const _ as usize..t as *const _ as usize + THREAD_SIZE;
+        let runtime = t.mapping();
         let stack_of = |x: usize| match &alt {
             _ if runtime.contains(&x) => 0,
             Some(r) if r.contains(&x) => 1,

@@ -140,6 +140,49 @@ fn pkru_offset() -> usize {
     }
 }
 
+/// A signal handler's entry, as the kernel calls it: (signal, siginfo, ucontext).
+pub type Handler = extern "C" fn(i32, *mut u8, *mut u8);
+
+/// Copies the frame `uc` (its FPU state first, at the top) to just below `below`, 64-byte
+/// aligned as xrstor needs: the copy's address, for `run_again`.
+pub fn copy_below(uc: *mut u8, below: usize) -> usize {
+    let fp_size = fpstate(uc).map_or(0, |(_, size)| size);
+    let fp_to = (below - fp_size) & !63;
+    let copy = (fp_to - KERNEL_UCONTEXT_SIZE - SIGINFO_SIZE) & !63;
+    unsafe { copy_frame(uc, copy, fp_to) };
+    copy
+}
+
+/// Runs `handler` again from the frame copied to `copy` (`copy_below`), on the stack below it,
+/// then stores `value` at `slot` (the runtime stack's mark, given back) and returns from the
+/// copy with rt_sigreturn, as the kernel's restorer would from the original: for a handler
+/// whose frame the kernel put somewhere it must not stay.
+pub fn run_again(sig: i32, copy: usize, handler: Handler, (slot, value): (*mut usize, usize)) -> ! {
+    unsafe { coreplane_frame_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, handler, slot, value) }
+}
+
+core::arch::global_asm!(
+    // coreplane_frame_again(sig, info, uc, handler, slot, value): handler(sig, info, uc) called
+    // with rsp = uc (aligned: two pushes below a 64-byte aligned copy), then *slot = value, then
+    // rt_sigreturn from the frame at rsp (its ucontext there, as a restorer finds it).
+    ".globl coreplane_frame_again",
+    "coreplane_frame_again:",
+    "mov rsp, rdx",
+    "push r9",
+    "push r8",
+    "call rcx",
+    "pop r8",
+    "pop r9",
+    "mov [r8], r9",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
+);
+
+extern "C" {
+    fn coreplane_frame_again(sig: i32, info: *mut u8, uc: *mut u8, handler: Handler, slot: *mut usize, value: usize) -> !;
+}
+
 /// Copies the ucontext at `uc` with the siginfo after it to `to`, and its FPU state (if any) to
 /// `fp_to` (64-byte aligned, as xrstor needs), the copy's fpregs pointing there.
 pub unsafe fn copy_frame(uc: *const u8, to: usize, fp_to: usize) {

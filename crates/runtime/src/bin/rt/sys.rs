@@ -483,55 +483,6 @@ pub fn read_once<'a>(path: &[u8], buf: &'a mut [u8]) -> Option<&'a [u8]> {
     Some(&buf[..n.max(0) as usize])
 }
 
-/// One line of /proc/self/maps: the mapping's range [lo, hi), its permissions (`r-xp`) and its
-/// path (empty for an anonymous mapping; maps writes a newline in a path as `\012`).
-pub struct Mapping<'a> {
-    pub lo: usize,
-    pub hi: usize,
-    pub perms: &'a [u8],
-    pub path: &'a [u8],
-}
-
-/// Calls `f` with each mapping /proc/self/maps lists until it returns false, a page of the file
-/// at a time: whether the file was opened and read to its end.
-#[inline(never)]
-pub fn each_mapping(mut f: impl FnMut(&Mapping) -> bool) -> bool {
-    let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
-    if fd < 0 {
-        return false;
-    }
-    let mut buf = [0u8; 4096];
-    let mut carry = 0;
-    let complete = 'read: loop {
-        let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr().add(carry) as usize, buf.len() - carry) };
-        if n <= 0 {
-            break n == 0;
-        }
-        let end = carry + n as usize;
-        let mut start = 0;
-        while let Some(nl) = buf[start..end].iter().position(|&c| c == b'\n') {
-            let line = &buf[start..start + nl];
-            start += nl + 1;
-            // range perms offset dev inode, then spaces up to the path, which may hold spaces.
-            let mut fields = line.splitn(6, |&c| c == b' ');
-            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
-            let path = fields.nth(3).map_or(&b""[..], |rest| &rest[rest.iter().position(|&c| c != b' ').unwrap_or(rest.len())..]);
-            let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
-            if !f(&Mapping { lo: hex(&range[..dash]), hi: hex(&range[dash + 1..]), perms, path }) {
-                break 'read true;
-            }
-        }
-        buf.copy_within(start..end, 0);
-        carry = end - start;
-    };
-    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    complete
-}
-
-fn hex(s: &[u8]) -> usize {
-    s.iter().fold(0, |acc, &c| acc << 4 | (c as char).to_digit(16).unwrap_or(0) as usize)
-}
-
 /// Formats `v` in decimal into `buf`, returning the digits.
 pub fn fmt_u64(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();

@@ -161,24 +161,52 @@ fn look_up(addr: usize) -> bool {
 /// in one, and whether they all fit (a failed read leaves TEXT empty and incomplete).
 fn read_text(addr: usize) -> (bool, bool) {
     TEXT_USED.store(0, Relaxed);
+    let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd < 0 {
+        return (false, false);
+    }
     crate::profile::count_maps_read();
     let mut found = false;
+    let mut buf = [0u8; 4096];
+    let mut carry = 0;
     let mut used = 0;
     let mut complete = true;
-    let read = each_mapping(|m| {
-        if m.perms != b"r-xp" || m.path.first() != Some(&b'/') {
-            return true;
+    loop {
+        let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr().add(carry) as usize, buf.len() - carry) };
+        if n <= 0 {
+            complete &= n == 0;
+            break;
         }
-        found |= m.lo <= addr && addr < m.hi;
-        if used == RANGES {
-            complete = false;
-            return true;
+        let end = carry + n as usize;
+        let mut start = 0;
+        while let Some(nl) = buf[start..end].iter().position(|&c| c == b'\n') {
+            let line = &buf[start..start + nl];
+            start += nl + 1;
+            let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
+            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+            let path = fields.nth(3);
+            if perms != b"r-xp" || !path.is_some_and(|p| p.first() == Some(&b'/')) {
+                continue;
+            }
+            let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
+            let (lo, hi) = (hex(&range[..dash]), hex(&range[dash + 1..]));
+            found |= lo <= addr && addr < hi;
+            if used == RANGES {
+                complete = false;
+                continue;
+            }
+            TEXT[used][0].store(lo, Relaxed);
+            TEXT[used][1].store(hi, Relaxed);
+            used += 1;
+            TEXT_USED.store(used, Relaxed);
         }
-        TEXT[used][0].store(m.lo, Relaxed);
-        TEXT[used][1].store(m.hi, Relaxed);
-        used += 1;
-        TEXT_USED.store(used, Relaxed);
-        true
-    });
-    (found, complete && read)
+        buf.copy_within(start..end, 0);
+        carry = end - start;
+    }
+    unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
+    (found, complete)
+}
+
+fn hex(s: &[u8]) -> usize {
+    s.iter().fold(0, |acc, &c| acc << 4 | (c as char).to_digit(16).unwrap_or(0) as usize)
 }

@@ -103,6 +103,13 @@ pub struct Thread {
 static EVERY_THREAD_FILTERED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 impl Thread {
+    /// The thread's mapping, [Thread, runtime stack's top): a stack pointer in it is on the
+    /// runtime stack (the Thread page below is not stack, but no stack pointer lies there).
+    pub fn mapping(&self) -> core::ops::Range<usize> {
+        let base = self as *const Thread as usize;
+        base..base + THREAD_SIZE
+    }
+
     /// Whether the thread's calls must be made where it is, never delegated.
     pub fn calls_locally(&self) -> bool {
         self.local_only || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)

@@ -4,7 +4,7 @@
 //! result is written into the program's rax.
 
 use crate::sigaction::{coreplane_sigreturn, sigaction, KSigaction, SA_NODEFER, SA_ONSTACK, SA_RESTORER, SA_SIGINFO};
-use crate::sigframe::{copy_frame, fpstate, gregs, set_pkey_rights, AUDIT_ARCH_X86_64, KERNEL_UCONTEXT_SIZE, SI_ARCH_OFF, SIGINFO_SIZE, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RBP, REG_RBX, REG_RCX, REG_RDI, REG_RDX, REG_RSI, REG_RSP, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
+use crate::sigframe::{copy_below, gregs, run_again, set_pkey_rights, AUDIT_ARCH_X86_64, SI_ARCH_OFF, UC_SIGMASK_OFF, UC_STACK_OFF, REG_R10, REG_R8, REG_R9, REG_RAX, REG_RBP, REG_RBX, REG_RCX, REG_RDI, REG_RDX, REG_RSI, REG_RSP, SI_CALL_ADDR_OFF, SI_CODE_OFF, SI_SYSCALL_OFF, SYS_USER_DISPATCH};
 use crate::sys::*;
 use crate::{dispatch, fastpath, process, program_signal, signals, sud};
 
@@ -107,33 +107,23 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
 fn runtime_stack_for(uc: *mut u8) -> Option<usize> {
     program_signal::trap_borrows_signal_stack(uc)?;
     let t = crate::thread::current();
-    let top = runtime_stack_top(t);
-    let base = t as *const crate::thread::Thread as usize;
-    let program_sp = gregs(uc)[REG_RSP] as usize;
+    let stack = t.mapping();
     let flags = unsafe { *(uc.add(UC_STACK_OFF + 8) as *const i32) };
-    if (base..=top).contains(&program_sp) || flags & SS_AUTODISARM != 0 {
+    if stack.contains(&(gregs(uc)[REG_RSP] as usize)) || flags & SS_AUTODISARM != 0 {
         return None;
     }
-    (t.rt_sp == top).then_some(top)
-}
-
-fn runtime_stack_top(t: &crate::thread::Thread) -> usize {
-    t as *const crate::thread::Thread as usize + crate::thread::THREAD_SIZE
+    (t.rt_sp == stack.end).then_some(stack.end)
 }
 
 /// Handles the trap again from a copy of its frame below `top`, and returns to the program from
-/// that copy. rt_sp marks the runtime stack in use until then (`coreplane_trap_again_on_runtime`
-/// gives it back however `on_sigsys` returns), so that a handler run during the call makes its
-/// fast-path calls where it is, not over these frames.
+/// that copy. rt_sp marks the runtime stack in use until then (given back however `on_sigsys`
+/// returns), so that a handler run during the call makes its fast-path calls where it is, not
+/// over these frames.
 fn handle_again_on_runtime_stack(sig: i32, uc: *mut u8, top: usize) -> ! {
-    let fp_size = fpstate(uc).map_or(0, |(_, size)| size);
-    let fp_to = (top - fp_size) & !63;
-    let copy = (fp_to - KERNEL_UCONTEXT_SIZE - SIGINFO_SIZE) & !63;
-    crate::thread::current().rt_sp = copy;
-    unsafe {
-        copy_frame(uc, copy, fp_to);
-        coreplane_trap_again_on_runtime(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy)
-    }
+    let copy = copy_below(uc, top);
+    let t = crate::thread::current();
+    t.rt_sp = copy;
+    run_again(sig, copy, on_sigsys, (&mut t.rt_sp, top))
 }
 
 /// Whether call `nr` changes the memory the trap's frame lies in: the program unmaps, moves,
@@ -161,41 +151,10 @@ const FRAME_COPY_ROOM: usize = 32 * 1024;
 /// Handles the trap again from a copy of its frame on the program's stack, below its red zone,
 /// where the call would have been made natively, and returns to the program from that copy.
 fn handle_again_on_program_stack(sig: i32, uc: *mut u8) -> ! {
-    let fp_size = fpstate(uc).map_or(0, |(_, size)| size);
-    let fp_to = (gregs(uc)[REG_RSP] as usize - 128 - fp_size) & !63;
-    let copy = (fp_to - KERNEL_UCONTEXT_SIZE - SIGINFO_SIZE) & !63;
-    unsafe {
-        copy_frame(uc, copy, fp_to);
-        coreplane_trap_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, copy)
-    }
+    let copy = copy_below(uc, gregs(uc)[REG_RSP] as usize - 128);
+    let t = crate::thread::current();
+    run_again(sig, copy, on_sigsys, (&mut t.rt_sp, t.rt_sp))
 }
-
-core::arch::global_asm!(
-    // coreplane_trap_again(sig, info, uc, stack = uc): on_sigsys(sig, info, uc) called with
-    // rsp = stack, then rt_sigreturn from the frame there (its ucontext at rsp, as the restorer
-    // finds it once the handler's return address is popped).
-    ".globl coreplane_trap_again",
-    "coreplane_trap_again:",
-    "mov rsp, rcx",
-    "call {on_sigsys}",
-    "mov eax, 15",
-    "syscall",
-    "ud2",
-    // The same on the runtime stack, whose rt_sp is given back (its top) before the return.
-    ".globl coreplane_trap_again_on_runtime",
-    "coreplane_trap_again_on_runtime:",
-    "mov rsp, rcx",
-    "call {on_sigsys}",
-    "mov rax, gs:[0]",
-    "add rax, {thread_size}",
-    "mov gs:[{rt_sp}], rax",
-    "mov eax, 15",
-    "syscall",
-    "ud2",
-    on_sigsys = sym on_sigsys,
-    thread_size = const crate::thread::THREAD_SIZE,
-    rt_sp = const core::mem::offset_of!(crate::thread::Thread, rt_sp),
-);
 
 core::arch::global_asm!(
     // coreplane_int80(nr, ebx, ecx, edx, esi, edi, ebp): an i386 system call, from the
@@ -219,8 +178,6 @@ core::arch::global_asm!(
 );
 
 extern "C" {
-    fn coreplane_trap_again(sig: i32, info: *mut u8, uc: *mut u8, stack: usize) -> !;
-    fn coreplane_trap_again_on_runtime(sig: i32, info: *mut u8, uc: *mut u8, stack: usize) -> !;
     fn coreplane_int80(nr: usize, ebx: u64, ecx: u64, edx: u64, esi: u64, edi: u64, ebp: u64) -> isize;
 }
 
