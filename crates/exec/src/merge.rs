@@ -377,10 +377,10 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "maps_reads": maps_reads,
             "slotless_calls": slotless,
             "withdrawn_calls": withdrawn,
-            "method": "median over processes of (getppid through a trap - native getppid) and (getppid through \
-                       the rewritten-site fast path - native getppid), 64 calls each, measured by the runtime at \
-                       process start; a site traps once, then takes the fast path (if page 0 could be mapped); \
-                       not included in total_ns, which times the call itself",
+            "method": "(getppid through a trap - native getppid) and (getppid through the rewritten-site fast \
+                       path - native getppid), the median of 64 calls each, measured by the runtime once, at the \
+                       program's start (the median over processes where several measured); a site traps until it \
+                       is rewritten, then takes the fast path; not included in total_ns, which times the call itself",
         },
         "not_intercepted": if run.vdso_intercepted { &[][..] } else { &NOT_INTERCEPTED[..] },
         "syscalls": syscall_entries(&totals, Some(&hists)),
