@@ -13,6 +13,8 @@ from coreplane.core.errors import CoreplaneError
 
 FORMAT = "coreplane-sweep/1"
 STORE_NAME = "store.sqlite"
+# The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -92,10 +94,20 @@ class Store:
         self.path = Path(path)
         if not create and not self.path.is_file():
             raise CoreplaneError(f"{self.path}: no sweep store here (run `coreplane sweep SPEC --out DIR` first)")
+        if not create:
+            # SQLite takes an empty file (or another program's database) as a database of its own
+            # and the schema below would be written into it: a file given by mistake to `report`
+            # or `compare` must be left as it was.
+            with open(self.path, "rb") as head:
+                if head.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                    raise CoreplaneError(f"{self.path}: not a coreplane sweep store (not an SQLite database)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
             self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            if not create and not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                self.db.close()
+                raise CoreplaneError(f"{self.path}: not a coreplane sweep store (no meta table)")
             self.db.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: a committed transaction survives the death of this process (not a power cut).
             self.db.execute("PRAGMA synchronous=NORMAL")

@@ -1,0 +1,60 @@
+"""Bad input across the CLI (session 22's sweep): one line on stderr naming the file or option,
+a non-zero exit, nothing of the user's lost or left behind, and --json output that is JSON."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+
+PROFILE = REPO / "tests" / "fixtures" / "profiles" / "tiny.json"
+SPEC = 'name = "t"\ncommand = "echo {a}"\nrepetitions = 1\n[parameters]\na = [1]\n'
+
+
+def one_line_error(proc, *words: str) -> str:
+    """The error line of a failed command; it must be the only line and contain every word."""
+    assert proc.returncode != 0, proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("coreplane: error: "), proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("sweep")
+    (base / "t.toml").write_text(SPEC)
+    run_cli("sweep", str(base / "t.toml"), "--out", str(base / "sw"), "--json", check=True)
+    return base / "sw"
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00\x01not sqlite at all\n"])
+def test_report_on_a_file_that_is_no_store_leaves_it_alone(tmp_path, content):
+    # An empty file opened by SQLite is an empty database: the store's schema went into it.
+    victim = tmp_path / "notes.json"
+    victim.write_bytes(content)
+    for args in (["report", str(victim)], ["compare", str(victim), str(victim)]):
+        one_line_error(run_cli(*args, "--json"), str(victim), "not a coreplane sweep store")
+    assert victim.read_bytes() == content
+    assert not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "{sweep}", "--format", "csv", "--out", "{dir}"],
+    ["report", "{sweep}", "--out", "{dir}"],
+    ["sweep", "{spec}", "--out", "{file}"],
+    ["map", "pattern:ring:4", "-t", "mesh:2x2", "--out", "{dir}"],
+    ["project", str(PROFILE), "--no-calibration", "--plot", "{file}"],
+    ["doctor", "--capture", "{file}"],
+])
+def test_an_output_path_of_the_wrong_kind_is_one_line(sweep, tmp_path, args):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("keep me\n")
+    (tmp_path / "t.toml").write_text(SPEC)
+    paths = {"sweep": str(sweep), "dir": str(tmp_path / "dir"), "file": str(tmp_path / "file"),
+             "spec": str(tmp_path / "t.toml")}
+    proc = run_cli(*[a.format(**paths) for a in args], "--json")
+    one_line_error(proc, str(tmp_path))
+    assert (tmp_path / "file").read_text() == "keep me\n"
