@@ -224,6 +224,15 @@ def main(args: list[str]) -> None:
     except CoreplaneError as exc:
         print(f"coreplane: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        # A file the commands write (--out, --plot, --capture, ...) that cannot be: a directory
+        # where a file goes, a file where a directory goes, no permission. Every command writes
+        # its outputs at the end, so this names the file rather than each writer catching it.
+        # For a rename (an atomic write) the second name is the user's file, the first a temporary.
+        where = exc.filename2 or exc.filename
+        print(f"coreplane: error: {where}: {exc.strerror}" if where and exc.strerror
+              else f"coreplane: error: {_one_line(str(exc))}", file=sys.stderr)
+        sys.exit(1)
     except Exception as exc:
         status = _status(exc)
         if status is None:
