@@ -58,3 +58,29 @@ def test_an_output_path_of_the_wrong_kind_is_one_line(sweep, tmp_path, args):
     proc = run_cli(*[a.format(**paths) for a in args], "--json")
     one_line_error(proc, str(tmp_path))
     assert (tmp_path / "file").read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("args", [
+    ["project", "{binary}", "--no-calibration"],
+    ["run", "--json", "--map", "{binary}", "--", "/bin/true"],
+    ["sweep", "{binary}", "--dry-run"],
+    ["validate", "{binary}"],
+    ["bench", "floor", "--from", "{binary}"],
+])
+def test_a_binary_file_where_text_goes_is_one_line(tmp_path, args):
+    binary = tmp_path / "prog"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)))
+    proc = run_cli(*[a.format(binary=binary) for a in args])
+    one_line_error(proc, str(binary), "not a text file")
+
+
+@pytest.mark.parametrize("content,words", [
+    (PROFILE.read_text(), ["cacheline_pingpong_ns: missing"]),
+    ("", ["line 1: not JSON"]),
+])
+def test_bench_floor_from_takes_only_a_floor_result(tmp_path, content, words):
+    saved = tmp_path / "floor.json"
+    saved.write_text(content)
+    for extra in ([], ["--plot", str(tmp_path / "cdf.png")]):
+        one_line_error(run_cli("bench", "floor", "--from", str(saved), *extra, "--json"), str(saved), *words)
+    assert not (tmp_path / "cdf.png").exists()

@@ -1,6 +1,5 @@
 """The `coreplane bench` commands."""
 
-import json
 from pathlib import Path
 
 import typer
@@ -8,6 +7,7 @@ from rich.table import Table
 
 from coreplane.bench.cores import default_core_pair
 from coreplane.core import vocabulary as v
+from coreplane.core.documents import read_json
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
 from coreplane.core.native import run_json
@@ -47,10 +47,12 @@ def floor(
     if round_trips < 100_000:
         raise CoreplaneError(f"--round-trips {round_trips}: at least 100000 are needed for a stable p99")
     if from_file:
-        try:
-            doc = json.loads(from_file.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise CoreplaneError(f"{from_file}: not a floor result: {exc}") from None
+        doc = read_json(from_file)
+        # The result has no format field: its summaries are what the table and the plot read.
+        missing = [key for key, _ in FLOOR_ROWS + [("cores", ""), ("machine", "")]
+                   if not isinstance(doc, dict) or key not in doc]
+        if missing:
+            raise CoreplaneError(f"{from_file}: {missing[0]}: missing (not a `coreplane bench floor --json` result)")
     else:
         doc = run_json("coreplane-bench", "floor", "--cores", cores or default_core_pair(),
                        "--round-trips", str(round_trips))

@@ -9,12 +9,23 @@ from pathlib import Path
 from coreplane.core.errors import CoreplaneError
 
 
+def read_text(path: str | Path, what: str = "") -> str:
+    """The text of `path`; `what` names it in the error ("the spec")."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise CoreplaneError(f"{path}: cannot read{' ' + what if what else ''}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        # A binary file (a program, a database) given where a text file goes.
+        raise CoreplaneError(f"{path}: not a text file (byte {exc.object[exc.start]:#04x} at offset {exc.start} "
+                             "is not UTF-8)") from None
+
+
 def read_json(path: str | Path):
     """The JSON value in `path`."""
+    text = read_text(path)
     try:
-        return json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise CoreplaneError(f"{path}: cannot read: {exc.strerror}") from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CoreplaneError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from coreplane.core.errors import CoreplaneError
+from coreplane.core.documents import read_text
 from coreplane.dse.infofile import parse_infofile
 from coreplane.dse.spec import Spec, parse_toml
 
@@ -10,10 +10,7 @@ from coreplane.dse.spec import Spec, parse_toml
 def load(path: str | Path) -> Spec:
     """Reads a spec file: `.toml` as TOML, anything else as an INFOFILE."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CoreplaneError(f"{path}: cannot read the spec: {exc.strerror}") from None
+    text = read_text(path, "the spec")
     if path.suffix == ".toml":
         spec = parse_toml(text, str(path))
     else:

@@ -8,6 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coreplane.core.documents import read_text
 from coreplane.core.errors import CoreplaneError
 from coreplane.dse.spec import Where, check_keys
 
@@ -112,10 +113,7 @@ def load(name_or_path: str) -> Suite:
     path = Path(name_or_path)
     if not path.exists():
         raise CoreplaneError(f"suite {name_or_path!r}: neither a built-in suite ({', '.join(BUILTIN)}) nor a file")
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CoreplaneError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_text(path)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
