@@ -84,3 +84,24 @@ def test_bench_floor_from_takes_only_a_floor_result(tmp_path, content, words):
     for extra in ([], ["--plot", str(tmp_path / "cdf.png")]):
         one_line_error(run_cli("bench", "floor", "--from", str(saved), *extra, "--json"), str(saved), *words)
     assert not (tmp_path / "cdf.png").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "profile"])
+@pytest.mark.parametrize("where,words", [("{dir}", ["is a directory"]), ("{dir}/no/such/x.json", ["no directory"])])
+def test_json_out_is_checked_before_the_program_runs(tmp_path, command, where, words):
+    (tmp_path / "dir").mkdir()
+    marker = tmp_path / "ran"
+    json_out = where.format(dir=tmp_path / "dir")
+    proc = run_cli(command, "--json-out", json_out, "--", "/bin/touch", str(marker))
+    one_line_error(proc, f"--json-out {json_out}", *words)
+    assert not marker.exists()
+
+
+def test_profile_leaves_no_temporary_profile_on_bad_input(tmp_path, monkeypatch):
+    env_tmp = tmp_path / "tmp"
+    env_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(env_tmp))
+    for args in (["--delegate", "no_such_call"], ["--json-out", str(tmp_path)]):
+        one_line_error(run_cli("profile", *args, "--", "/bin/true"))
+    one_line_error(run_cli("profile", "--", str(tmp_path / "missing")), "No such file")
+    assert list(env_tmp.iterdir()) == []

@@ -2,12 +2,14 @@
 run/direct.py hands it to coreplane-exec first)."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import typer
 
 from coreplane.core import options as o
+from coreplane.core.errors import CoreplaneError
 from coreplane.run.launch import RunOptions, check, run as run_program, temporary_profile
 
 TIME_EVERY_HELP = ("Profile: time one local call in N on average, after the first 8 of each syscall per thread "
@@ -34,6 +36,18 @@ def _options(ctx: typer.Context, delegate, local, forward_cost, compute_cores, c
                       delegate_threads=delegate_threads, profile=profile, cell=cell, placement=placement,
                       time_every=time_every, null_page_sled=null_page_sled, vdso=vdso, online_map=online_map,
                       rewrite_at=rewrite_at)
+
+
+def _check_json_out(json_out: Path | None) -> None:
+    """Rejects a --json-out that could not be written before the program runs: written after its
+    end, the run's document would otherwise be lost with the run."""
+    if json_out is None:
+        return
+    folder = json_out.parent
+    problem = ("is a directory" if json_out.is_dir() else f"no directory {folder}" if not folder.is_dir()
+               else f"cannot write in {folder}" if not os.access(folder, os.W_OK | os.X_OK) else None)
+    if problem:
+        raise CoreplaneError(f"--json-out {json_out}: {problem}")
 
 
 def _emit(doc: dict, json_flag: bool, json_out: Path | None) -> None:
@@ -95,6 +109,7 @@ def run(
     opts.memory, opts.memory_budget, opts.scrubber_priority = memory, memory_budget, scrubber_priority
     opts.memory_grow = memory_grow
     resolved = check(opts)
+    _check_json_out(json_out)
     if mcp:
         from coreplane.arbiter.mcp import become_mcp
         # With delegates (control cores in the layout) the MCP's cpuset keeps the control cores.
@@ -131,14 +146,16 @@ def profile(
     from coreplane.profile.summary import render, summary
 
     path = out or temporary_profile()
-    opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,
-                    null_page_sled, vdso, rewrite_at=rewrite_at)
-    opts.count_tlb_flushes = True   # what `coreplane project` charges once a delegate polls
-    check(opts)
-    result = run_program(opts)
     try:
+        opts = _options(ctx, delegate, local, forward_cost, compute_cores, control_cores, 1, path, None, time_every,
+                        null_page_sled, vdso, rewrite_at=rewrite_at)
+        opts.count_tlb_flushes = True   # what `coreplane project` charges once a delegate polls
+        check(opts)
+        _check_json_out(json_out)
+        result = run_program(opts)
         prof = load(path)
     finally:
+        # The temporary profile goes whatever happened: bad options left one in /tmp per call.
         if out is None:
             path.unlink(missing_ok=True)
     doc = {**summary(prof), "run": result.as_dict(), "overhead": prof.overhead}
