@@ -105,3 +105,23 @@ def test_profile_leaves_no_temporary_profile_on_bad_input(tmp_path, monkeypatch)
         one_line_error(run_cli("profile", *args, "--", "/bin/true"))
     one_line_error(run_cli("profile", "--", str(tmp_path / "missing")), "No such file")
     assert list(env_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("command,args,words", [
+    ("validate", ["--compute-cores", "4095"], ["--compute-cores", "4095"]),
+    ("validate", ["--nice", "99"], ["--nice 99"]),
+    ("validate", ["--until-noise", "nan"], ["--until-noise nan"]),
+    ("study", ["--until-noise", "nan"], ["--until-noise nan"]),
+])
+def test_validate_rejects_bad_options_before_its_out_directory(tmp_path, command, args, words):
+    out = tmp_path / "out"
+    one_line_error(run_cli(command, *args, "--out", str(out), "--json"), *words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["validate", "study"])
+def test_validate_out_onto_a_file(tmp_path, command):
+    victim = tmp_path / "file"
+    victim.write_text("keep me\n")
+    one_line_error(run_cli(command, "--out", str(victim), "--json"), f"--out {victim}: not a directory")
+    assert victim.read_text() == "keep me\n"

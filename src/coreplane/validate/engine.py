@@ -44,13 +44,16 @@ class Options:
     def check(self) -> None:
         if self.repetitions < 1:
             raise CoreplaneError(f"--repetitions {self.repetitions}: at least 1")
-        if self.until_noise_pct is not None and self.until_noise_pct <= 0:
+        # `not x > 0`, not `x <= 0`: NaN (--until-noise nan) is neither.
+        if self.until_noise_pct is not None and not self.until_noise_pct > 0:
             raise CoreplaneError(f"--until-noise {self.until_noise_pct}: must be positive")
         if self.until_noise_pct is not None and self.max_repetitions < self.repetitions:
             raise CoreplaneError(f"--max-repetitions {self.max_repetitions}: below --repetitions {self.repetitions}")
         if self.statistic not in calibrate.STATISTICS:
             raise CoreplaneError(f"--fc-statistic {self.statistic}: use {', '.join(calibrate.STATISTICS)}")
-        if self.max_run_s <= 0:
+        if self.nice is not None and not -20 <= self.nice <= 19:
+            raise CoreplaneError(f"--nice {self.nice}: a nice value runs from -20 to 19")
+        if not self.max_run_s > 0:
             raise CoreplaneError(f"--max-run {self.max_run_s}: must be positive")
 
 
@@ -88,6 +91,8 @@ def _forward_costs(options: Options) -> tuple[int, ...]:
 
 
 def _start(out: Path, resume: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise CoreplaneError(f"--out {out}: not a directory")
     if out.exists() and any(out.iterdir()) and not resume:
         raise CoreplaneError(f"{out}: exists and is not empty; continue it with --resume or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
@@ -109,9 +114,11 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     missing = missing_programs(suite)
     if missing:
         raise CoreplaneError(f"suite {suite.name}: not installed: {', '.join(missing)} (make setup installs them)")
+    # The cores before --out: a bad --compute-cores must not leave OUT/data behind, which a second
+    # try then takes for an interrupted validation to --resume.
+    machine = Machine.resolve(options.compute_cores, options.control_cores, options.nice)
     _start(out, options.resume)
     data = prepare_data(out / "data")
-    machine = Machine.resolve(options.compute_cores, options.control_cores, options.nice)
     timings: dict[str, float] = {}
 
     started = time.monotonic()
