@@ -125,3 +125,22 @@ def test_validate_out_onto_a_file(tmp_path, command):
     victim.write_text("keep me\n")
     one_line_error(run_cli(command, "--out", str(victim), "--json"), f"--out {victim}: not a directory")
     assert victim.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["project", str(PROFILE), "--gamma", "nan"], ["--gamma nan"]),
+    (["project", str(PROFILE), "--forward-cost", "inf"], ["--forward-cost inf"]),
+    (["map", "pattern:ring:0", "-t", "mesh:2x2"], ["pattern:ring:0", "process count 0"]),
+    (["map", "pattern:ring:-1", "-t", "mesh:2x2"], ["process count -1"]),
+    (["map", "pattern:ring:4", "-t", "mesh:2x2", "--message-bytes", "nan"], ["--message-bytes nan"]),
+    (["map", "pattern:ring:4", "-t", "mesh:2x2", "--message-bytes", "-5"], ["--message-bytes -5"]),
+    (["map", "pattern:ring:4", "-t", "mesh:2x2", "--capacity", "-1"], ["--capacity"]),
+])
+def test_numbers_that_are_no_numbers(args, words):
+    extra = ["--no-calibration"] if args[0] == "project" else []
+    one_line_error(run_cli(*args, *extra, "--json"), *words)
+
+
+def test_a_pattern_name_is_printed_as_given():
+    out = run_cli("map", "pattern:ring:4", "-t", "mesh:2x2", check=True).stdout
+    assert "pattern:ring:4" in out and "\N{RING}" not in out

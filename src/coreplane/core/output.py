@@ -6,7 +6,9 @@ from typing import Any, Callable
 
 from rich.console import Console
 
-console = Console()
+# No emoji codes: titles carry user input such as `pattern:ring:8`, which rich printed as
+# "pattern💍8"; coreplane writes none on purpose.
+console = Console(emoji=False)
 
 
 def emit(data: Any, as_json: bool, render: Callable[[Any], None]) -> None:

@@ -1,5 +1,6 @@
 """The `coreplane map` command: place a program's threads (or a standard pattern) on a topology."""
 
+import math
 from pathlib import Path
 
 import scipy.sparse as sp
@@ -33,6 +34,10 @@ def load_problem(source: str, topo, message_bytes: float):
             p = int(parts[2]) if len(parts) == 3 else topo.n_cores
         except ValueError:
             raise CoreplaneError(f"'{source}': process count '{parts[2]}' is not an integer") from None
+        if p < 1:
+            raise CoreplaneError(f"'{source}': process count {p}: at least 1")
+        if not (message_bytes > 0 and math.isfinite(message_bytes)):   # NaN reached the mappers
+            raise CoreplaneError(f"--message-bytes {message_bytes}: must be a positive number")
         grid = topo.dims if parts[1] == "stencil" and topo.dims and p == topo.n_cores else None
         return pattern(parts[1], p, message_bytes, grid)
     from coreplane.graph import io  # pandas and pyarrow: loaded only for a graph
@@ -61,7 +66,7 @@ def map_command(
     source: str = typer.Argument(..., help="A graph directory (coreplane graph build) or pattern:NAME[:P]."),
     topology: str = typer.Option("host", "--topology", "-t", help="mesh:XxY, torus:XxY, tree:A,B,... or host."),
     method: str = typer.Option("greedy", "--method", "-m", help=f"One of {', '.join(methods.METHODS)}, or 'all'."),
-    capacity: int = typer.Option(0, "--capacity", help="Processes per core (default: the fewest that fit)."),
+    capacity: int = typer.Option(0, "--capacity", min=0, help="Processes per core (default: the fewest that fit)."),
     message_bytes: float = typer.Option(1024.0, "--message-bytes", help="Bytes per pattern edge (patterns only)."),
     out: Path = typer.Option(None, "--out", help="Write the mapping (first method) as coreplane-map/1 JSON."),
     json_out: bool = typer.Option(False, "--json", help="One JSON document on stdout."),

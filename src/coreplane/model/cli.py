@@ -1,5 +1,6 @@
 """The `coreplane project` command: every model's speedup projection for a profile, and the answer (the closed model's)."""
 
+import math
 import os
 from pathlib import Path
 
@@ -126,8 +127,12 @@ def project(
     json_out: bool = o.json_flag(),
 ) -> None:
     """Projects the speedup of delegating a profiled program's syscalls by every model; the answer is the closed model's."""
-    if gamma <= 0:
+    # NaN passes `gamma <= 0` and infinity passes click's range: either made NaN speedups (not
+    # JSON) or a division by zero.
+    if not (gamma > 0 and math.isfinite(gamma)):
         raise CoreplaneError(f"--gamma {gamma}: must be positive")
+    if not math.isfinite(forward_cost):
+        raise CoreplaneError(f"--forward-cost {forward_cost}: must be a number of ns")
     prof = profiles.load(profile_path)
     pol = policies.parse(policy, share=share, seed=seed)
     compute, control = _core_counts(prof, compute_cores, control_cores)
