@@ -144,3 +144,31 @@ def test_numbers_that_are_no_numbers(args, words):
 def test_a_pattern_name_is_printed_as_given():
     out = run_cli("map", "pattern:ring:4", "-t", "mesh:2x2", check=True).stdout
     assert "pattern:ring:4" in out and "\N{RING}" not in out
+
+
+def test_native_usage_errors_name_the_argument():
+    # clap's error is its first line; the last ("For more information, try '--help'.") was shown.
+    from coreplane.core.native import error_line
+    stderr = ("error: unexpected argument '-1' found\n\nUsage: coreplane-partition [OPTIONS] --edges <EDGES>\n\n"
+              "For more information, try '--help'.\n")
+    assert error_line(stderr, 2) == "error: unexpected argument '-1' found"
+    assert error_line("coreplane-bench: --cores: expected two cores\n", 2) == "coreplane-bench: --cores: expected two cores"
+    assert error_line("", 3) == "exit status 3"
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("graph") / "g.cpg"
+    run_cli("graph", "build", "-o", str(out), "--windows", "1", "--window", "1000", "--json", "--", "/bin/true",
+            check=True)
+    return out
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--restarts", "-1"], ["--restarts"]),
+    (["--restarts", "0"], ["--restarts"]),
+    (["--message-cost", "nan"], ["--message-cost nan"]),
+    (["--slack", "nan"], ["--slack nan"]),
+])
+def test_graph_partition_bad_numbers(graph, args, words):
+    one_line_error(run_cli("graph", "partition", str(graph), "--cores", "2", *args, "--json"), *words)

@@ -30,10 +30,17 @@ def workload(name: str) -> Path:
     return path
 
 
+def error_line(stderr: str, returncode: int) -> str:
+    """The one line of a Rust binary's failure: its own errors are one last line, but clap's
+    (a bad argument) end with "For more information, try '--help'." after the "error:" line."""
+    lines = stderr.strip().splitlines()
+    clap = [line for line in lines if line.startswith("error: ")]
+    return clap[0] if clap else lines[-1] if lines else f"exit status {returncode}"
+
+
 def run_json(name: str, *args: str) -> dict:
     """Runs a Rust binary that prints one JSON document; its stderr becomes the error."""
     proc = subprocess.run([str(binary(name)), *args], capture_output=True, text=True)
     if proc.returncode != 0:
-        msg = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit status {proc.returncode}"
-        raise CoreplaneError(msg, proc.returncode or 2)
+        raise CoreplaneError(error_line(proc.stderr, proc.returncode), proc.returncode or 2)
     return json.loads(proc.stdout)

@@ -89,7 +89,7 @@ def partition(
     layer: int = typer.Option(0, "--layer", help="Layer to partition (0 = instructions, as in the paper)."),
     baselines: str = typer.Option("", "--baselines", help=f"Comma list of {', '.join(BASELINES)} (or 'all')."),
     parts: int = typer.Option(0, "--parts", help="k for METIS/KaHIP (default: N, the core count)."),
-    restarts: int = typer.Option(1, "--restarts", help="Greedy runs from different random orders; best T kept."),
+    restarts: int = typer.Option(1, "--restarts", min=1, help="Greedy runs from different random orders; best T kept."),
     seed: int = typer.Option(1, "--seed"),
     no_overlap: bool = typer.Option(False, "--no-overlap", help="Disjoint clusters only."),
     out: Path = typer.Option(None, "--out", help="Write clusters as Parquet (node, cluster, replica)."),

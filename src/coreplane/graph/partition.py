@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from coreplane.core.errors import CoreplaneError
-from coreplane.core.native import binary
+from coreplane.core.native import binary, error_line
 from coreplane.graph.model import MultiLayerGraph
 from coreplane.graph.quality import SLACK, Model, Quality, quality
 
@@ -67,7 +67,7 @@ def greedy_partition(n: int, src, dst, weight, model: Model, seed: int = 1, rest
     crates/netos). The result's `threads` (Partition.threads) is how many it proposes to run at once."""
     if model.cores < 1:
         raise CoreplaneError(f"--cores {model.cores:g}: N must be at least 1")
-    if model.message_cost < 0 or slack < 0:
+    if not (model.message_cost >= 0 and slack >= 0):   # NaN too
         raise CoreplaneError(f"--message-cost {model.message_cost:g} and --slack {slack:g} must not be negative")
     with tempfile.TemporaryDirectory(prefix="coreplane-part-") as tmp:
         edges = np.zeros(len(src), dtype=EDGE_RECORD)
@@ -81,7 +81,7 @@ def greedy_partition(n: int, src, dst, weight, model: Model, seed: int = 1, rest
         proc = subprocess.run(args, capture_output=True, text=True)
         seconds = time.perf_counter() - started
         if proc.returncode != 0:
-            raise CoreplaneError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "coreplane-partition failed")
+            raise CoreplaneError(error_line(proc.stderr, proc.returncode))
         doc = json.loads(proc.stdout)
         membership = np.fromfile(Path(tmp, "p.membership"), dtype="<u4").astype(np.int64)
         replicas = [tuple(r) for r in np.fromfile(Path(tmp, "p.replicas"), dtype="<u4").reshape(-1, 2).tolist()]
