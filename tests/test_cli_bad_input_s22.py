@@ -172,3 +172,10 @@ def graph(tmp_path_factory) -> Path:
 ])
 def test_graph_partition_bad_numbers(graph, args, words):
     one_line_error(run_cli("graph", "partition", str(graph), "--cores", "2", *args, "--json"), *words)
+
+
+def test_a_figure_named_without_a_suffix_is_reported_where_it_is(tmp_path):
+    out = tmp_path / "syscalls"
+    proc = run_cli("profile", "--plot", str(out), "--json", "--", "/bin/true", check=True)
+    doc = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert doc["plot"] == str(out) + ".png" and Path(doc["plot"]).is_file()

@@ -22,7 +22,9 @@ def style(ax, xlabel: str, ylabel: str, title: str, logx: bool = False, legend: 
 
 def save(fig, path: str | Path) -> Path:
     """Saves a figure as PNG (creating the directory) and frees it."""
-    path = Path(path)
+    # matplotlib adds .png to a name without a suffix: the path returned (and printed) is the
+    # file written (`--plot out` wrote out.png and reported out).
+    path = Path(path) if Path(path).suffix else Path(path).with_suffix(".png")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

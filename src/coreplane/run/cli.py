@@ -161,8 +161,7 @@ def profile(
     doc = {**summary(prof), "run": result.as_dict(), "overhead": prof.overhead}
     if plot:
         from coreplane.profile.figures import plot_syscall_profile
-        plot_syscall_profile([prof], plot)
-        doc["plot"] = str(plot)
+        doc["plot"] = str(plot_syscall_profile([prof], plot))
     _emit(doc, json_flag, json_out)
     if not json_flag:
         render(doc, Console(stderr=True))  # like strace -c: stdout stays the program's
