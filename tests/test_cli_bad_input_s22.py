@@ -179,3 +179,22 @@ def test_a_figure_named_without_a_suffix_is_reported_where_it_is(tmp_path):
     proc = run_cli("profile", "--plot", str(out), "--json", "--", "/bin/true", check=True)
     doc = json.loads(proc.stderr.strip().splitlines()[-1])
     assert doc["plot"] == str(out) + ".png" and Path(doc["plot"]).is_file()
+
+
+@pytest.mark.parametrize("where", ["missing/p.json", "."])
+def test_a_profile_that_cannot_be_written_stops_the_run_before_the_program(tmp_path, where):
+    # coreplane-exec checked nothing: the program ran, its profile was lost, and the exit was 0.
+    marker = tmp_path / "ran"
+    out = tmp_path / where
+    proc = run_cli("run", "--profile", str(out), "--", "sh", "-c", f"touch {marker}")
+    one_line_error(proc, "--profile", str(out))
+    assert not marker.exists()
+
+
+def test_a_delegation_policy_file_that_cannot_be_read_names_the_option(tmp_path):
+    one_line_error(run_cli("run", "--delegate", f"@{tmp_path / 'none.txt'}", "--", "true"),
+                   "--delegate", "cannot read")
+
+
+def test_an_unknown_memory_mode_lists_the_modes():
+    one_line_error(run_cli("run", "--memory", "bogus", "--", "true"), "bogus", "linux, pool, pool-demand")

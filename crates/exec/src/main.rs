@@ -146,9 +146,14 @@ fn parse_args() -> Args {
         if !e.use_stderr() {
             e.exit();
         }
+        // One line: clap's first, and the values an option takes where clap lists them below it.
         let text = e.to_string();
         let first = text.lines().next().unwrap_or_default();
-        fail(first.strip_prefix("error: ").unwrap_or(first))
+        let first = first.strip_prefix("error: ").unwrap_or(first);
+        match text.lines().find_map(|l| l.trim().strip_prefix("[possible values: ")) {
+            Some(values) => fail(format!("{first} (possible values: {})", values.trim_end_matches(']'))),
+            None => fail(first),
+        }
     })
 }
 
@@ -233,6 +238,9 @@ fn main() {
             (PathBuf::from(program::SHELL), command)
         }
     };
+    if let Some(out) = &args.profile {
+        merge::check_destination(out).unwrap_or_else(|e| fail(e));
+    }
     let rt = runtime_path();
     if args.check {
         let doc = serde_json::json!({

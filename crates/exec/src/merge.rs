@@ -394,9 +394,28 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
 /// Writes `out` through a fresh file renamed into place, so a reader never sees half a
 /// profile. The old file is unlinked first: ext4 (auto_da_alloc) flushes a file to disk when it
 /// replaces another by truncation or rename, which cost ≈ 1.3 ms per run on dd.
-fn replace_file(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Checks, before the program runs, that the profile can be written to `out` as `replace_file`
+/// writes it: a run whose profile is lost at its end cannot be had again.
+pub fn check_destination(out: &Path) -> Result<(), String> {
+    if out.is_dir() {
+        return Err(format!("--profile {}: is a directory", out.display()));
+    }
+    let tmp = temporary_beside(out);
+    std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)
+        .map_err(|e| format!("--profile {}: cannot write there: {e}", out.display()))?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// The file `replace_file` writes before renaming it onto `out`.
+fn temporary_beside(out: &Path) -> PathBuf {
     let mut tmp = out.as_os_str().to_owned();
     tmp.push(format!(".{}.tmp", std::process::id()));
+    PathBuf::from(tmp)
+}
+
+fn replace_file(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = temporary_beside(out);
     std::fs::write(&tmp, bytes)?;
     match std::fs::remove_file(out) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

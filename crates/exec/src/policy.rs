@@ -32,7 +32,7 @@ fn resolve(names: &[String], origin: &str) -> Result<Vec<usize>, String> {
 
 /// Names listed in `@FILE`: one or more per line, separated by commas or spaces, `#` comments.
 fn names_from_file(path: &str) -> Result<Vec<(usize, String)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--delegate @{path}: cannot read {path}: {e}"))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
@@ -113,6 +113,8 @@ mod tests {
         std::fs::write(&dir, "read # comment\nwrite, fstat\nnotacall\n").unwrap();
         let err = delegated_set(&format!("@{}", dir.display()), &[]).unwrap_err();
         assert!(err.ends_with(":3: unknown syscall 'notacall'"), "{err}");
-        std::fs::remove_file(dir).unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        let err = delegated_set(&format!("@{}", dir.display()), &[]).unwrap_err();
+        assert!(err.starts_with(&format!("--delegate @{0}: cannot read {0}: ", dir.display())), "{err}");
     }
 }

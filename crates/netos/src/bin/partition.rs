@@ -86,9 +86,13 @@ fn main() {
         dst.push(b);
         w.push(x);
     }
-    if !(cli.cores >= 1.0) || !(cli.message_cost >= 0.0) || !(cli.slack >= 0.0) {
-        fail(format!("--cores {} must be at least 1, --message-cost {} and --slack {} not negative",
-                     cli.cores, cli.message_cost, cli.slack));
+    if !(cli.cores >= 1.0) {
+        fail(format!("--cores {}: must be at least 1", cli.cores));
+    }
+    for (option, value) in [("--message-cost", cli.message_cost), ("--slack", cli.slack)] {
+        if !(value >= 0.0) {
+            fail(format!("{option} {value}: must be a number not below 0"));
+        }
     }
     let model = match cli.model {
         ModelName::Eq1 => Model::Eq1 { cores: cli.cores },
