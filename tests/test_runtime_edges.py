@@ -14,7 +14,8 @@ memory until they exec (posix_spawn's clone) from a thread with a signal stack, 
 on their parent's stack, a new thread's FPU control, a signal stack given up from a site run
 once, a seccomp filter installed after sites trapped fewer times than they are rewritten at, a
 program that drops its privileges under --profile, signal handlers for signals that interrupt
-the runtime's own code (they see the program's context, on the program's stacks).
+the runtime's own code (they see the program's context, on the program's stacks), a filter that
+allows only exit under --profile.
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -41,7 +42,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
          "thread_signal_stack", "green_switch",
-         "handler_traps_on_signal_stack"]
+         "handler_traps_on_signal_stack", "filter_then_exit"]
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +61,14 @@ def native_or_skip(argv: list[str], why: str) -> subprocess.CompletedProcess:
     return native
 
 
-def same_as_natively(exe: Path, mode: str, *args: str, native_says: str | None = None) -> None:
-    """The run under `--delegate mode` exits and prints as the native run, which, given
-    `native_says`, prints that (so that both failing alike is no pass)."""
+def same_as_natively(exe: Path, mode: str, *args: str, native_says: str | None = None,
+                     options: tuple[str, ...] = ()) -> None:
+    """The run under `--delegate mode` (and `options`) exits and prints as the native run,
+    which, given `native_says`, prints that (so that both failing alike is no pass)."""
     native = watched([str(exe), *args])
     if native_says is not None:
         assert native.stdout == native_says, native.stdout + native.stderr
-    proc = watched(CLI + ["run", "--delegate", mode, "--", str(exe), *args])
+    proc = watched(CLI + ["run", "--delegate", mode, *options, "--", str(exe), *args])
     assert (proc.returncode, proc.stdout) == (native.returncode, native.stdout), proc.stderr
 
 
@@ -127,10 +129,23 @@ def test_setns_into_a_mount_or_time_namespace_with_delegates(built, mode):
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])
-def test_a_child_on_a_one_page_stack(built, mode):
-    # Before: the child died of SIGSEGV (its dispatch traps' frames ran past the page).
+@pytest.mark.parametrize("profiled", [False, True])
+def test_a_child_on_a_one_page_stack(built, mode, profiled, tmp_path):
+    # Before: the child died of SIGSEGV (its dispatch traps' frames ran past the page); under a
+    # profile still in session 22, from the new profile file's 4 KiB path made on that page.
     assert watched([str(built / "small_stack_child")]).stdout == "child 42, signal stack disabled: 1\n"
-    same_as_natively(built / "small_stack_child", mode)
+    options = ("--profile", str(tmp_path / "p.json")) if profiled else ()
+    same_as_natively(built / "small_stack_child", mode, options=options)
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_filter_that_allows_only_exit_under_a_profile(built, mode, tmp_path):
+    # Before (session 22): killed by SIGSYS at its exit: the profile's end read the clocks and
+    # the resource usage with calls the program's filter kills for.
+    profile = tmp_path / "p.json"
+    same_as_natively(built / "filter_then_exit", mode, native_says="filtered\n", options=("--profile", str(profile)))
+    doc = json.loads(profile.read_text())
+    assert [p["end"] for p in doc["processes"]] == ["exit"], doc["processes"]
 
 
 @pytest.mark.parametrize("mode", ["none", "all", "mckernel"])

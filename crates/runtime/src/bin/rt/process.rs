@@ -113,7 +113,13 @@ extern "C" {
 extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
     let start = unsafe { &*start };
     if start.flags & CLONE_VM == 0 {
-        after_fork(&start.key);
+        // On the stack it lends the child next, not on the program's, which may be one page
+        // (the profile's new file alone takes a 4 KiB path there).
+        extern "C" fn after_fork_at(key: usize) {
+            after_fork(unsafe { &*(key as *const Key) });
+        }
+        let top = core::ptr::addr_of!(LENT_STACK) as usize + LENT_STACK_SIZE;
+        sys::call_on(top, after_fork_at, &start.key as *const Key as usize);
         lend_signal_stack(thread::current());
     } else {
         let block = VforkBlock::at(start.vfork_block);
@@ -143,7 +149,7 @@ const LENT_STACK_SIZE: usize = 64 * 1024;
 /// without CLONE_VM), which may be a single page (strace's clone-flags and ioctl_nsfs): natively
 /// its calls need no room there, but each of its dispatch traps puts a frame of ~7 KB on the
 /// stack (the kernel's, with the xsave area, then the runtime's handler), and the child died of
-/// SIGSEGV. Every such child has its own copy of this memory.
+/// SIGSEGV. Every such child has its own copy of this memory, and runs its set-up on it first.
 #[repr(C, align(16))]
 struct LentStack([u8; LENT_STACK_SIZE]);
 static mut LENT_STACK: LentStack = LentStack([0; LENT_STACK_SIZE]);
@@ -714,7 +720,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             push(task.as_ptr());
         }
         push(core::ptr::null());
-        profile::end_process(EXEC_MARKER);
+        profile::end_process(EXEC_MARKER, t.calls_may_kill());
         if let (true, Some(fd)) = (interposed, image_fd) {
             syscall3(FCNTL, fd, F_SETFD, 0);
         }
@@ -1077,7 +1083,7 @@ pub fn exit_thread(code: usize) -> ! {
         exit_group(code);
     }
     delegate::release_slots(t);
-    profile::end_thread(t.prof);
+    profile::end_thread(t.prof, t.calls_may_kill());
     if t.vfork_block != 0 {
         // Its stackless vforks' block: one a thread, kept for the thread's next vfork.
         VforkBlock(t.vfork_block).unmap();
@@ -1092,7 +1098,8 @@ pub fn exit_thread(code: usize) -> ! {
 
 /// exit_group(2): the profile is closed first.
 pub fn exit_group(code: usize) -> ! {
-    profile::end_thread(thread::current().prof);
-    profile::end_process(code as u64 & 0xff);
+    let t = thread::current();
+    profile::end_thread(t.prof, t.calls_may_kill());
+    profile::end_process(code as u64 & 0xff, t.calls_may_kill());
     sys::exit_group(code)
 }

@@ -204,24 +204,40 @@ unsafe fn record_cpu(block: *mut u8) {
     }
 }
 
-/// Marks the calling thread's end, with its CPU time.
-pub fn end_thread(prof: *mut u8) {
+/// The profile's clock (CLOCK_MONOTONIC) now. `quiet`: without a call, from the TSC and the
+/// process's start, for a thread under a filter of the program's, which may kill the process for
+/// clock_gettime (strace's seccomp-filter-v allows close and exit alone, and died of SIGSYS at
+/// its exit under a profile). The profile must be open.
+unsafe fn now_ns(quiet: bool) -> u64 {
+    if !quiet {
+        return sys::monotonic_ns();
+    }
+    let (start_ns, start_tsc) = (field(L::H_START_NS).load(Ordering::Relaxed), field(L::H_START_TSC).load(Ordering::Relaxed));
+    start_ns + ns(sys::rdtsc().saturating_sub(start_tsc))
+}
+
+/// Marks the calling thread's end, with its CPU time; `quiet` as in `now_ns`, and then without
+/// the CPU time, which only a call can read.
+pub fn end_thread(prof: *mut u8, quiet: bool) {
     if !prof.is_null() {
         unsafe {
-            record_cpu(prof);
-            *(prof.add(L::T_END_NS) as *mut u64) = sys::monotonic_ns();
+            if !quiet {
+                record_cpu(prof);
+            }
+            *(prof.add(L::T_END_NS) as *mut u64) = now_ns(quiet);
         }
     }
 }
 
 /// Marks the process's end (exit_group or a successful execve) with its resource usage; its
-/// threads end with it (only a killed process leaves threads without an end).
-pub fn end_process(code: u64) {
+/// threads end with it (only a killed process leaves threads without an end). `quiet` as in
+/// `now_ns`, and then without the CPU times and the resource usage.
+pub fn end_process(code: u64, quiet: bool) {
     unsafe {
         if BASE.is_null() {
             return;
         }
-        let now = sys::monotonic_ns();
+        let now = now_ns(quiet);
         let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
         for i in 0..n {
             let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
@@ -229,16 +245,20 @@ pub fn end_process(code: u64) {
             if *end == 0 {
                 // Still running, or blocked in a call that will never return (a pool's idle
                 // worker in futex): its CPU time says which, where its lifetime cannot.
-                record_cpu(block);
+                if !quiet {
+                    record_cpu(block);
+                }
                 *end = now;
             }
         }
-        let mut ru = [0i64; 18];
-        syscall3(GETRUSAGE, 0, ru.as_mut_ptr() as usize, 0);
-        field(L::H_USER_NS).store((ru[0] * 1_000_000_000 + ru[1] * 1000) as u64, Ordering::Relaxed);
-        field(L::H_SYS_NS).store((ru[2] * 1_000_000_000 + ru[3] * 1000) as u64, Ordering::Relaxed);
+        if !quiet {
+            let mut ru = [0i64; 18];
+            syscall3(GETRUSAGE, 0, ru.as_mut_ptr() as usize, 0);
+            field(L::H_USER_NS).store((ru[0] * 1_000_000_000 + ru[1] * 1000) as u64, Ordering::Relaxed);
+            field(L::H_SYS_NS).store((ru[2] * 1_000_000_000 + ru[3] * 1000) as u64, Ordering::Relaxed);
+        }
         field(L::H_EXIT_CODE).store(code, Ordering::Relaxed);
-        field(L::H_END_NS).store(sys::monotonic_ns(), Ordering::Release);
+        field(L::H_END_NS).store(now_ns(quiet), Ordering::Release);
     }
 }
 

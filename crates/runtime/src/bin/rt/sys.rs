@@ -187,6 +187,21 @@ core::arch::global_asm!(
 );
 
 core::arch::global_asm!(
+    // coreplane_call_on(stack, f, arg): f(arg) run with rsp = stack (16-byte aligned), then back
+    // on the caller's stack.
+    ".globl coreplane_call_on",
+    "coreplane_call_on:",
+    "push rbp",
+    "mov rbp, rsp",
+    "mov rsp, rdi",
+    "mov rdi, rdx",
+    "call rsi",
+    "mov rsp, rbp",
+    "pop rbp",
+    "ret",
+);
+
+core::arch::global_asm!(
     // coreplane_spawn(flags, stack_top, entry, arg, tid_at) -> tid: a bare thread running
     // entry(arg); tid_at is clone's parent_tid and child_tid both.
     ".globl coreplane_spawn",
@@ -211,6 +226,7 @@ core::arch::global_asm!(
 );
 
 extern "C" {
+    fn coreplane_call_on(stack: usize, f: extern "C" fn(usize), arg: usize);
     fn coreplane_syscall_on(stack: usize, nr: usize, a0: usize, a1: usize) -> isize;
     fn coreplane_spawn(flags: u64, stack_top: usize, entry: extern "C" fn(usize), arg: usize, tid_at: usize) -> isize;
 }
@@ -260,6 +276,11 @@ pub fn forget_runtime_threads() {
     for s in &RUNTIME_TIDS {
         s.store(0, Relaxed);
     }
+}
+
+/// Runs f(arg) on the stack ending at `stack_top` (16-byte aligned), then returns here.
+pub fn call_on(stack_top: usize, f: extern "C" fn(usize), arg: usize) {
+    unsafe { coreplane_call_on(stack_top, f, arg) }
 }
 
 /// A two-argument call made with its stack pointer at `stack`: the kernel judges where the caller

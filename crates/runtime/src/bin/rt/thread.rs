@@ -128,6 +128,13 @@ impl Thread {
         self.sandboxed || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether the runtime must make no call of its own on this thread that it can do without:
+    /// a filter of the program's may kill the process for it. Its TSC is readable (a thread whose
+    /// rdtsc faults makes its calls as any other).
+    pub fn calls_may_kill(&self) -> bool {
+        self.is_sandboxed() && !self.no_tsc
+    }
+
     /// Reads the program's memory at `addr` for a call of this thread, as the kernel copies an
     /// argument: false where its copy would fail with EFAULT (sys::read_program). A thread under
     /// a filter of the program's copies directly and makes no call: the filter would see
@@ -228,6 +235,12 @@ impl Thread {
             EVERY_THREAD_FILTERED.store(true, core::sync::atomic::Ordering::Relaxed);
         }
     }
+}
+
+/// Whether a filter the program installed applies to every thread of the process, the
+/// runtime's own included (`EVERY_THREAD_FILTERED`).
+pub fn every_thread_sandboxed() -> bool {
+    EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
 }
 
 /// The calling thread's state.
