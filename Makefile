@@ -16,7 +16,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
                 age fzf hexyl ruby lua5.4 tcl stress-ng ltrace
 
-.PHONY: setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9 heldout10 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 arbiter-guest-tables clean
+.PHONY: conformance-modes setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9 heldout10 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 arbiter-guest-tables clean
 
 setup: apt venv rust workloads
 
@@ -125,6 +125,11 @@ heldout1: setup
 # both delegation modes, table in docs/conformance.md (tests/conformance/README.md).
 conformance: setup
 	cd tests && ../$(PY) -m conformance --corpus programs,strace
+
+# The same corpora in the other modes users run (memory pool, vDSO intercepted, a 20 µs forward
+# cost, the mOS preset, a profile); report in target/conformance/conformance-MODES.md.
+conformance-modes: setup
+	cd tests && ../$(PY) -m conformance --corpus programs,strace --modes pool,vdso,fc20,mos,profile
 
 # The runtimes corpus (issue 12): programs of many language runtimes natively and in five modes
 # under `coreplane run`; table in target/conformance/runtimes.md (`make test` runs its quick subset).
