@@ -198,3 +198,26 @@ def test_a_delegation_policy_file_that_cannot_be_read_names_the_option(tmp_path)
 
 def test_an_unknown_memory_mode_lists_the_modes():
     one_line_error(run_cli("run", "--memory", "bogus", "--", "true"), "bogus", "linux, pool, pool-demand")
+
+
+@pytest.mark.parametrize("text,words", [
+    # metrics as an inline array: there is no [[metrics]] header to count; line 1 was blamed.
+    ('name = "t"\ncommand = "echo {a}"\nrepetitions = 1\nmetrics = ["time"]\n[parameters]\na = [1]\n',
+     ["t.toml:4: metrics[0]: expected a table"]),
+    ('command = "echo {a}"\nmetrics = [\n  { source = "time" },\n\n  { source = "regex", name = "x", stream = "stdin",'
+     ' pattern = "y" },\n]\n[parameters]\na = [1]\n', ["t.toml:5: metrics[1].stream: expected stdout, stderr or file"]),
+    # a key's name inside a multi-line string is not the key
+    ('command = """\nrepetitions = 3\necho {a}"""\nrepetitions = 0\n[parameters]\na = [1]\n',
+     ["t.toml:4: repetitions: must be > 0"]),
+    # a line of a multi-line array that starts with "[" is not a table header
+    ('command = "echo {a} {b}"\n[parameters]\na = [1]\nb = [2]\n[expand]\nzip = [\n  ["a", "b"]\n]\nexclude = 5\n',
+     ["t.toml:9: expand.exclude: expected a list of tables"]),
+    # dotted keys and inline tables
+    ('command = "echo {a}"\ntimeout.adaptive = true\ntimeout.size_class = ["factor"]\ntimeout.factor = -2\n'
+     '[parameters]\na = [1]\n', ["t.toml:4: timeout.factor: must be > 0"]),
+    ('command = "echo {a}"\n[parameters]\nb = [1]\na = { start = 1, stop = 3, factor = 0.5 }\n',
+     ["t.toml:4: parameters.a: a geometric range needs"]),
+])
+def test_spec_errors_name_the_line_of_the_key(tmp_path, text, words):
+    (tmp_path / "t.toml").write_text(text)
+    one_line_error(run_cli("sweep", str(tmp_path / "t.toml"), "--dry-run", "--json"), *words)

@@ -97,62 +97,147 @@ class Spec:
 
 
 class Where:
-    """Turns a key path into `file:line: path: message` errors, locating the key in TOML text."""
+    """Turns a key path into `file:line: path: message` errors, locating the key in TOML text.
+
+    tomllib keeps no positions, so the text is scanned here (the one place that does it): string
+    contents and comments are blanked out, [table] and [[array]] headers found, and the path
+    followed through headers, keys (bare, quoted, dotted, in inline tables) and inline-array
+    elements, ("metrics", 0) being the first [[metrics]] table or the first element of
+    `metrics = [...]`. The line is that of the deepest part of the path found."""
 
     def __init__(self, source: str, text: str):
         self.source = source
-        self.lines = text.splitlines()
+        self.text = text
+        self._scanned: tuple[str, list] | None = None
 
     def line_of(self, path: tuple) -> int | None:
-        """Best line for a key path such as ("metrics", 1, "pattern"): its table, then the key."""
-        if not self.lines:
+        """Line of a key path such as ("metrics", 1, "pattern"): its key or value, else its table."""
+        if not self.text.strip():
             return None
-        table, keys = self._split(path)
-        start, end = self._table_span(table)
-        for key in keys:
-            for i in range(start, end):
-                if re.match(rf"\s*(\"{re.escape(str(key))}\"|{re.escape(str(key))})\s*=", self.lines[i]):
-                    start = i
-                    break
+        masked, headers = self._scan()
+        # The deepest header the path lies under; without one, the keys before the first header.
+        pos, end, rest = 0, headers[0][0] if headers else len(masked), path
+        for cut in range(len(path), 0, -1):
+            head, array, nth = path[:cut], False, 0
+            if isinstance(head[-1], int):
+                head, array, nth = head[:-1], True, head[-1]
+            if not head or not all(isinstance(p, str) for p in head):
+                continue
+            found = [h for h in headers if h[2] == head and h[3] == array]
+            if len(found) > nth:
+                start = found[nth][0]
+                pos, rest = start, path[cut:]
+                end = next((h[0] for h in headers if h[0] > start), len(masked))
+                break
+        for part in rest:
+            found = self._element(masked, pos, end, part) if isinstance(part, int) else self._key(masked, pos, end, part)
+            if found is None:
+                break
+            pos, end = found
+        return self.text.count("\n", 0, pos) + 1
+
+    def _scan(self) -> tuple[str, list]:
+        """The text with string contents and comments blanked (a quoted key kept), and its headers
+        as (offset, end of line, key tuple, is an [[array]])."""
+        if self._scanned is not None:
+            return self._scanned
+        text, out, i = self.text, [], 0
+        while i < len(text):
+            c = text[i]
+            if c == "#":
+                j = text.find("\n", i)
+                j = len(text) if j < 0 else j
+                out.append(" " * (j - i))
+            elif c in "\"'":
+                quote = c * 3 if text.startswith(c * 3, i) else c
+                j = i + len(quote)
+                while j < len(text) and not text.startswith(quote, j) and (len(quote) == 3 or text[j] != "\n"):
+                    j += 2 if c == '"' and text[j] == "\\" else 1
+                j = min(len(text), j + len(quote))
+                if re.match(r"[ \t]*[=.]", text[j:j + 80]):
+                    out.append(text[i:j])                # a quoted key
+                else:
+                    out.append(quote + re.sub(r"[^\n]", " ", text[i + len(quote):j - len(quote)]) + quote)
             else:
-                # inline tables and dotted keys: the first later mention of the key
-                hits = [i for i in range(start, end) if re.search(rf"\b{re.escape(str(key))}\b", self.lines[i])]
-                if hits:
-                    start = hits[0]
-        return start + 1
+                j = i + 1
+                out.append(c)
+            i = j
+        masked = "".join(out)
+        headers, depth, offset = [], 0, 0
+        for line in masked.splitlines(keepends=True):
+            if depth == 0 and line.lstrip().startswith("["):
+                try:
+                    table = tomllib.loads(self.text[offset:offset + len(line)])
+                except tomllib.TOMLDecodeError:
+                    table = None
+                keys, node = [], table
+                while isinstance(node, dict) and len(node) == 1:
+                    key = next(iter(node))
+                    keys.append(key)
+                    node = node[key]
+                if keys:
+                    headers.append((offset, offset + len(line), tuple(keys), isinstance(node, list)))
+                    offset += len(line)
+                    continue
+            depth += sum(line.count(b) for b in "[{") - sum(line.count(b) for b in "]}")
+            offset += len(line)
+        self._scanned = masked, headers
+        return self._scanned
 
-    def _split(self, path: tuple) -> tuple[tuple, tuple]:
-        """Leading (name, index) or (name,) of a [table]/[[array]] header, and the keys below it."""
-        if len(path) >= 2 and isinstance(path[1], int):
-            return path[:2], path[2:]
-        if path and self._header_index(f"[{path[0]}]") is not None:
-            return path[:1], path[1:]
-        return (), path
+    @staticmethod
+    def _key(masked: str, pos: int, end: int, key: str) -> tuple[int, int] | None:
+        """Where `key` is defined in masked[pos:end], and where its value ends (a dotted key's
+        value may go on in later lines: the span is kept)."""
+        name = re.escape(str(key))
+        match = re.compile(rf"(?:^|(?<=[{{,.]))[ \t]*(?P<key>{name}|\"{name}\"|'{name}')[ \t]*(?P<after>[=.])",
+                           re.MULTILINE).search(masked, pos, end)
+        if match is None:
+            return None
+        start = match.start("key")
+        if match.group("after") == ".":
+            return start, end
+        i = match.end()
+        while i < end and masked[i] in " \t":
+            i += 1
+        if i < end and masked[i] in "[{":
+            depth = 0
+            for j in range(i, end):
+                depth += (masked[j] in "[{") - (masked[j] in "]}")
+                if depth == 0:
+                    return start, j + 1
+            return start, end
+        for quote in ('"""', "'''"):
+            if masked.startswith(quote, i):
+                close = masked.find(quote, i + 3, end)
+                return start, end if close < 0 else close + 3
+        close = masked.find("\n", i, end)
+        return start, end if close < 0 else close
 
-    def _header_index(self, header: str, nth: int = 0) -> int | None:
-        seen = 0
-        for i, line in enumerate(self.lines):
-            if line.strip().split("#")[0].strip() == header:
-                if seen == nth:
-                    return i
-                seen += 1
+    @staticmethod
+    def _element(masked: str, pos: int, end: int, n: int) -> tuple[int, int] | None:
+        """The span of element `n` of the array whose key is at `pos`."""
+        i = masked.find("=", pos, end) + 1
+        while 0 < i < end and masked[i] in " \t":
+            i += 1
+        if i <= 0 or i >= end or masked[i] != "[":
+            return None
+        depth, index, start = 0, 0, None
+        for j in range(i + 1, end):
+            c = masked[j]
+            if depth == 0 and start is None and c not in " \t\r\n,]":
+                start = j
+            if c in "[{":
+                depth += 1
+            elif c in "]}" and depth > 0:
+                depth -= 1
+            elif c in ",]" and depth == 0:
+                if start is not None:
+                    if index == n:
+                        return start, j
+                    index, start = index + 1, None
+                if c == "]":
+                    break
         return None
-
-    def _table_span(self, table: tuple) -> tuple[int, int]:
-        if not table:
-            start = 0
-        elif len(table) == 2:
-            start = self._header_index(f"[[{table[0]}]]", table[1])
-        else:
-            start = self._header_index(f"[{table[0]}]")
-        if start is None:
-            return 0, len(self.lines)
-        end = next((i for i in range(start + 1, len(self.lines)) if self.lines[i].lstrip().startswith("[")),
-                   len(self.lines))
-        if not table:
-            end = next((i for i in range(len(self.lines)) if self.lines[i].lstrip().startswith("[")),
-                       len(self.lines))
-        return start, end
 
     def fail(self, path: tuple, message: str, line: int | None = None) -> CoreplaneError:
         """The one-line error for `path`, at its line when the spec came from a file."""
