@@ -221,3 +221,22 @@ def test_an_unknown_memory_mode_lists_the_modes():
 def test_spec_errors_name_the_line_of_the_key(tmp_path, text, words):
     (tmp_path / "t.toml").write_text(text)
     one_line_error(run_cli("sweep", str(tmp_path / "t.toml"), "--dry-run", "--json"), *words)
+
+
+@pytest.mark.parametrize("value,words", [
+    ("1..", ["t.info:2: a: malformed range: '1..'"]),
+    ("..4", ["t.info:2: a: malformed range: '..4'"]),
+    ("1..4:", ["t.info:2: a: malformed range: '1..4:'"]),
+    ("1..8:*", ["t.info:2: a: malformed range: '1..8:*'"]),
+    ("1..4,8", ["t.info:2: a: a range stands alone, not in a list: '1..4'"]),
+])
+def test_an_infofile_range_written_wrong_is_no_value(tmp_path, value, words):
+    # `a=1..` ran the command with the value "1..".
+    (tmp_path / "t.info").write_text(f"command=echo {{a}}\na={value}\n")
+    one_line_error(run_cli("sweep", str(tmp_path / "t.info"), "--dry-run", "--json"), *words)
+
+
+def test_an_infofile_value_with_dots_that_is_no_range_stays_a_string(tmp_path):
+    (tmp_path / "t.info").write_text("command=echo {a}\na=../data,1.2.3,v1..v2\n")
+    doc = json.loads(run_cli("sweep", str(tmp_path / "t.info"), "--dry-run", "--json", check=True).stdout)
+    assert [p["params"]["a"] for p in doc["points"]] == ["../data", "1.2.3", "v1..v2"]

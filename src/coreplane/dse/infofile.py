@@ -20,6 +20,10 @@ INFO_SETTINGS = {
 }
 _INFO_LISTS = ("retry_on", "size_class")
 _INFO_RANGE = re.compile(r"^(-?[\d.]+)\.\.(-?[\d.]+)(?::(\*?)([\d.]+))?$")
+# What can only be meant as a range (numbers around "..", maybe ":step"): a value such as `../data`
+# or `1.2.3` stays a string, but `1..`, `..4` or `1..4:` is a range written wrong, not the value "1..".
+_INFO_RANGE_LIKE = re.compile(r"^(?=.*\d)-?[\d.]*\.\.[-\d.:*]*$")
+_RANGE_FORMS = "start..stop, start..stop:step or start..stop:*factor"
 
 
 class _InfoWhere(Where):
@@ -60,6 +64,10 @@ def _info_values(text: str, line: int, key: str, source: str) -> list:
     values = [v.strip() for v in text.split(",")]
     if any(v == "" for v in values):
         raise CoreplaneError(f"{source}:{line}: {key}: empty value in '{text}'")
+    for v in values:
+        if _INFO_RANGE_LIKE.match(v):
+            problem = "a range stands alone, not in a list" if len(values) > 1 else "malformed range"
+            raise CoreplaneError(f"{source}:{line}: {key}: {problem}: '{v}' (write {_RANGE_FORMS})")
     return [parse_scalar(v) for v in values]
 
 
