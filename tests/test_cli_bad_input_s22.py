@@ -240,3 +240,17 @@ def test_an_infofile_value_with_dots_that_is_no_range_stays_a_string(tmp_path):
     (tmp_path / "t.info").write_text("command=echo {a}\na=../data,1.2.3,v1..v2\n")
     doc = json.loads(run_cli("sweep", str(tmp_path / "t.info"), "--dry-run", "--json", check=True).stdout)
     assert [p["params"]["a"] for p in doc["points"]] == ["../data", "1.2.3", "v1..v2"]
+
+
+@pytest.mark.parametrize("where,words", [
+    ("file", ["{file}: not a directory"]),
+    ("file/sub", ["{file}/sub: cannot be made: {file} is not a directory"]),
+])
+def test_sweep_out_onto_a_file_says_so(tmp_path, where, words):
+    # mkdir's "File exists" was all a user saw.
+    victim = tmp_path / "file"
+    victim.write_text("keep me\n")
+    (tmp_path / "t.toml").write_text(SPEC)
+    proc = run_cli("sweep", str(tmp_path / "t.toml"), "--out", str(tmp_path / where), "--json")
+    one_line_error(proc, *[w.format(file=victim) for w in words])
+    assert victim.read_text() == "keep me\n"
