@@ -2,11 +2,14 @@
 a non-zero exit, nothing of the user's lost or left behind, and --json output that is JSON."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, run_cli
+from coreplane.core.native import WORKLOADS
 
 PROFILE = REPO / "tests" / "fixtures" / "profiles" / "tiny.json"
 SPEC = 'name = "t"\ncommand = "echo {a}"\nrepetitions = 1\n[parameters]\na = [1]\n'
@@ -254,3 +257,24 @@ def test_sweep_out_onto_a_file_says_so(tmp_path, where, words):
     proc = run_cli("sweep", str(tmp_path / "t.toml"), "--out", str(tmp_path / where), "--json")
     one_line_error(proc, *[w.format(file=victim) for w in words])
     assert victim.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "study"])
+def test_validate_checks_its_workloads_before_its_out_directory(tmp_path, command):
+    # gain_synth not built: OUT/data was made first, and the next try said "exists, use --resume".
+    built = tmp_path / "bin"
+    built.mkdir()
+    for path in WORKLOADS.iterdir():
+        if path.name != "gain_synth":
+            (built / path.name).symlink_to(path)
+    suite = tmp_path / "suite.toml"
+    suite.write_text('[[program]]\nname = "t"\ncommand = ["/bin/true"]\n')
+    out = tmp_path / "out"
+    code = ("import sys; from pathlib import Path; import coreplane.core.native as native; "
+            f"native.WORKLOADS = Path({str(built)!r}); from coreplane.entry import main; "
+            "sys.argv[0] = 'coreplane'; sys.exit(main())")
+    args = [command] + ([str(suite)] if command == "validate" else []) + ["--out", str(out), "--json"]
+    for _ in range(2):  # the second try must say the same, not "exists ... --resume"
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+        one_line_error(proc, "gain_synth", "make workloads")
+        assert not out.exists()

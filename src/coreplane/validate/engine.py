@@ -10,6 +10,7 @@ from pathlib import Path
 
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
+from coreplane.core.native import workload
 from coreplane.profile import io as profiles
 from coreplane.profile.records import Profile
 from coreplane.validate import calibrate, commands, plan, predict, rounds
@@ -19,6 +20,9 @@ from coreplane.validate.suite import Program, Suite, missing_programs, prepare_d
 from coreplane.validate.suite import load as load_suite
 
 FORMAT = "coreplane-validation/1"
+# The bundled workloads (`make workloads`) every validation runs: null_call and gain_synth in the
+# calibration (calibrate.py), walltime timing every native run (commands.py).
+WORKLOADS = ("null_call", "gain_synth", "walltime")
 
 
 @dataclass
@@ -114,9 +118,12 @@ def prepare(suite: Suite, out: Path, options: Options) -> Prepared:
     missing = missing_programs(suite)
     if missing:
         raise CoreplaneError(f"suite {suite.name}: not installed: {', '.join(missing)} (make setup installs them)")
-    # The cores before --out: a bad --compute-cores must not leave OUT/data behind, which a second
-    # try then takes for an interrupted validation to --resume.
+    # The cores and the bundled workloads before --out: a bad --compute-cores or an unbuilt
+    # gain_synth must not leave OUT/data behind, which a second try then takes for an interrupted
+    # validation to --resume.
     machine = Machine.resolve(options.compute_cores, options.control_cores, options.nice)
+    for name in WORKLOADS:
+        workload(name)
     _start(out, options.resume)
     data = prepare_data(out / "data")
     timings: dict[str, float] = {}
