@@ -15,7 +15,7 @@ on their parent's stack, a new thread's FPU control, a signal stack given up fro
 once, a seccomp filter installed after sites trapped fewer times than they are rewritten at, a
 program that drops its privileges under --profile, signal handlers for signals that interrupt
 the runtime's own code (they see the program's context, on the program's stacks), a filter that
-allows only exit under --profile.
+allows only exit under --profile, mlockall under --profile.
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -42,7 +42,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
          "thread_signal_stack", "green_switch",
-         "handler_traps_on_signal_stack", "filter_then_exit"]
+         "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current"]
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +136,21 @@ def test_a_child_on_a_one_page_stack(built, mode, profiled, tmp_path):
     assert watched([str(built / "small_stack_child")]).stdout == "child 42, signal stack disabled: 1\n"
     options = ("--profile", str(tmp_path / "p.json")) if profiled else ()
     same_as_natively(built / "small_stack_child", mode, options=options)
+
+
+@pytest.mark.parametrize("as_nobody", [False, True])
+def test_mlockall_under_a_profile_locks_what_it_would_natively(built, as_nobody, tmp_path):
+    # Before (session 22): the whole profile file (219 MB of /dev/shm) was filled and locked;
+    # as an unprivileged user the call failed with ENOMEM over RLIMIT_MEMLOCK (8 MiB here).
+    if as_nobody and os.geteuid() != 0:
+        pytest.skip("running as another user needs root")
+    exe = built / "mlock_current"
+    exe.chmod(0o755)
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if as_nobody else []
+    native = watched([*drop, str(exe)])
+    assert native.stdout.endswith("shmem-over-4MiB 0\n"), native.stdout
+    proc = watched(CLI + ["run", "--profile", str(tmp_path / "p.json"), "--", *drop, str(exe)])
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

@@ -125,7 +125,11 @@ fn read_process(path: &Path) -> std::io::Result<Process> {
     for i in 0..n {
         let mut block = vec![0u8; L::T_STATS + L::NSYS * L::STAT_FIELDS * 8];
         f.read_exact_at(&mut block, (L::THREADS_OFF + i * L::THREAD_BLOCK) as u64)?;
-        threads.push((u64s(&block[..L::T_STATS]), u64s(&block[L::T_STATS..])));
+        let head = u64s(&block[..L::T_STATS]);
+        // A block whose thread could not map it (the runtime's map_block) was never written.
+        if head[L::T_TID / 8] != 0 {
+            threads.push((head, u64s(&block[L::T_STATS..])));
+        }
     }
     // Histograms exist only for delegated calls: read just those rows.
     let row = L::HIST_BUCKETS * 8;

@@ -2,12 +2,22 @@
 //! It is mapped MAP_SHARED so that every count written is in the page cache at once and
 //! survives the process being killed. Threads write only their own block; the per-syscall
 //! histograms are shared and updated atomically.
+//! The file has room for MAX_THREADS blocks, but only what is used is mapped: the header, the
+//! histograms and the first thread's block at the start, each later thread's block when it
+//! starts. Mapped whole (219 MB), a program's mlockall(MCL_CURRENT) filled and locked all of it
+//! in every process, and refused an unprivileged one over RLIMIT_MEMLOCK (strace's mlockall).
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use coreplane_runtime::profile_layout as L;
 
+/// The header and histograms, then the first thread's block.
 static mut BASE: *mut u8 = core::ptr::null_mut();
+const BASE_SIZE: usize = L::THREADS_OFF + L::THREAD_BLOCK;
+/// Where each claimed thread block is mapped (null: not mapped).
+static BLOCKS: [AtomicPtr<u8>; L::MAX_THREADS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; L::MAX_THREADS];
+/// The file's path, NUL-terminated, for mapping a later thread's block.
+static mut PATH: [u8; 4096] = [0; 4096];
 
 unsafe fn field(off: usize) -> &'static AtomicU64 {
     &*(BASE.add(off) as *const AtomicU64)
@@ -38,7 +48,7 @@ pub fn open_process() {
             sys::die(&[b"cannot create profile file in ", dir]);
         }
         syscall3(FTRUNCATE, fd as usize, L::FILE_SIZE, 0);
-        let p = syscall6(MMAP, 0, L::FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, 0);
+        let p = syscall6(MMAP, 0, BASE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, 0);
         syscall3(CLOSE, fd as usize, 0, 0);
         if (-4095..0).contains(&p) {
             sys::die(&[b"cannot map profile file"]);
@@ -60,14 +70,34 @@ pub fn open_process() {
 const USER_DIR: &[u8] = b"/uid-";
 
 /// Creates this process's file `pid-start.cpprof` in the profile directory, or in its
-/// subdirectory for user `uid` when `uid` is not empty; the fd, or -errno.
+/// subdirectory for user `uid` when `uid` is not empty, and keeps its path; the fd, or -errno.
+/// Only while the process has one thread (its start, a forked child).
 fn create_file(dir: &[u8], uid: &[u8], start: u64) -> isize {
-    let mut path = [0u8; 4096];
+    let path = unsafe { &mut *core::ptr::addr_of_mut!(PATH) };
     let (mut b1, mut b2) = ([0u8; 20], [0u8; 20]);
     let pid = sys::fmt_u64(sys::getpid() as u64, &mut b1);
     let sub: &[u8] = if uid.is_empty() { b"" } else { USER_DIR };
-    sys::concat(&[dir, sub, uid, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], &mut path);
+    sys::concat(&[dir, sub, uid, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], path);
     unsafe { syscall3(OPEN, path.as_ptr() as usize, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+}
+
+/// Maps thread block `i` of this process's file: the first lies after the histograms, a later
+/// one is mapped on its own, through the file's path; null where that fails (the program
+/// moved to another mount namespace, a filter refused the calls): the thread goes unprofiled.
+unsafe fn map_block(i: usize) -> *mut u8 {
+    if i == 0 {
+        return BASE.add(L::THREADS_OFF);
+    }
+    let fd = syscall3(OPEN, core::ptr::addr_of!(PATH) as usize, O_RDWR | O_CLOEXEC, 0);
+    if fd < 0 {
+        return core::ptr::null_mut();
+    }
+    let p = syscall6(MMAP, 0, L::THREAD_BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, L::THREADS_OFF + i * L::THREAD_BLOCK);
+    syscall3(CLOSE, fd as usize, 0, 0);
+    if (-4095..0).contains(&p) {
+        return core::ptr::null_mut();
+    }
+    p as *mut u8
 }
 
 /// The calls that change the user id files are created as: their new id, if they change it
@@ -115,7 +145,11 @@ pub fn claim_thread_block(tid: i32) -> *mut u8 {
         if i >= L::MAX_THREADS {
             return core::ptr::null_mut();
         }
-        let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
+        let block = map_block(i);
+        if block.is_null() {
+            return block;
+        }
+        BLOCKS[i].store(block, Ordering::Release);
         *(block.add(L::T_TID) as *mut u64) = tid as u64;
         *(block.add(L::T_START_NS) as *mut u64) = sys::monotonic_ns();
         *(block.add(L::T_SAMPLE_LEFT) as *mut u64) = 1;
@@ -131,7 +165,14 @@ pub fn reopen_after_fork() {
         if BASE.is_null() {
             return;
         }
-        syscall3(MUNMAP, BASE as usize, L::FILE_SIZE, 0);
+        for b in BLOCKS.iter().skip(1) {
+            let p = b.swap(core::ptr::null_mut(), Ordering::Relaxed);
+            if !p.is_null() {
+                syscall3(MUNMAP, p as usize, L::THREAD_BLOCK, 0);
+            }
+        }
+        BLOCKS[0].store(core::ptr::null_mut(), Ordering::Relaxed);
+        syscall3(MUNMAP, BASE as usize, BASE_SIZE, 0);
         BASE = core::ptr::null_mut();
     }
     open_process();
@@ -239,8 +280,11 @@ pub fn end_process(code: u64, quiet: bool) {
         }
         let now = now_ns(quiet);
         let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
-        for i in 0..n {
-            let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
+        for b in &BLOCKS[..n] {
+            let block = b.load(Ordering::Acquire);
+            if block.is_null() {
+                continue;
+            }
             let end = block.add(L::T_END_NS) as *mut u64;
             if *end == 0 {
                 // Still running, or blocked in a call that will never return (a pool's idle
