@@ -34,6 +34,10 @@ OPTIONS: dict[str, list[str]] = {
     "fc20": ["--delegate", "all", "--forward-cost", "20000"],
     "mos": ["--delegate", "mos"],
     "profile": ["--profile", PROFILE],
+    "rewrite1": ["--rewrite-at", "1"],
+    "pooldemand": ["--memory", "pool-demand"],
+    "profall": ["--profile", PROFILE, "--delegate", "all"],
+    "dt4": ["--delegate", "all", "--delegate-threads", "4"],
 }
 SKIP_STATUS = 77
 NOBODY = 65534
