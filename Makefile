@@ -126,10 +126,12 @@ heldout1: setup
 conformance: setup
 	cd tests && ../$(PY) -m conformance --corpus programs,strace
 
-# The same corpora in the other modes users run (memory pool, vDSO intercepted, a 20 µs forward
-# cost, the mOS preset, a profile); report in target/conformance/conformance-MODES.md.
+# The same corpora in the other modes users run (memory pool and pool-demand, vDSO intercepted,
+# a 20 µs forward cost, the mOS preset, a profile alone and with delegation, four delegates,
+# sites rewritten at their first trap); reports in target/conformance/conformance-MODES.md.
 conformance-modes: setup
 	cd tests && ../$(PY) -m conformance --corpus programs,strace --modes pool,vdso,fc20,mos,profile
+	cd tests && ../$(PY) -m conformance --corpus programs,strace --modes rewrite1,pooldemand,profall,dt4
 
 # The runtimes corpus (issue 12): programs of many language runtimes natively and in five modes
 # under `coreplane run`; table in target/conformance/runtimes.md (`make test` runs its quick subset).
