@@ -15,7 +15,7 @@ on their parent's stack, a new thread's FPU control, a signal stack given up fro
 once, a seccomp filter installed after sites trapped fewer times than they are rewritten at, a
 program that drops its privileges under --profile, signal handlers for signals that interrupt
 the runtime's own code (they see the program's context, on the program's stacks), a filter that
-allows only exit under --profile, mlockall under --profile.
+allows only exit under --profile, mlockall under --profile, a vfork child's end under --profile.
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -42,7 +42,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
          "thread_signal_stack", "green_switch",
-         "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current"]
+         "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end"]
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +151,25 @@ def test_mlockall_under_a_profile_locks_what_it_would_natively(built, as_nobody,
     assert native.stdout.endswith("shmem-over-4MiB 0\n"), native.stdout
     proc = watched(CLI + ["run", "--profile", str(tmp_path / "p.json"), "--", *drop, str(exe)])
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+@pytest.mark.parametrize("killed", [False, True])
+def test_a_vfork_childs_end_is_not_its_parents_in_the_profile(built, killed, tmp_path):
+    # Before (session 22): the child, in its parent's memory, ended the parent's profile: the
+    # parent's blocked thread ended with the child, 200 ms early, and a parent killed afterwards
+    # showed as exited with the child's code.
+    profile = tmp_path / "p.json"
+    args = ["kill"] if killed else []
+    proc = watched(CLI + ["run", "--profile", str(profile), "--", str(built / "vfork_end"), *args])
+    assert proc.stdout == "child 7\n" and proc.returncode == (-9 if killed else 0), (proc.returncode, proc.stderr)
+    doc = json.loads(profile.read_text())
+    parent = next(p for p in doc["processes"] if p["exe"].endswith("vfork_end"))
+    assert (parent["end"], parent["exit_code"]) == (("killed", None) if killed else ("exit", 0)), parent
+    if not killed:
+        # The main and the blocked thread (the child's calls before its exit are counted in a
+        # block of the parent's file too, a few µs long).
+        ends = sorted(t["end_ns"] - t["start_ns"] for t in doc["threads"] if t["pid"] == parent["pid"])
+        assert len(ends) >= 2 and ends[-2] > 150_000_000, ends
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

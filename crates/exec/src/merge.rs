@@ -126,7 +126,7 @@ fn read_process(path: &Path) -> std::io::Result<Process> {
         let mut block = vec![0u8; L::T_STATS + L::NSYS * L::STAT_FIELDS * 8];
         f.read_exact_at(&mut block, (L::THREADS_OFF + i * L::THREAD_BLOCK) as u64)?;
         let head = u64s(&block[..L::T_STATS]);
-        // A block whose thread could not map it (the runtime's map_block) was never written.
+        // A block claimed beyond the mapping the runtime kept at an mlockall was never written.
         if head[L::T_TID / 8] != 0 {
             threads.push((head, u64s(&block[L::T_STATS..])));
         }
@@ -383,8 +383,8 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "withdrawn_calls": withdrawn,
             "method": "(getppid through a trap - native getppid) and (getppid through the rewritten-site fast \
                        path - native getppid), the median of 64 calls each, measured by the runtime once, at the \
-                       program's start (the median over processes where several measured); a site traps until it \
-                       is rewritten, then takes the fast path; not included in total_ns, which times the call itself",
+                       program's start; a site traps until it is rewritten, then takes the fast path; not included \
+                       in total_ns, which times the call itself",
         },
         "not_intercepted": if run.vdso_intercepted { &[][..] } else { &NOT_INTERCEPTED[..] },
         "syscalls": syscall_entries(&totals, Some(&hists)),

@@ -12,7 +12,8 @@ pub fn needs_trap(nr: usize) -> bool {
 /// Calls the runtime answers or adjusts itself, rather than passing them on (the mapping calls
 /// because they may change what an address is, see `textmap`; the opening calls for
 /// /proc/self/exe, see `process::open_self_exe`; brk when the memory pool serves it;
-/// the closing calls because the runtime keeps descriptors of its own, see `own_fds`; the stat
+/// the closing calls because the runtime keeps descriptors of its own, see `own_fds`; mlockall,
+/// before which the profile's mapping shrinks, see `profile::before_mlockall`; the stat
 /// calls where delegates may run, see `task_view`; the credential calls and Landlock's
 /// restriction, after which the delegates are retired, see `delegate::credentials_changed`).
 pub fn answered_by_runtime(nr: usize) -> bool {
@@ -20,7 +21,7 @@ pub fn answered_by_runtime(nr: usize) -> bool {
         | FORK | VFORK | EXECVE | EXECVEAT | EXIT | EXIT_GROUP | OPEN | OPENAT | OPENAT2 | READLINK | READLINKAT | PRCTL | ARCH_PRCTL | SECCOMP | UNSHARE | PTRACE | SIGALTSTACK
         | MUNMAP | MPROTECT | MREMAP | MMAP | SHMAT | SETUID | SETREUID | SETRESUID | SETFSUID | SETNS
         | SETGID | SETREGID | SETRESGID | SETFSGID | SETGROUPS | CAPSET | LANDLOCK_RESTRICT_SELF
-        | CLOSE_RANGE | DUP2 | DUP3)
+        | CLOSE_RANGE | DUP2 | DUP3 | MLOCKALL)
         || nr == BRK && crate::env::config().memory_pool > 0
         // close is frequent: through the runtime (+35 ns) only where it may hold descriptors.
         || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())

@@ -64,6 +64,10 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         CLOSE if let Some(r) = crate::own_fds::close(a[0]) => r,
         CLOSE_RANGE if let Some(r) = crate::own_fds::close_range(a[0], a[1], a[2], |args| run(nr, args)) => r,
         DUP2 | DUP3 if let Some(r) = crate::own_fds::dup_onto(a[1]) => r,
+        MLOCKALL => {
+            profile::before_mlockall(a[0]);
+            run(nr, a)
+        }
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
         SIGALTSTACK if thread::current().withdrawn_signal_stack[2] != 0 => crate::program_signal::sigaltstack_withdrawn(a, || run(nr, a)),
         SIGALTSTACK => crate::program_signal::sets_signal_stack(a[0], || run(nr, a)),

@@ -720,7 +720,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             push(task.as_ptr());
         }
         push(core::ptr::null());
-        profile::end_process(EXEC_MARKER, t.calls_may_kill());
+        profile::end_process(EXEC_MARKER, t.calls_may_kill(), t.pid);
         if let (true, Some(fd)) = (interposed, image_fd) {
             syscall3(FCNTL, fd, F_SETFD, 0);
         }
@@ -735,7 +735,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             (false, _) => syscall3(EXECVE, path as usize, args, env),
         };
         crate::exe::after_exec_failed(runtime);
-        profile::end_process_undo();
+        profile::end_process_undo(t.pid);
         give_exec_buffer(core::mem::take(&mut t.exec_buffer));
         given_up(image_fd, r)
     }
@@ -1100,6 +1100,6 @@ pub fn exit_thread(code: usize) -> ! {
 pub fn exit_group(code: usize) -> ! {
     let t = thread::current();
     profile::end_thread(t.prof, t.calls_may_kill());
-    profile::end_process(code as u64 & 0xff, t.calls_may_kill());
+    profile::end_process(code as u64 & 0xff, t.calls_may_kill(), t.pid);
     sys::exit_group(code)
 }

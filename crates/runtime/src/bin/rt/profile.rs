@@ -2,22 +2,20 @@
 //! It is mapped MAP_SHARED so that every count written is in the page cache at once and
 //! survives the process being killed. Threads write only their own block; the per-syscall
 //! histograms are shared and updated atomically.
-//! The file has room for MAX_THREADS blocks, but only what is used is mapped: the header, the
-//! histograms and the first thread's block at the start, each later thread's block when it
-//! starts. Mapped whole (219 MB), a program's mlockall(MCL_CURRENT) filled and locked all of it
-//! in every process, and refused an unprivileged one over RLIMIT_MEMLOCK (strace's mlockall).
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use coreplane_runtime::profile_layout as L;
 
-/// The header and histograms, then the first thread's block.
 static mut BASE: *mut u8 = core::ptr::null_mut();
-const BASE_SIZE: usize = L::THREADS_OFF + L::THREAD_BLOCK;
-/// Where each claimed thread block is mapped (null: not mapped).
-static BLOCKS: [AtomicPtr<u8>; L::MAX_THREADS] = [const { AtomicPtr::new(core::ptr::null_mut()) }; L::MAX_THREADS];
-/// The file's path, NUL-terminated, for mapping a later thread's block.
-static mut PATH: [u8; 4096] = [0; 4096];
+/// Bytes of the file mapped at BASE: all of it (room for MAX_THREADS blocks, 219 MB), until the
+/// program's mlockall (`before_mlockall`).
+static MAPPED: AtomicUsize = AtomicUsize::new(L::FILE_SIZE);
+/// Held while a block is claimed, and while the mapping shrinks.
+static CLAIMING: AtomicBool = AtomicBool::new(false);
+/// Blocks kept mapped beyond the claimed ones when the mapping shrinks: threads the program
+/// starts after its mlockall (a thread beyond them goes unprofiled).
+const SPARE_BLOCKS: usize = 8;
 
 unsafe fn field(off: usize) -> &'static AtomicU64 {
     &*(BASE.add(off) as *const AtomicU64)
@@ -48,7 +46,7 @@ pub fn open_process() {
             sys::die(&[b"cannot create profile file in ", dir]);
         }
         syscall3(FTRUNCATE, fd as usize, L::FILE_SIZE, 0);
-        let p = syscall6(MMAP, 0, BASE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, 0);
+        let p = syscall6(MMAP, 0, L::FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, 0);
         syscall3(CLOSE, fd as usize, 0, 0);
         if (-4095..0).contains(&p) {
             sys::die(&[b"cannot map profile file"]);
@@ -70,34 +68,14 @@ pub fn open_process() {
 const USER_DIR: &[u8] = b"/uid-";
 
 /// Creates this process's file `pid-start.cpprof` in the profile directory, or in its
-/// subdirectory for user `uid` when `uid` is not empty, and keeps its path; the fd, or -errno.
-/// Only while the process has one thread (its start, a forked child).
+/// subdirectory for user `uid` when `uid` is not empty; the fd, or -errno.
 fn create_file(dir: &[u8], uid: &[u8], start: u64) -> isize {
-    let path = unsafe { &mut *core::ptr::addr_of_mut!(PATH) };
+    let mut path = [0u8; 4096];
     let (mut b1, mut b2) = ([0u8; 20], [0u8; 20]);
     let pid = sys::fmt_u64(sys::getpid() as u64, &mut b1);
     let sub: &[u8] = if uid.is_empty() { b"" } else { USER_DIR };
-    sys::concat(&[dir, sub, uid, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], path);
+    sys::concat(&[dir, sub, uid, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], &mut path);
     unsafe { syscall3(OPEN, path.as_ptr() as usize, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
-}
-
-/// Maps thread block `i` of this process's file: the first lies after the histograms, a later
-/// one is mapped on its own, through the file's path; null where that fails (the program
-/// moved to another mount namespace, a filter refused the calls): the thread goes unprofiled.
-unsafe fn map_block(i: usize) -> *mut u8 {
-    if i == 0 {
-        return BASE.add(L::THREADS_OFF);
-    }
-    let fd = syscall3(OPEN, core::ptr::addr_of!(PATH) as usize, O_RDWR | O_CLOEXEC, 0);
-    if fd < 0 {
-        return core::ptr::null_mut();
-    }
-    let p = syscall6(MMAP, 0, L::THREAD_BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, L::THREADS_OFF + i * L::THREAD_BLOCK);
-    syscall3(CLOSE, fd as usize, 0, 0);
-    if (-4095..0).contains(&p) {
-        return core::ptr::null_mut();
-    }
-    p as *mut u8
 }
 
 /// The calls that change the user id files are created as: their new id, if they change it
@@ -141,16 +119,17 @@ pub fn claim_thread_block(tid: i32) -> *mut u8 {
         if BASE.is_null() {
             return core::ptr::null_mut();
         }
+        while CLAIMING.swap(true, Ordering::Acquire) {
+            core::hint::spin_loop();
+        }
         let i = field(L::H_NTHREADS).fetch_add(1, Ordering::Relaxed) as usize;
-        if i >= L::MAX_THREADS {
+        if i >= L::MAX_THREADS || L::THREADS_OFF + (i + 1) * L::THREAD_BLOCK > MAPPED.load(Ordering::Relaxed) {
+            CLAIMING.store(false, Ordering::Release);
             return core::ptr::null_mut();
         }
-        let block = map_block(i);
-        if block.is_null() {
-            return block;
-        }
-        BLOCKS[i].store(block, Ordering::Release);
+        let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
         *(block.add(L::T_TID) as *mut u64) = tid as u64;
+        CLAIMING.store(false, Ordering::Release);
         *(block.add(L::T_START_NS) as *mut u64) = sys::monotonic_ns();
         *(block.add(L::T_SAMPLE_LEFT) as *mut u64) = 1;
         // Any non-zero xorshift seed; the TSC makes the gaps differ between runs and threads.
@@ -165,17 +144,31 @@ pub fn reopen_after_fork() {
         if BASE.is_null() {
             return;
         }
-        for b in BLOCKS.iter().skip(1) {
-            let p = b.swap(core::ptr::null_mut(), Ordering::Relaxed);
-            if !p.is_null() {
-                syscall3(MUNMAP, p as usize, L::THREAD_BLOCK, 0);
-            }
-        }
-        BLOCKS[0].store(core::ptr::null_mut(), Ordering::Relaxed);
-        syscall3(MUNMAP, BASE as usize, BASE_SIZE, 0);
+        syscall3(MUNMAP, BASE as usize, MAPPED.load(Ordering::Relaxed), 0);
         BASE = core::ptr::null_mut();
+        MAPPED.store(L::FILE_SIZE, Ordering::Relaxed);
+        CLAIMING.store(false, Ordering::Relaxed);
     }
     open_process();
+}
+
+/// Before the program's mlockall with MCL_CURRENT: the mapping keeps only the blocks claimed and
+/// a few spare. Mapped whole, all 219 MB were filled and locked (as root: 214 MB of /dev/shm in
+/// every process), and an unprivileged call failed with ENOMEM, the mapping counting against
+/// RLIMIT_MEMLOCK (strace's mlockall test). Left whole while a block is being claimed.
+pub fn before_mlockall(flags: usize) {
+    unsafe {
+        if BASE.is_null() || flags & MCL_CURRENT == 0 || CLAIMING.swap(true, Ordering::Acquire) {
+            return;
+        }
+        let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
+        let keep = page_up(L::THREADS_OFF + (n + SPARE_BLOCKS) * L::THREAD_BLOCK);
+        let mapped = MAPPED.load(Ordering::Relaxed);
+        if keep < mapped && syscall3(MUNMAP, BASE as usize + keep, mapped - keep, 0) == 0 {
+            MAPPED.store(keep, Ordering::Relaxed);
+        }
+        CLAIMING.store(false, Ordering::Release);
+    }
 }
 
 #[inline(always)]
@@ -254,7 +247,9 @@ unsafe fn now_ns(quiet: bool) -> u64 {
         return sys::monotonic_ns();
     }
     let (start_ns, start_tsc) = (field(L::H_START_NS).load(Ordering::Relaxed), field(L::H_START_TSC).load(Ordering::Relaxed));
-    start_ns + ns(sys::rdtsc().saturating_sub(start_tsc))
+    // In 128 bits: ticks × 10^6 overflows 64 after two hours at 2.6 GHz.
+    let since = sys::rdtsc().saturating_sub(start_tsc) as u128 * 1_000_000 / crate::env::config().tsc_khz as u128;
+    start_ns + since as u64
 }
 
 /// Marks the calling thread's end, with its CPU time; `quiet` as in `now_ns`, and then without
@@ -272,19 +267,16 @@ pub fn end_thread(prof: *mut u8, quiet: bool) {
 
 /// Marks the process's end (exit_group or a successful execve) with its resource usage; its
 /// threads end with it (only a killed process leaves threads without an end). `quiet` as in
-/// `now_ns`, and then without the CPU times and the resource usage.
-pub fn end_process(code: u64, quiet: bool) {
+/// `now_ns`, and then without the CPU times and the resource usage. `pid`: the caller's process,
+/// which is another than the file's for a child that runs in its parent's memory until it execs
+/// or exits (vfork, posix_spawn): its end is not its parent's.
+pub fn end_process(code: u64, quiet: bool, pid: i32) {
     unsafe {
-        if BASE.is_null() {
+        if BASE.is_null() || field(L::H_PID).load(Ordering::Relaxed) != pid as u64 {
             return;
         }
         let now = now_ns(quiet);
-        let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
-        for b in &BLOCKS[..n] {
-            let block = b.load(Ordering::Acquire);
-            if block.is_null() {
-                continue;
-            }
+        for block in mapped_blocks() {
             let end = block.add(L::T_END_NS) as *mut u64;
             if *end == 0 {
                 // Still running, or blocked in a call that will never return (a pool's idle
@@ -302,18 +294,36 @@ pub fn end_process(code: u64, quiet: bool) {
             field(L::H_SYS_NS).store((ru[2] * 1_000_000_000 + ru[3] * 1000) as u64, Ordering::Relaxed);
         }
         field(L::H_EXIT_CODE).store(code, Ordering::Relaxed);
-        field(L::H_END_NS).store(now_ns(quiet), Ordering::Release);
+        // The threads' end, so that `end_process_undo` knows which ends it wrote.
+        field(L::H_END_NS).store(now, Ordering::Release);
     }
 }
 
-/// An execve that failed after end_process: the process goes on.
-pub fn end_process_undo() {
+/// An execve that failed after end_process: the process goes on, and so do the threads it
+/// ended.
+pub fn end_process_undo(pid: i32) {
     unsafe {
-        if !BASE.is_null() {
-            field(L::H_END_NS).store(0, Ordering::Release);
-            field(L::H_EXIT_CODE).store(0, Ordering::Relaxed);
+        if BASE.is_null() || field(L::H_PID).load(Ordering::Relaxed) != pid as u64 {
+            return;
+        }
+        let ended = field(L::H_END_NS).swap(0, Ordering::AcqRel);
+        field(L::H_EXIT_CODE).store(0, Ordering::Relaxed);
+        for block in mapped_blocks() {
+            if ended != 0 && *(block.add(L::T_END_NS) as *const u64) == ended {
+                *(block.add(L::T_END_NS) as *mut u64) = 0;
+                *(block.add(L::T_CPU_NS) as *mut u64) = 0;
+            }
         }
     }
+}
+
+/// The claimed thread blocks that are mapped (all of them, but those claimed after the mapping
+/// shrank at an mlockall beyond its spare blocks).
+unsafe fn mapped_blocks() -> impl Iterator<Item = *mut u8> {
+    let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
+    let mapped = MAPPED.load(Ordering::Relaxed);
+    (0..n).take_while(move |i| L::THREADS_OFF + (i + 1) * L::THREAD_BLOCK <= mapped)
+        .map(|i| BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK))
 }
 
 /// Whether this process writes a profile.

@@ -155,7 +155,7 @@ extern "C" fn watcher(arg: usize) {
             unsafe { syscall3(TGKILL, pid as usize, sys::gettid() as usize, SIGKILL) };
         }
     } else if w.last.load(Relaxed) {
-        crate::profile::end_process(w.code.load(Relaxed) as u64 & 0xff, crate::thread::every_thread_sandboxed());
+        crate::profile::end_process(w.code.load(Relaxed) as u64 & 0xff, crate::thread::every_thread_sandboxed(), pid);
         sys::exit_group(w.code.load(Relaxed));
     }
     let word = if cancelled { 0 } else { w.program_word.load(Relaxed) };
