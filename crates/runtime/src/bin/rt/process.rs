@@ -720,6 +720,9 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             push(task.as_ptr());
         }
         push(core::ptr::null());
+        // The thread's own block first: a vfork child's is in its parent's file, whose end it
+        // leaves alone (and which would otherwise show it running until the parent ends).
+        profile::end_thread(t.prof, t.calls_may_kill());
         profile::end_process(EXEC_MARKER, t.calls_may_kill(), t.pid);
         if let (true, Some(fd)) = (interposed, image_fd) {
             syscall3(FCNTL, fd, F_SETFD, 0);
@@ -735,7 +738,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             (false, _) => syscall3(EXECVE, path as usize, args, env),
         };
         crate::exe::after_exec_failed(runtime);
-        profile::end_process_undo(t.pid);
+        profile::end_process_undo(t.pid, t.prof);
         give_exec_buffer(core::mem::take(&mut t.exec_buffer));
         given_up(image_fd, r)
     }

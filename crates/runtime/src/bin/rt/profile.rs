@@ -9,10 +9,10 @@ use coreplane_runtime::profile_layout as L;
 
 static mut BASE: *mut u8 = core::ptr::null_mut();
 /// Bytes of the file mapped at BASE: all of it (room for MAX_THREADS blocks, 219 MB), until the
-/// program's mlockall (`before_mlockall`).
+/// program's mlockall (`before_mlockall`); a block is claimed only below it.
 static MAPPED: AtomicUsize = AtomicUsize::new(L::FILE_SIZE);
-/// Held while a block is claimed, and while the mapping shrinks.
-static CLAIMING: AtomicBool = AtomicBool::new(false);
+/// The mapping has shrunk, or is shrinking: once per image.
+static SHRUNK: AtomicBool = AtomicBool::new(false);
 /// Blocks kept mapped beyond the claimed ones when the mapping shrinks: threads the program
 /// starts after its mlockall (a thread beyond them goes unprofiled).
 const SPARE_BLOCKS: usize = 8;
@@ -113,23 +113,21 @@ pub fn before_credentials(uid: u32) {
     }
 }
 
-/// A fresh block for a new thread; null without a profile or past MAX_THREADS.
+/// A fresh block for a new thread; null without a profile, past MAX_THREADS, or beyond the
+/// mapping kept at an mlockall (`before_mlockall`).
 pub fn claim_thread_block(tid: i32) -> *mut u8 {
     unsafe {
         if BASE.is_null() {
             return core::ptr::null_mut();
         }
-        while CLAIMING.swap(true, Ordering::Acquire) {
-            core::hint::spin_loop();
-        }
-        let i = field(L::H_NTHREADS).fetch_add(1, Ordering::Relaxed) as usize;
-        if i >= L::MAX_THREADS || L::THREADS_OFF + (i + 1) * L::THREAD_BLOCK > MAPPED.load(Ordering::Relaxed) {
-            CLAIMING.store(false, Ordering::Release);
+        // Both SeqCst, as in `before_mlockall`: a claim that still sees the whole mapping has an
+        // index the shrink keeps.
+        let i = field(L::H_NTHREADS).fetch_add(1, Ordering::SeqCst) as usize;
+        if i >= L::MAX_THREADS || L::THREADS_OFF + (i + 1) * L::THREAD_BLOCK > MAPPED.load(Ordering::SeqCst) {
             return core::ptr::null_mut();
         }
         let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
         *(block.add(L::T_TID) as *mut u64) = tid as u64;
-        CLAIMING.store(false, Ordering::Release);
         *(block.add(L::T_START_NS) as *mut u64) = sys::monotonic_ns();
         *(block.add(L::T_SAMPLE_LEFT) as *mut u64) = 1;
         // Any non-zero xorshift seed; the TSC makes the gaps differ between runs and threads.
@@ -147,27 +145,34 @@ pub fn reopen_after_fork() {
         syscall3(MUNMAP, BASE as usize, MAPPED.load(Ordering::Relaxed), 0);
         BASE = core::ptr::null_mut();
         MAPPED.store(L::FILE_SIZE, Ordering::Relaxed);
-        CLAIMING.store(false, Ordering::Relaxed);
+        SHRUNK.store(false, Ordering::Relaxed);
     }
     open_process();
 }
 
-/// Before the program's mlockall with MCL_CURRENT: the mapping keeps only the blocks claimed and
-/// a few spare. Mapped whole, all 219 MB were filled and locked (as root: 214 MB of /dev/shm in
-/// every process), and an unprivileged call failed with ENOMEM, the mapping counting against
-/// RLIMIT_MEMLOCK (strace's mlockall test). Left whole while a block is being claimed.
-pub fn before_mlockall(flags: usize) {
+/// Before an mlockall with MCL_CURRENT (the program's, or the runtime's own in a cell made with
+/// --mlock): the mapping keeps only the blocks claimed and a few spare. Mapped whole, all 219 MB
+/// were filled and locked (as root: 214 MB of /dev/shm in every process), and an unprivileged
+/// call failed with ENOMEM, the mapping counting against RLIMIT_MEMLOCK (strace's mlockall test).
+/// Once per image, kept if the call then fails. `quiet`: the caller's calls may be killed by a
+/// filter of the program's, and the munmap is not made.
+pub fn before_mlockall(flags: usize, quiet: bool) {
     unsafe {
-        if BASE.is_null() || flags & MCL_CURRENT == 0 || CLAIMING.swap(true, Ordering::Acquire) {
+        if BASE.is_null() || flags & MCL_CURRENT == 0 || quiet || SHRUNK.swap(true, Ordering::AcqRel) {
             return;
         }
-        let n = (field(L::H_NTHREADS).load(Ordering::Relaxed) as usize).min(L::MAX_THREADS);
-        let keep = page_up(L::THREADS_OFF + (n + SPARE_BLOCKS) * L::THREAD_BLOCK);
         let mapped = MAPPED.load(Ordering::Relaxed);
-        if keep < mapped && syscall3(MUNMAP, BASE as usize + keep, mapped - keep, 0) == 0 {
-            MAPPED.store(keep, Ordering::Relaxed);
+        let up_to = |n: usize| page_up(L::THREADS_OFF + n.min(L::MAX_THREADS) * L::THREAD_BLOCK).min(mapped);
+        let keep = up_to(field(L::H_NTHREADS).load(Ordering::SeqCst) as usize + SPARE_BLOCKS);
+        MAPPED.store(keep, Ordering::SeqCst);
+        // A claim whose index came before this second look may have seen the whole mapping:
+        // its block is kept. One after it sees the new size.
+        let keep = keep.max(up_to(field(L::H_NTHREADS).load(Ordering::SeqCst) as usize));
+        MAPPED.store(keep, Ordering::SeqCst);
+        // Unmapped after MAPPED says so: a mapping the program makes meanwhile may land there.
+        if keep < mapped {
+            syscall3(MUNMAP, BASE as usize + keep, mapped - keep, 0);
         }
-        CLAIMING.store(false, Ordering::Release);
     }
 }
 
@@ -299,10 +304,14 @@ pub fn end_process(code: u64, quiet: bool, pid: i32) {
     }
 }
 
-/// An execve that failed after end_process: the process goes on, and so do the threads it
-/// ended.
-pub fn end_process_undo(pid: i32) {
+/// An execve that failed after end_thread and end_process: the process goes on, and so do the
+/// calling thread (its block `prof`) and the threads end_process ended.
+pub fn end_process_undo(pid: i32, prof: *mut u8) {
     unsafe {
+        if !prof.is_null() {
+            *(prof.add(L::T_END_NS) as *mut u64) = 0;
+            *(prof.add(L::T_CPU_NS) as *mut u64) = 0;
+        }
         if BASE.is_null() || field(L::H_PID).load(Ordering::Relaxed) != pid as u64 {
             return;
         }
