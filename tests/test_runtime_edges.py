@@ -15,7 +15,8 @@ on their parent's stack, a new thread's FPU control, a signal stack given up fro
 once, a seccomp filter installed after sites trapped fewer times than they are rewritten at, a
 program that drops its privileges under --profile, signal handlers for signals that interrupt
 the runtime's own code (they see the program's context, on the program's stacks), a filter that
-allows only exit under --profile, mlockall under --profile, a vfork child's end under --profile.
+allows only exit under --profile, mlockall under --profile, a vfork child's end under --profile, a forked child under a filter that
+kills open(2) under --profile.
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -42,7 +43,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
          "thread_signal_stack", "green_switch",
-         "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end"]
+         "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end", "filter_kills_open"]
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +173,14 @@ def test_a_vfork_childs_end_is_not_its_parents_in_the_profile(built, how, tmp_pa
         # The main and the blocked thread live ≈ 220 ms; the child's block a few µs.
         lives = sorted(t["end_ns"] - t["start_ns"] for t in doc["threads"] if t["pid"] == parent["pid"])
         assert len(lives) == 3 and lives[0] < 50_000_000 < 150_000_000 < lives[1], lives
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_forked_child_under_a_filter_that_kills_open_under_a_profile(built, mode, tmp_path):
+    # Before (session 22): the child's new profile file was created with open(2), which the
+    # program's filter kills for: the child died of SIGSYS ("child 159").
+    same_as_natively(built / "filter_kills_open", mode, native_says="child 0\nthread ok\n",
+                     options=("--profile", str(tmp_path / "p.json")))
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])
