@@ -14,9 +14,9 @@ memory until they exec (posix_spawn's clone) from a thread with a signal stack, 
 on their parent's stack, a new thread's FPU control, a signal stack given up from a site run
 once, a seccomp filter installed after sites trapped fewer times than they are rewritten at, a
 program that drops its privileges under --profile, signal handlers for signals that interrupt
-the runtime's own code (they see the program's context, on the program's stacks), a filter that
-allows only exit under --profile, mlockall under --profile, a vfork child's end under --profile, a forked child under a filter that
-kills open(2) under --profile.
+the runtime's own code (they see the program's context, on the program's stacks); under
+--profile: a filter that allows only exit, mlockall, a vfork child's end, a forked child under a
+filter that kills open(2).
 Every run is bounded by the stress tests' watchdog."""
 
 import json
