@@ -15,8 +15,8 @@ on their parent's stack, a new thread's FPU control, a signal stack given up fro
 once, a seccomp filter installed after sites trapped fewer times than they are rewritten at, a
 program that drops its privileges under --profile, signal handlers for signals that interrupt
 the runtime's own code (they see the program's context, on the program's stacks); under
---profile: a filter that allows only exit, mlockall, a vfork child's end, a forked child under a
-filter that kills open(2).
+--profile: a filter that allows only exit, mlockall (and threads started after it), a vfork
+child's end, a forked child under a filter that kills open(2).
 Every run is bounded by the stress tests' watchdog."""
 
 import json
@@ -43,7 +43,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "seccomp_longjmp", "thread_counts", "sysvsem_undo", "altstack_abandoned", "vfork_leftovers", "user_dispatch",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
          "thread_signal_stack", "green_switch",
-         "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end", "filter_kills_open"]
+         "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end", "filter_kills_open", "mlock_threads"]
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +173,26 @@ def test_a_vfork_childs_end_is_not_its_parents_in_the_profile(built, how, tmp_pa
         # The main and the blocked thread live ≈ 220 ms; the child's block a few µs.
         lives = sorted(t["end_ns"] - t["start_ns"] for t in doc["threads"] if t["pid"] == parent["pid"])
         assert len(lives) == 3 and lives[0] < 50_000_000 < 150_000_000 < lives[1], lives
+
+
+@pytest.mark.parametrize("where", ["program", "cell"])
+def test_threads_after_an_mlockall_are_profiled_or_counted(built, where, tmp_path, monkeypatch):
+    # The profile's mapping shrinks before an mlockall to the claimed blocks and a few spare
+    # (8 after the program's own; 32 in a --mlock cell, where the runtime locks every process at
+    # its start): a thread beyond them goes unprofiled, and the profile counts it. Before the
+    # third review a cell kept 8 blocks for all of a process's threads, and nothing said so.
+    profile = tmp_path / "p.json"
+    args = ["20", "lock"] if where == "program" else ["20"]
+    if where == "cell":
+        monkeypatch.setenv("COREPLANE_CELL_MLOCK", "1")
+    proc = watched(CLI + ["run", "--profile", str(profile), "--", str(built / "mlock_threads"), *args])
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stderr
+    doc = json.loads(profile.read_text())
+    profiled, unprofiled = len(doc["threads"]), doc["overhead"]["unprofiled_threads"]
+    assert profiled + unprofiled == 21, (profiled, unprofiled)
+    assert (profiled, unprofiled) == ((9, 12) if where == "program" else (21, 0)), (profiled, unprofiled)
+    getppid = next(s for s in doc["syscalls"] if s["name"] == "getppid")
+    assert getppid["count"] == 5 * (profiled - 1)
 
 
 @pytest.mark.parametrize("mode", ["none", "all"])

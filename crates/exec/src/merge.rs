@@ -307,6 +307,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
     let mut rewritten = 0;
     let mut maps_reads = 0;
     let mut slotless = 0;
+    let mut unprofiled = 0;
     let mut withdrawn = 0;
     for p in &procs {
         let h = |off: usize| p.header[off / 8];
@@ -344,6 +345,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         rewritten += h(L::H_REWRITTEN);
         maps_reads += h(L::H_MAPS_READS);
         slotless += h(L::H_SLOTLESS);
+        unprofiled += h(L::H_UNPROFILED);
         withdrawn += h(L::H_WITHDRAWN);
         processes.push(json!({
             "pid": h(L::H_PID), "ppid": h(L::H_PPID), "exe": p.exe, "start_ns": rel(h(L::H_START_NS)),
@@ -380,6 +382,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "rewritten_sites": rewritten,
             "maps_reads": maps_reads,
             "slotless_calls": slotless,
+            "unprofiled_threads": unprofiled,
             "withdrawn_calls": withdrawn,
             "method": "(getppid through a trap - native getppid) and (getppid through the rewritten-site fast \
                        path - native getppid), the median of 64 calls each, measured by the runtime once, at the \

@@ -21,6 +21,7 @@ pub const H_START_TSC: usize = 104; // TSC read with H_START_NS: places S_FIRST_
 pub const H_MAPS_READS: usize = 112; // reads of /proc/self/maps by the runtime (which code is file text)
 pub const H_SLOTLESS: usize = 120; // calls the policy delegates made locally: no request slot was free
 pub const H_WITHDRAWN: usize = 128; // calls the policy delegates made locally: every delegate busy, the pool full
+pub const H_UNPROFILED: usize = 136; // threads left without a block: past MAX_THREADS, or started after an mlockall beyond its spare blocks
 pub const H_EXE: usize = 512; // NUL-terminated path of the loaded program
 pub const H_EXE_MAX: usize = HEADER_SIZE - H_EXE;
 

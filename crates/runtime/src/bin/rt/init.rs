@@ -28,7 +28,7 @@ pub fn start() {
     if env::config().lock_memory {
         // Locked before the program runs and for every later mapping; a refusal (the limit)
         // leaves the program running unlocked, which `coreplane cell status` shows.
-        profile::before_mlockall(MCL_CURRENT, false);
+        profile::before_mlockall(MCL_CURRENT, false, true);
         unsafe { syscall3(MLOCKALL, MCL_CURRENT | MCL_FUTURE, 0, 0) };
     }
     // An image that starts under a seccomp filter of the program's (inherited across execve)

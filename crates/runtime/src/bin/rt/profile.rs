@@ -4,18 +4,24 @@
 //! histograms are shared and updated atomically.
 
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use coreplane_runtime::profile_layout as L;
 
 static mut BASE: *mut u8 = core::ptr::null_mut();
-/// Bytes of the file mapped at BASE: all of it (room for MAX_THREADS blocks, 219 MB), until the
-/// program's mlockall (`before_mlockall`); a block is claimed only below it.
+/// Where a block may be claimed: below this many bytes of the file. All of it (room for
+/// MAX_THREADS blocks, 219 MB) until an mlockall (`before_mlockall`); once SHRINK is DONE, also
+/// what is mapped at BASE.
 static MAPPED: AtomicUsize = AtomicUsize::new(L::FILE_SIZE);
-/// The mapping has shrunk, or is shrinking: once per image.
-static SHRUNK: AtomicBool = AtomicBool::new(false);
-/// Blocks kept mapped beyond the claimed ones when the mapping shrinks: threads the program
-/// starts after its mlockall (a thread beyond them goes unprofiled).
+/// The mapping's shrink, once per image: WHOLE, then SHRINKING (the tail still mapped), then DONE.
+static SHRINK: AtomicU8 = AtomicU8::new(WHOLE);
+const WHOLE: u8 = 0;
+const SHRINKING: u8 = 1;
+const DONE: u8 = 2;
+/// Blocks kept mapped beyond the claimed ones when the mapping shrinks: threads started after
+/// the mlockall (one beyond them goes unprofiled, counted in H_UNPROFILED). More where the
+/// runtime locks a cell's processes at their start, before any thread has a block.
 const SPARE_BLOCKS: usize = 8;
+const SPARE_BLOCKS_AT_START: usize = 32;
 
 unsafe fn field(off: usize) -> &'static AtomicU64 {
     &*(BASE.add(off) as *const AtomicU64)
@@ -126,6 +132,7 @@ pub fn claim_thread_block(tid: i32) -> *mut u8 {
         // index the shrink keeps.
         let i = field(L::H_NTHREADS).fetch_add(1, Ordering::SeqCst) as usize;
         if i >= L::MAX_THREADS || L::THREADS_OFF + (i + 1) * L::THREAD_BLOCK > MAPPED.load(Ordering::SeqCst) {
+            field(L::H_UNPROFILED).fetch_add(1, Ordering::Relaxed);
             return core::ptr::null_mut();
         }
         let block = BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK);
@@ -144,37 +151,45 @@ pub fn reopen_after_fork() {
         if BASE.is_null() {
             return;
         }
-        syscall3(MUNMAP, BASE as usize, MAPPED.load(Ordering::Relaxed), 0);
+        // A fork in the middle of a shrink (from another thread, or a handler on the shrinking
+        // one) copied the whole mapping: its tail was not yet unmapped.
+        let mapped = if SHRINK.load(Ordering::Acquire) == DONE { MAPPED.load(Ordering::Relaxed) } else { L::FILE_SIZE };
+        syscall3(MUNMAP, BASE as usize, mapped, 0);
         BASE = core::ptr::null_mut();
         MAPPED.store(L::FILE_SIZE, Ordering::Relaxed);
-        SHRUNK.store(false, Ordering::Relaxed);
+        SHRINK.store(WHOLE, Ordering::Relaxed);
     }
     open_process();
 }
 
 /// Before an mlockall with MCL_CURRENT (the program's, or the runtime's own in a cell made with
-/// --mlock): the mapping keeps only the blocks claimed and a few spare. Mapped whole, all 219 MB
-/// were filled and locked (as root: 214 MB of /dev/shm in every process), and an unprivileged
-/// call failed with ENOMEM, the mapping counting against RLIMIT_MEMLOCK (strace's mlockall test).
-/// Once per image, kept if the call then fails. `quiet`: the caller's calls may be killed by a
-/// filter of the program's, and the munmap is not made.
-pub fn before_mlockall(flags: usize, quiet: bool) {
+/// --mlock, `at_start`): the mapping keeps only the blocks claimed and a few spare. Mapped whole,
+/// all 219 MB were filled and locked (as root: 214 MB of /dev/shm in every process), and an
+/// unprivileged call failed with ENOMEM, the mapping counting against RLIMIT_MEMLOCK (strace's
+/// mlockall test). Once per image, kept if the call then fails. `quiet`: the caller's calls may
+/// be killed by a filter of the program's, and the munmap is not made. The program's call is
+/// made under the rewrite lock, which fork takes too (`dispatch`), so that a child never copies
+/// the mapping half-shrunk (but for a fork from a handler on this thread, which
+/// `reopen_after_fork` sees by SHRINKING).
+pub fn before_mlockall(flags: usize, quiet: bool, at_start: bool) {
     unsafe {
-        if BASE.is_null() || flags & MCL_CURRENT == 0 || quiet || SHRUNK.swap(true, Ordering::AcqRel) {
+        if BASE.is_null() || flags & MCL_CURRENT == 0 || quiet
+            || SHRINK.compare_exchange(WHOLE, SHRINKING, Ordering::AcqRel, Ordering::Relaxed).is_err() {
             return;
         }
         let mapped = MAPPED.load(Ordering::Relaxed);
+        let spare = if at_start { SPARE_BLOCKS_AT_START } else { SPARE_BLOCKS };
         let up_to = |n: usize| page_up(L::THREADS_OFF + n.min(L::MAX_THREADS) * L::THREAD_BLOCK).min(mapped);
-        let keep = up_to(field(L::H_NTHREADS).load(Ordering::SeqCst) as usize + SPARE_BLOCKS);
+        let keep = up_to(field(L::H_NTHREADS).load(Ordering::SeqCst) as usize + spare);
         MAPPED.store(keep, Ordering::SeqCst);
         // A claim whose index came before this second look may have seen the whole mapping:
         // its block is kept. One after it sees the new size.
         let keep = keep.max(up_to(field(L::H_NTHREADS).load(Ordering::SeqCst) as usize));
         MAPPED.store(keep, Ordering::SeqCst);
-        // Unmapped after MAPPED says so: a mapping the program makes meanwhile may land there.
         if keep < mapped {
             syscall3(MUNMAP, BASE as usize + keep, mapped - keep, 0);
         }
+        SHRINK.store(DONE, Ordering::Release);
     }
 }
 
@@ -335,6 +350,8 @@ unsafe fn mapped_blocks() -> impl Iterator<Item = *mut u8> {
     let mapped = MAPPED.load(Ordering::Relaxed);
     (0..n).take_while(move |i| L::THREADS_OFF + (i + 1) * L::THREAD_BLOCK <= mapped)
         .map(|i| BASE.add(L::THREADS_OFF + i * L::THREAD_BLOCK))
+        // A claim refused in a shrink's window leaves its block unwritten.
+        .filter(|b| *(b.add(L::T_TID) as *const u64) != 0)
 }
 
 /// Whether this process writes a profile.
