@@ -65,11 +65,15 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         CLOSE_RANGE if let Some(r) = crate::own_fds::close_range(a[0], a[1], a[2], |args| run(nr, args)) => r,
         DUP2 | DUP3 if let Some(r) = crate::own_fds::dup_onto(a[1]) => r,
         MLOCKALL => {
-            // Under the lock fork takes: no child copies the profile's mapping half-shrunk.
-            let locked = crate::rewrite_lock::lock();
-            profile::before_mlockall(a[0], thread::current().calls_may_kill(), false);
-            if locked {
-                crate::rewrite_lock::unlock();
+            let quiet = thread::current().calls_may_kill();
+            if profile::shrink_pending(a[0], quiet) {
+                // Under the lock every clone of a new process takes: none copies the profile's
+                // mapping half-shrunk.
+                let locked = crate::rewrite_lock::lock();
+                profile::before_mlockall(a[0], quiet, false);
+                if locked {
+                    crate::rewrite_lock::unlock();
+                }
             }
             run(nr, a)
         }

@@ -395,7 +395,15 @@ pub fn clone(uc: *mut u8, a: &[usize; 6], bounced: bool) -> isize {
 /// Runs `clone` (with a stack of its own) with the new thread counted among the program's.
 fn counted_clone(flags: u64, clone: impl FnOnce() -> isize) -> isize {
     let counted = app_threads::before_clone(thread::current(), flags);
+    // A new process is copied under the rewrite lock, as in fork_here: with no rewrite and no
+    // shrink of the profile's mapping half-done (the child starts in coreplane_child_entry,
+    // which frees the lock there).
+    let new_process = flags & CLONE_VM == 0;
+    let taken = new_process && crate::rewrite_lock::before_fork();
     let r = clone();
+    if new_process {
+        crate::rewrite_lock::after_fork(taken, false);
+    }
     if r < 0 && counted {
         app_threads::clone_failed();
     }

@@ -12,7 +12,7 @@ static mut BASE: *mut u8 = core::ptr::null_mut();
 /// MAX_THREADS blocks, 219 MB) until an mlockall (`before_mlockall`); once SHRINK is DONE, also
 /// what is mapped at BASE.
 static MAPPED: AtomicUsize = AtomicUsize::new(L::FILE_SIZE);
-/// The mapping's shrink, once per image: WHOLE, then SHRINKING (the tail still mapped), then DONE.
+/// The mapping's shrink, once per image: WHOLE, then SHRINKING, then DONE.
 static SHRINK: AtomicU8 = AtomicU8::new(WHOLE);
 const WHOLE: u8 = 0;
 const SHRINKING: u8 = 1;
@@ -151,10 +151,9 @@ pub fn reopen_after_fork() {
         if BASE.is_null() {
             return;
         }
-        // A fork in the middle of a shrink (from another thread, or a handler on the shrinking
-        // one) copied the whole mapping: its tail was not yet unmapped.
-        let mapped = if SHRINK.load(Ordering::Acquire) == DONE { MAPPED.load(Ordering::Relaxed) } else { L::FILE_SIZE };
-        syscall3(MUNMAP, BASE as usize, mapped, 0);
+        // No child is copied in the middle of a shrink (`before_mlockall`): MAPPED is what is
+        // mapped.
+        syscall3(MUNMAP, BASE as usize, MAPPED.load(Ordering::Relaxed), 0);
         BASE = core::ptr::null_mut();
         MAPPED.store(L::FILE_SIZE, Ordering::Relaxed);
         SHRINK.store(WHOLE, Ordering::Relaxed);
@@ -167,16 +166,17 @@ pub fn reopen_after_fork() {
 /// all 219 MB were filled and locked (as root: 214 MB of /dev/shm in every process), and an
 /// unprivileged call failed with ENOMEM, the mapping counting against RLIMIT_MEMLOCK (strace's
 /// mlockall test). Once per image, kept if the call then fails. `quiet`: the caller's calls may
-/// be killed by a filter of the program's, and the munmap is not made. The program's call is
-/// made under the rewrite lock, which fork takes too (`dispatch`), so that a child never copies
-/// the mapping half-shrunk (but for a fork from a handler on this thread, which
-/// `reopen_after_fork` sees by SHRINKING).
+/// be killed by a filter of the program's, and the munmap is not made. No child is copied with
+/// the mapping half-shrunk: the program's call shrinks it under the rewrite lock, which every
+/// clone of a new process takes (`dispatch`, `process`), and with the program's signals blocked
+/// (a handler's fork, or its longjmp out with the lock held).
 pub fn before_mlockall(flags: usize, quiet: bool, at_start: bool) {
     unsafe {
-        if BASE.is_null() || flags & MCL_CURRENT == 0 || quiet
+        if !shrink_pending(flags, quiet)
             || SHRINK.compare_exchange(WHOLE, SHRINKING, Ordering::AcqRel, Ordering::Relaxed).is_err() {
             return;
         }
+        let signals = sys::block_all_but_sigsys();
         let mapped = MAPPED.load(Ordering::Relaxed);
         let spare = if at_start { SPARE_BLOCKS_AT_START } else { SPARE_BLOCKS };
         let up_to = |n: usize| page_up(L::THREADS_OFF + n.min(L::MAX_THREADS) * L::THREAD_BLOCK).min(mapped);
@@ -190,7 +190,13 @@ pub fn before_mlockall(flags: usize, quiet: bool, at_start: bool) {
             syscall3(MUNMAP, BASE as usize + keep, mapped - keep, 0);
         }
         SHRINK.store(DONE, Ordering::Release);
+        sys::set_mask(signals);
     }
+}
+
+/// Whether an mlockall with `flags` would shrink the profile's mapping (`before_mlockall`).
+pub fn shrink_pending(flags: usize, quiet: bool) -> bool {
+    unsafe { !BASE.is_null() && flags & MCL_CURRENT != 0 && !quiet && SHRINK.load(Ordering::Acquire) == WHOLE }
 }
 
 #[inline(always)]
