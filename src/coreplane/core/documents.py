@@ -1,5 +1,5 @@
 """Reading a JSON document of a known format, with one-line errors naming the file and line, or
-the format field; writing one atomically."""
+the format field; writing one atomically; checking an output directory before work starts."""
 
 import json
 import os
@@ -19,6 +19,19 @@ def read_text(path: str | Path, what: str = "") -> str:
         # A binary file (a program, a database) given where a text file goes.
         raise CoreplaneError(f"{path}: not a text file (byte {exc.object[exc.start]:#04x} at offset {exc.start} "
                              "is not UTF-8)") from None
+
+
+def check_output_dir(out: Path) -> None:
+    """`--out DIR`, or the nearest part of its path that exists, must be a directory: checked
+    before a command starts work (mkdir said only "File exists" of a regular file, after the
+    work, or left a half-made output behind)."""
+    for part in (out, *out.parents):
+        if part.exists():
+            if not part.is_dir():
+                if part == out:
+                    raise CoreplaneError(f"--out {out}: not a directory")
+                raise CoreplaneError(f"--out {out}: cannot be made: {part} is not a directory")
+            return
 
 
 def read_json(path: str | Path):

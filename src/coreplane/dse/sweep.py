@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from coreplane.core.documents import check_output_dir
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.progress import Tracker, bars
 from coreplane.dse import expand
@@ -105,7 +106,7 @@ def run_sweep(spec: Spec | dict | str | Path, out: str | Path, *, resume: bool =
     points = expand.points(spec)
     if not points:
         raise CoreplaneError(f"{spec.source}: every combination is excluded; nothing to run")
-    _check_out(out)
+    check_output_dir(out)
     runner = make_executor(executor, parallel, cores_per_run, spec, out)
     store = Store(out / STORE_NAME)
     try:
@@ -122,18 +123,6 @@ def run_sweep(spec: Spec | dict | str | Path, out: str | Path, *, resume: bool =
         return _loop(spec, store, points, out, runner, progress)
     finally:
         store.close()
-
-
-def _check_out(out: Path) -> None:
-    """The sweep directory, or the nearest part of its path that exists, must be a directory
-    (mkdir said only "File exists" of a regular file given as --out)."""
-    for part in (out, *out.parents):
-        if part.exists():
-            if not part.is_dir():
-                if part == out:
-                    raise CoreplaneError(f"{out}: not a directory; a sweep goes into a directory (store and logs)")
-                raise CoreplaneError(f"{out}: cannot be made: {part} is not a directory")
-            return
 
 
 def _loop(spec: Spec, store: Store, points: list[Point], out: Path, runner, progress: bool | Tracker) -> dict:

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coreplane.core.documents import check_output_dir
 from coreplane.core.errors import CoreplaneError
 from coreplane.core.machine import describe
 from coreplane.core.native import workload
@@ -95,8 +96,7 @@ def _forward_costs(options: Options) -> tuple[int, ...]:
 
 
 def _start(out: Path, resume: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise CoreplaneError(f"--out {out}: not a directory")
+    check_output_dir(out)
     if out.exists() and any(out.iterdir()) and not resume:
         raise CoreplaneError(f"{out}: exists and is not empty; continue it with --resume or choose another --out")
     out.mkdir(parents=True, exist_ok=True)

@@ -112,12 +112,12 @@ impl Thread {
 
     /// Whether the thread's calls must be made where it is, never delegated.
     pub fn calls_locally(&self) -> bool {
-        self.local_only || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
+        self.local_only || every_thread_sandboxed()
     }
 
     /// Whether a seccomp filter of the program's applies to this thread.
     pub fn is_filtered(&self) -> bool {
-        self.filtered || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
+        self.filtered || every_thread_sandboxed()
     }
 
     /// Whether a filter the program installed itself applies to this thread: a sandbox written
@@ -125,7 +125,7 @@ impl Thread {
     /// membarrier). A filter the image started under (a container's, a service manager's) is
     /// written for any program, and lets the runtime rewrite sites as it does elsewhere.
     pub fn is_sandboxed(&self) -> bool {
-        self.sandboxed || EVERY_THREAD_FILTERED.load(core::sync::atomic::Ordering::Relaxed)
+        self.sandboxed || every_thread_sandboxed()
     }
 
     /// Whether the runtime must make no call of its own on this thread that it can do without:
