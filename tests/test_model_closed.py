@@ -291,3 +291,44 @@ def test_a_caller_spins_through_its_delegated_call_blocking():
     # The writer's 1 ms, then each read: 18 µs (its CPU part and what it was blocked) + 2·f_c.
     assert spins.time_ns == pytest.approx((1_000_000 + 50 * (18_000 + 20_000)) / spins.native_model_ns * 1_000_000,
                                           rel=0.02)
+
+
+def _fio_like(sleep_ns: int) -> Profile:
+    # fio's shape (heldout10): a main thread that computes 100 ms and then sleeps `sleep_ns` in a
+    # call the profiler did not time (a site's 9th clock_nanosleep, sampled away), and a job
+    # thread alive beside it that makes 1000 writes of 5 µs each after the sleep. One compute core.
+    doc = TINY_MT.to_dict()
+    write = {"name": "write", "nr": 1, "count": 1000, "errors": 0, "total_ns": 5_000_000, "local": 1000,
+             "delegated": 0, "first_ns": 100_000_000 + sleep_ns, "last_ns": 100_000_000 + sleep_ns + 9_900_000}
+    nap = {"name": "clock_nanosleep", "nr": 230, "count": 13, "errors": 0, "total_ns": 1_300_000, "local": 13,
+           "delegated": 0, "first_ns": 99_000_000, "last_ns": 100_000_000}
+    end = 110_000_000 + sleep_ns
+    doc["wall_ns"] = end
+    doc["syscalls"] = [nap, write]
+    doc["threads"] = [{"pid": 100, "tid": 100, "start_ns": 0, "end_ns": end, "cpu_ns": 100_000_000, "syscalls": [nap]},
+                      {"pid": 100, "tid": 101, "start_ns": 0, "end_ns": end, "cpu_ns": 10_000_000, "syscalls": [write]}]
+    doc["processes"] = [{"pid": 100, "ppid": 1, "start_ns": 0, "end_ns": end, "user_ns": 105_000_000,
+                         "sys_ns": 5_000_000}]
+    return profiles.from_dict(doc)
+
+
+@pytest.mark.parametrize("fc", [0.0, 5_000.0, 20_000.0])
+def test_time_the_profile_does_not_show_is_not_scaled_with_the_run(fc):
+    # A sleep the profiler did not time is left in the thread's computation beyond its CPU time,
+    # which the network drops: the model's native run is ~100 ms short of the profile's wall.
+    # That time passes as it did in the delegated run; the delegated calls cost what they cost
+    # without the sleep, not that scaled by wall ÷ native model (1.9× here).
+    writes = Policy("explicit", names=frozenset({"write"}))
+    awake, asleep = _fio_like(0), _fio_like(100_000_000)
+    # The caller spins through each round trip on the one compute core: 1000 × (4.5 µs + 2·f_c).
+    quiet = closed(awake, 1.0, fc, writes, compute_cores=1)
+    slept = closed(asleep, 1.0, fc, writes, compute_cores=1)
+    added = slept.time_ns - asleep.wall_ns
+    assert added == pytest.approx(quiet.time_ns - awake.wall_ns, rel=0.05)
+    assert added == pytest.approx(1000 * (4_500 + 2 * fc), rel=0.05)
+    # The time left unseen: ~100 ms, none without the sleep. Scaled with the run instead, the
+    # calls would cost wall ÷ native model (1.9×) as much.
+    assert quiet.unseen_ns < 0.02 * awake.wall_ns
+    assert slept.unseen_ns == pytest.approx(asleep.wall_ns - slept.native_model_ns)
+    assert slept.unseen_ns > 0.4 * asleep.wall_ns
+    assert asleep.wall_ns / slept.native_model_ns > 1.5

@@ -498,6 +498,20 @@ def _handover_ns(profile: Profile, phase: list[Share], parts: list[Split], wall_
     return count, count * (round_trip + yield_ns) * rho
 
 
+def unseen_ns(profile: Profile, native_model_ns: float) -> float:
+    """The profiled run's wall time that the closed model's native network does not rebuild:
+    the profile's wall less `native_model_ns`, when positive. It is time the program spent off
+    its cores where the profile shows no call: a blocking call the profiler did not time (with
+    --time-every, a site's calls after its first few are sampled and the others get the mean of
+    those timed: fio's one 100 ms clock_nanosleep, its 9th at that site, counted as ~0.1 ms) or
+    a call that never returned. That time is left in the thread's computation, whose share
+    beyond its CPU time (`cpu_scale`) the network drops as waiting for a core. Delegation does
+    not shorten a sleep, so it is added to both runs as it was measured, rather than scaled
+    with the run by S = native ÷ delegated (which charged fio's 2 job threads 1.6× the cost of
+    their delegated calls). 0 for a sequential profile, whose network is its wall exactly."""
+    return max(0.0, float(profile.wall_ns) - native_model_ns) if profile.multithreaded else 0.0
+
+
 @dataclass
 class ClosedResult:
     """The closed model's projection. `compute_busy` is the mean number of busy compute cores in
@@ -520,6 +534,7 @@ class ClosedResult:
     native_model_ns: float
     handovers: float = 0.0      # control-core hand-overs between processes' delegates (`_handover_ns`)
     handover_ns: float = 0.0    # the time they add
+    unseen_ns: float = 0.0      # the profiled run's time the network does not rebuild (`unseen_ns`), in both runs
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -528,7 +543,8 @@ class ClosedResult:
 def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute_cores: int = 1,
            control_cores: int = 1, spin_ns: float | None = None,
            local_ns: Mapping[str, float] | None = None, yield_ns: float | None = None) -> ClosedResult:
-    """The closed (finite-source) queueing model: S = wall without delegation / wall with it.
+    """The closed (finite-source) queueing model: S = wall without delegation / wall with it,
+    each the network's wall plus the profiled time it does not rebuild (`unseen_ns`).
 
     Each thread is one customer; it cycles once per delegated call through the compute cores
     ((C_k/γ + t_local,k)/n_k, plus the part of the round trip rt = g/n + 2·f_c it spends
@@ -570,11 +586,12 @@ def closed(profile: Profile, gamma: float, fc_ns: float, policy: Policy, compute
         calls += c
         exact = exact and ok
     wall_nd = sum(natives)
-    s = wall_nd / wall_d if wall_d > 0 else 1.0
+    unseen = unseen_ns(profile, wall_nd)
+    s = (wall_nd + unseen) / (wall_d + unseen) if wall_d + unseen > 0 else 1.0
     n_threads = max(1, len(profile.threads))
     return ClosedResult(
         model=f"closed MVA, {n_threads} thread(s) on {compute_cores} compute / {control_cores} control core(s)",
         threads=n_threads, compute_cores=compute_cores, control_cores=control_cores, gamma=gamma, fc_ns=fc_ns,
         spin_ns=spin_ns, exact=exact, compute_busy=busy_time / wall_d if wall_d > 0 else 0.0,
         wait_ns=waits / calls if calls else 0.0, speedup=s, time_ns=profile.wall_ns / s, native_model_ns=wall_nd,
-        handovers=handovers, handover_ns=handover_ns)
+        handovers=handovers, handover_ns=handover_ns, unseen_ns=unseen)
