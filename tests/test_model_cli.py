@@ -127,3 +127,16 @@ def test_processes_running_side_by_side_are_warned_about(tmp_path):
         none = cli_json("project", str(path), "--no-calibration", "--delegate", "none")["warnings"]
         assert not any("ran at once" in w for w in none)
     assert warned == {"pipeline": True, "sequence": False}
+
+
+def test_the_unseen_time_is_named_in_the_answer(tmp_path):
+    """The profile's time the closed model does not rebuild (a sleep the profiler did not time)
+    is in the JSON and named in the human output; a profile with none shows nothing."""
+    from test_model_closed import _fio_like
+    for sleep, named in ((100_000_000, True), (0, False)):
+        path = tmp_path / f"fio-{sleep}.json"
+        profiles.save(_fio_like(sleep), path)
+        args = ("project", str(path), "--no-calibration", "--delegate", "write", "--forward-cost", "20000",
+                "--compute-cores", "1")
+        assert (cli_json(*args)["closed"]["unseen_ns"] > 40_000_000) is named
+        assert ("rebuilt" in run_cli(*args, check=True).stdout) is named

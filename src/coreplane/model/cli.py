@@ -68,6 +68,8 @@ def _render(doc: dict) -> None:
                       f"load {q['load']:.3f}, mean wait {human_ns(q['wait_ns'])} per delegated call")
     handovers = (f", {c['handovers']:,.0f} hand-overs between processes' delegates {human_ns(c['handover_ns'])}"
                  if c.get("handovers") else "")
+    if c.get("unseen_ns"):
+        handovers += f", {human_ns(c['unseen_ns'])} of the profile's wall not rebuilt (no timed call, no CPU time), added to both runs"
     table.add_row(f"closed MVA ◀ answer", f"{c['speedup']:.4f}", human_ns(c["time_ns"]),
                   f"{c['threads']} thread(s) on {c['compute_cores']} compute / {c['control_cores']} control core(s), "
                   f"mean wait {human_ns(c['wait_ns'])} per delegated call{handovers}", style="bold")
