@@ -161,16 +161,40 @@ fn look_up(addr: usize) -> bool {
 /// in one, and whether they all fit (a failed read leaves TEXT empty and incomplete).
 fn read_text(addr: usize) -> (bool, bool) {
     TEXT_USED.store(0, Relaxed);
-    let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
-    if fd < 0 {
-        return (false, false);
-    }
-    crate::profile::count_maps_read();
     let mut found = false;
-    let mut buf = [0u8; 4096];
-    let mut carry = 0;
     let mut used = 0;
     let mut complete = true;
+    let mut buf = [0u8; 4096];
+    let read = each_mapping(&mut buf, |line| {
+        let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
+        let (Some(_), Some(perms)) = (fields.next(), fields.next()) else { return };
+        let path = fields.nth(3);
+        if perms != b"r-xp" || !path.is_some_and(|p| p.first() == Some(&b'/')) {
+            return;
+        }
+        let (lo, hi) = range_of(line);
+        found |= lo <= addr && addr < hi;
+        if used == RANGES {
+            complete = false;
+            return;
+        }
+        TEXT[used][0].store(lo, Relaxed);
+        TEXT[used][1].store(hi, Relaxed);
+        used += 1;
+        TEXT_USED.store(used, Relaxed);
+    });
+    (found, complete && read)
+}
+
+/// Reads /proc/self/maps through `buf`, calling `each` with every line (its first `buf.len()`
+/// bytes where it is longer: a long path); false when it could not be read whole.
+pub fn each_mapping(buf: &mut [u8], mut each: impl FnMut(&[u8])) -> bool {
+    let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    if fd < 0 {
+        return false;
+    }
+    crate::profile::count_maps_read();
+    let (mut carry, mut skipping, mut complete) = (0, false, true);
     loop {
         let n = unsafe { syscall3(READ, fd as usize, buf.as_mut_ptr().add(carry) as usize, buf.len() - carry) };
         if n <= 0 {
@@ -180,31 +204,31 @@ fn read_text(addr: usize) -> (bool, bool) {
         let end = carry + n as usize;
         let mut start = 0;
         while let Some(nl) = buf[start..end].iter().position(|&c| c == b'\n') {
-            let line = &buf[start..start + nl];
-            start += nl + 1;
-            let mut fields = line.split(|&c| c == b' ').filter(|f| !f.is_empty());
-            let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
-            let path = fields.nth(3);
-            if perms != b"r-xp" || !path.is_some_and(|p| p.first() == Some(&b'/')) {
-                continue;
+            if !core::mem::take(&mut skipping) {
+                each(&buf[start..start + nl]);
             }
-            let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
-            let (lo, hi) = (hex(&range[..dash]), hex(&range[dash + 1..]));
-            found |= lo <= addr && addr < hi;
-            if used == RANGES {
-                complete = false;
-                continue;
+            start += nl + 1; // else the end of a line longer than the buffer, whose start was seen
+        }
+        if start == 0 && end == buf.len() {
+            if !skipping {
+                each(&buf[..end]);
             }
-            TEXT[used][0].store(lo, Relaxed);
-            TEXT[used][1].store(hi, Relaxed);
-            used += 1;
-            TEXT_USED.store(used, Relaxed);
+            skipping = true;
+            carry = 0;
+            continue;
         }
         buf.copy_within(start..end, 0);
         carry = end - start;
     }
     unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
-    (found, complete)
+    complete
+}
+
+/// The address range a line of /proc/self/maps starts with.
+pub fn range_of(line: &[u8]) -> (usize, usize) {
+    let range = line.split(|&c| c == b' ').next().unwrap_or(&[]);
+    let dash = range.iter().position(|&c| c == b'-').unwrap_or(0);
+    (hex(&range[..dash]), hex(&range[dash + 1..]))
 }
 
 fn hex(s: &[u8]) -> usize {
