@@ -3,6 +3,7 @@
 //! what dispatch serves.
 
 use crate::sys::*;
+use crate::memsvc::lock::{MLOCK, MLOCK2, MUNLOCK, MUNLOCKALL};
 
 /// Calls that need the trap's ucontext: they are never served by the fast path.
 pub fn needs_trap(nr: usize) -> bool {
@@ -23,6 +24,9 @@ pub fn answered_by_runtime(nr: usize) -> bool {
         | SETGID | SETREGID | SETRESGID | SETFSGID | SETGROUPS | CAPSET | LANDLOCK_RESTRICT_SELF
         | CLOSE_RANGE | DUP2 | DUP3 | MLOCKALL)
         || nr == BRK && crate::env::config().memory_pool > 0
+        // Locking under the pool (`memsvc::lock`): mlock2 and munlock of pool pages are checked,
+        // munlockall ends the MCL_FUTURE the service keeps.
+        || matches!(nr, MLOCK | MLOCK2 | MUNLOCK | MUNLOCKALL) && crate::env::config().memory_pool > 0
         // close is frequent: through the runtime (+35 ns) only where it may hold descriptors.
         || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())
         // Not for the pool's threads alone: its scrubber starts late, if ever, and a stat at a

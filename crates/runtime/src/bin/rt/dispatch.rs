@@ -4,6 +4,7 @@
 
 use crate::sys::{self, *};
 use crate::{delegate, process, profile, signals, thread};
+use crate::memsvc::lock::{MLOCK, MLOCK2, MUNLOCK, MUNLOCKALL};
 
 /// seccomp(SET_MODE_FILTER) flag: the filter goes on every thread of the process.
 const SECCOMP_FILTER_FLAG_TSYNC: usize = 1;
@@ -75,8 +76,17 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
                     crate::rewrite_lock::unlock();
                 }
             }
+            if crate::memsvc::lock::serves_mlockall(quiet) {
+                // The pool's reservation would count against RLIMIT_MEMLOCK and be locked whole.
+                return local(nr, || crate::memsvc::lock::mlockall(a[0]));
+            }
             run(nr, a)
         }
+        MUNLOCKALL => {
+            crate::memsvc::lock::munlockall();
+            run(nr, a)
+        }
+        MLOCK | MLOCK2 | MUNLOCK if let Some(r) = crate::memsvc::lock::lock_range(nr, a) => r,
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
         SIGALTSTACK if thread::current().withdrawn_signal_stack[2] != 0 => crate::program_signal::sigaltstack_withdrawn(a, || run(nr, a)),
         SIGALTSTACK => crate::program_signal::sets_signal_stack(a[0], || run(nr, a)),
@@ -125,6 +135,17 @@ fn mapping_call(nr: usize, a: &[usize; 6]) -> isize {
     if let Some(r) = crate::memsvc::serve(nr, a) {
         return r;
     }
+    if nr == MMAP {
+        if let Some(flags) = crate::memsvc::lock::future() {
+            // The program's mlockall(MCL_FUTURE), kept by the memory service (`memsvc::lock`).
+            return crate::memsvc::lock::mmap_locked(a, flags, |a| kernel_mapping_call(nr, a));
+        }
+    }
+    kernel_mapping_call(nr, a)
+}
+
+/// A mapping call the pool does not serve, made, and `textmap` told.
+fn kernel_mapping_call(nr: usize, a: &[usize; 6]) -> isize {
     match nr {
         // A mapping at a place the kernel picks replaces nothing, so it changes no answer of
         // `textmap`, unless it executes: new text (a JIT's, or a library dlopen maps whole with

@@ -258,3 +258,12 @@ extern "C" fn handler_main(_: usize) {
         }
     }
 }
+
+/// The fault handler's buffer of zeros and its doorbell (address, bytes; 0 where none), mappings
+/// of the service's own that mlockall neither counts nor locks (`lock`): populating the doorbell
+/// would wake the handler to retire.
+pub(super) fn own_ranges() -> [(usize, usize); 2] {
+    let source = unsafe { ZERO_SOURCE };
+    let bell = DOORBELL.load(Relaxed);
+    [(source, if source == 0 { 0 } else { MAX_BATCH * PAGE }), (bell, if bell == 0 { 0 } else { PAGE })]
+}

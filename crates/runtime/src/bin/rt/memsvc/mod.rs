@@ -38,6 +38,7 @@
 
 mod demand;
 mod grow;
+pub mod lock;
 mod scrub;
 mod stats;
 
@@ -149,6 +150,8 @@ static RETURNED: AtomicU32 = AtomicU32::new(0);
 /// The program break, read without the lock (by a signal handler that interrupted the service).
 static BREAK: AtomicUsize = AtomicUsize::new(0);
 static WAITERS: AtomicU32 = AtomicU32::new(0);
+/// The allocator's bookkeeping (address, bytes), a mapping of the service's own (`lock`).
+static BOOK: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 
 /// The calling program thread's id, its owner id for `POOL_LOCK`.
 fn me() -> u32 {
@@ -290,16 +293,20 @@ fn within_address_limit(budget: u64, growth: u64) -> (u64, u64) {
     if limit[0] == u64::MAX {
         return (budget, growth);
     }
-    let mut buf = [0u8; 128];
-    let used_pages = sys::read_once(b"/proc/self/statm\0", &mut buf)
-        .and_then(|text| coreplane_runtime::config::parse_u64(text.split(|&c| c == b' ').next()?))
-        .unwrap_or(0);
-    let room = limit[0].saturating_sub(used_pages * PAGE as u64) / 2 / (1 + SPREAD as u64);
+    let room = limit[0].saturating_sub((total_vm() * PAGE) as u64) / 2 / (1 + SPREAD as u64);
     if budget + growth <= room {
         return (budget, growth);
     }
     let budget = room / HUGE_PAGE as u64 * HUGE_PAGE as u64;
     (budget, 0)
+}
+
+/// The process's address space in pages (total_vm: /proc/self/statm's first field; 0 unread).
+fn total_vm() -> usize {
+    let mut buf = [0u8; 128];
+    sys::read_once(b"/proc/self/statm\0", &mut buf)
+        .and_then(|text| coreplane_runtime::config::parse_u64(text.split(|&c| c == b' ').next()?))
+        .unwrap_or(0) as usize
 }
 
 /// Reserves the pool of `bytes` and the `growth` it may be granted (rounded up to huge pages),
@@ -320,6 +327,8 @@ fn reserve(bytes: u64, growth: u64) {
     let links_bytes = (pages * 4).next_multiple_of(PAGE);
     let book = sys::map_anon(state_bytes + 2 * links_bytes)
         .unwrap_or_else(|| sys::die(&[b"out of memory for the memory pool's bookkeeping"]));
+    BOOK[0].store(book as usize, Relaxed);
+    BOOK[1].store(state_bytes + 2 * links_bytes, Relaxed);
     let (state, next, prev) = unsafe {
         (
             core::slice::from_raw_parts_mut(book, pages),
@@ -401,6 +410,7 @@ pub fn after_fork_parent(taken: bool) {
 pub fn child_after_fork() {
     POOL_LOCK.reset();
     WAITERS.store(0, Relaxed);
+    lock::child_after_fork();
     grow::child_after_fork();
     if enabled() {
         scrub::child_after_fork(unsafe { (*core::ptr::addr_of_mut!(POOL)).as_mut().unwrap_unchecked() });
@@ -576,6 +586,7 @@ impl Pool {
                 let addr = self.base + run as usize * PAGE;
                 let r = unsafe {
                     if state == USED {
+                        lock::unlock_before_release(addr, len * PAGE);
                         syscall3(MPROTECT, addr, len * PAGE, PROT_NONE)
                     } else {
                         let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED;
@@ -747,7 +758,12 @@ pub fn mmap(a: &[usize; 6]) -> Option<isize> {
             if len >= HUGE_FROM && !demand::active() {
                 unsafe { syscall3(MADVISE, addr, len, MADV_HUGEPAGE) };
             }
-            if flags & MAP_POPULATE != 0 {
+            if lock::lock_handed_out(addr, len) != 0 {
+                // MCL_FUTURE past RLIMIT_MEMLOCK: EAGAIN, nothing mapped, as natively.
+                munmap(addr, len);
+                return Some(-lock::EAGAIN);
+            }
+            if flags & MAP_POPULATE != 0 && lock::future() != Some(0) {
                 // Fresh or dropped pages are not populated yet (an old kernel's EINVAL: they
                 // fault in at first touch).
                 unsafe { syscall3(MADVISE, addr, len, MADV_POPULATE_WRITE) };
@@ -795,6 +811,11 @@ fn brk(addr: usize) -> Option<isize> {
             if failed(r) {
                 return Some(old as isize);
             }
+            if lock::lock_handed_out(start + top * PAGE, n * PAGE) != 0 {
+                // MCL_FUTURE past RLIMIT_MEMLOCK: the break does not move, as natively.
+                unsafe { syscall3(MPROTECT, start + top * PAGE, n * PAGE, PROT_NONE) };
+                return Some(old as isize);
+            }
             unsafe { core::ptr::write_bytes((start + top * PAGE) as *mut u8, 0, lazy * PAGE) };
             pool.buddy.mark(top as u32, n, USED);
             pool.held += n;
@@ -829,6 +850,7 @@ impl Pool {
         let lazy_end = self.heap_lazy_end.max(top);
         let own = self.buddy.all(new_top as u32, top - new_top, USED);
         if own && lazy_end - new_top < SCRUB_FROM {
+            lock::unlock_before_release(self.base + new_top * PAGE, (top - new_top) * PAGE);
             if failed(unsafe { syscall3(MPROTECT, self.base + new_top * PAGE, (top - new_top) * PAGE, PROT_NONE) }) {
                 return true; // out of mappings (vm.max_map_count): the pages stay the program's
             }
@@ -857,7 +879,11 @@ fn fixed_over_pool(a: &[usize; 6]) -> Option<isize> {
     if !pool.holds(first, n) {
         return Some(-ENOMEM);
     }
-    let r = unsafe { syscall6(MMAP, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    let make = |a: &[usize; 6]| unsafe { syscall6(MMAP, a[0], a[1], a[2], a[3], a[4], a[5]) };
+    let r = match lock::future() {
+        Some(flags) => lock::mmap_locked(a, flags, make),
+        None => make(a),
+    };
     if !failed(r) {
         pool.buddy.mark(first, n, FOREIGN);
         pool.any_foreign = true;
@@ -967,6 +993,20 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
         }
         Err(e) => return Some(e),
     };
+    let drop_new = || {
+        if in_pool {
+            munmap(new, new_pages * PAGE);
+        } else {
+            unsafe { syscall3(MUNMAP, new, new_pages * PAGE, 0) };
+        }
+    };
+    let tail = (new + old_pages * PAGE, (new_pages - old_pages) * PAGE);
+    if lock::lock_handed_out(tail.0, tail.1) != 0 {
+        // MCL_FUTURE past RLIMIT_MEMLOCK: EAGAIN, the old mapping left as it was.
+        drop_new();
+        return Some(-lock::EAGAIN);
+    }
+    let was_locked = lock::unlock_before_move(old, old_pages * PAGE);
     demand::disarm(old, old_pages * PAGE);
     let moved = unsafe {
         syscall6(MREMAP, old, old_pages * PAGE, old_pages * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, new, 0)
@@ -976,13 +1016,11 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
         demand::rearm(new, old_pages * PAGE);
     }
     if failed(moved) {
-        if in_pool {
-            munmap(new, new_pages * PAGE);
-        } else {
-            unsafe { syscall3(MUNMAP, new, new_pages * PAGE, 0) };
-        }
+        lock::lock_after_move(old, old_pages * PAGE, was_locked);
+        drop_new();
         return Some(moved);
     }
+    lock::lock_after_move(new, if was_locked { new_pages } else { old_pages } * PAGE, was_locked);
     munmap(old, old_pages * PAGE);
     Some(new as isize)
 }

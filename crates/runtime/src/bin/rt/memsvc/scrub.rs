@@ -572,3 +572,11 @@ pub(super) fn helped() {
     HELP_STEP.store(0, Relaxed);
     HELPING.store(false, Release);
 }
+
+/// The scratch ranges (address, bytes; 0 where not reserved), mappings of the service's own that
+/// mlockall neither counts nor locks (`lock`).
+pub(super) fn own_ranges() -> [(usize, usize); 2] {
+    let size = |at: usize| if at == 0 { 0 } else { STEP_PAGES * PAGE };
+    let (a, b) = (SCRATCH.load(Relaxed), HELP_SCRATCH.load(Relaxed));
+    [(a, size(a)), (b, size(b))]
+}

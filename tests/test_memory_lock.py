@@ -1,0 +1,79 @@
+"""Memory locking under the memory service (issue 15, `--memory pool` and `pool-demand`; the
+runtime's `memsvc/lock.rs`): mlockall, mlock2, munlock and munlockall do what they do natively,
+for root and for an unprivileged user, at RLIMIT_MEMLOCK's default and below it.
+
+Before (session 23): the pool's reservation (three times budget and growth, PROT_NONE) counted in
+the process's total_vm, so an unprivileged mlockall(MCL_CURRENT) failed with ENOMEM (strace's
+`mlockall` test as user nobody) and a privileged one locked the whole reservation (VmLck of GiBs);
+MCL_FUTURE left the memory the pool handed out later unlocked; munmap of locked pool memory left
+it locked; mlock of pool pages the program had unmapped locked them. And with the fix's first
+version, an mremap growing locked pool memory left VmLck 1 MiB too high after its munmap (the
+kernel's MREMAP_DONTUNMAP, with which the pool moves page tables, clears the old range's lock
+without uncounting it)."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, REPO
+from coreplane.doctor.probes import userfaultfd
+from test_stress import watched
+
+UFFD_OK, UFFD_WHY = userfaultfd()
+MEMORY_MODES = ["pool", pytest.param("pool-demand", marks=pytest.mark.skipif(not UFFD_OK, reason=UFFD_WHY))]
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+# Each case prints what it did in words that are the same natively and under the pool (VmLck in
+# ranges: the runtime's own mappings add to it); tests/programs/pool_mlock.c says what each checks.
+CASES = [["current"], ["future"], ["limit", "64"], ["limit", "0"], ["future_limit"], ["range"], ["remap", "future"],
+         ["remap", "mlock"]]
+
+
+@pytest.fixture(scope="module")
+def program():
+    # In a directory every user may enter: the unprivileged runs execute it as nobody.
+    d = Path(tempfile.mkdtemp(prefix="pool-mlock-"))
+    d.chmod(0o755)
+    exe = d / "pool_mlock"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(REPO / "tests" / "programs" / "pool_mlock.c")], check=True)
+    exe.chmod(0o755)
+    yield exe
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("memory", MEMORY_MODES)
+@pytest.mark.parametrize("who", ["root", "nobody"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(c))
+def test_locking_under_the_pool_is_as_native(program, memory, who, case):
+    if os.geteuid() != 0:
+        pytest.skip("runs as root and as nobody: needs root")
+    drop = NOBODY if who == "nobody" else []
+    native = watched([*drop, str(program), *case])
+    assert native.returncode == 0, native.stderr
+    proc = watched(CLI + ["run", "--memory", memory, "--memory-budget", "256M", "--", *drop, str(program), *case])
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+def test_the_expected_native_answers():
+    # What the cases above compare against, as this machine's kernel gives it (RLIMIT_MEMLOCK of
+    # 8 MiB for nobody): mlockall succeeds for nobody at the default limit, ENOMEM below what the
+    # program maps, EPERM under a zero limit; a later locked mapping past the limit is refused.
+    if os.geteuid() != 0:
+        pytest.skip("runs as nobody: needs root")
+    d = Path(tempfile.mkdtemp(prefix="pool-mlock-"))
+    try:
+        d.chmod(0o755)
+        exe = d / "pool_mlock"
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(REPO / "tests" / "programs" / "pool_mlock.c")], check=True)
+        exe.chmod(0o755)
+        run = lambda *a: watched([*NOBODY, str(exe), *a]).stdout  # noqa: E731
+        if "mlockall 0" not in run("current"):
+            pytest.skip("nobody's RLIMIT_MEMLOCK here is below a small program's size")
+        assert run("limit", "64").startswith("mlockall 12 ")
+        assert run("limit", "0").startswith("mlockall 1 ")
+        assert run("future_limit") == "mlockall 0\nmmap 16 MiB 11\nsbrk 16 MiB 12\nlocked small 1\n"
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
