@@ -12,7 +12,9 @@
  *   range         mlock of a range the program unmapped (ENOMEM, nothing locked), mlock2 and
  *                 munlock of a mapping, munmap of a locked one.
  *   remap future|mlock  a touched 1 MiB mapping locked (by MCL_FUTURE, or mlock), grown to 4 MiB
- *                 by mremap: all of it locked, and nothing once it is unmapped. */
+ *                 by mremap: all of it locked, and nothing once it is unmapped.
+ *   cell          run where the runtime locked the memory at the start (a cell made with
+ *                 --mlock): a few MiB locked, and a later mmap locked until its munmap. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -140,8 +142,15 @@ int main(int argc, char **argv)
                vmlck_kb() - before == 4096);
         munmap(q, 4 * MIB);
         printf("munmap unlocks %d\n", vmlck_kb() == before);
+    } else if (!strcmp(mode, "cell")) {
+        long start = vmlck_kb();
+        char *p = map(4 * MIB);
+        printf("locked at start %d small %d\nmmap locked %d resident %d\n", start > 0, start < 64 * 1024,
+               vmlck_kb() >= start + 4096, resident(p, 4 * MIB));
+        munmap(p, 4 * MIB);
+        printf("munmap unlocks %d\n", vmlck_kb() == start);
     } else {
-        fprintf(stderr, "usage: pool_mlock current|future|limit KIB|future_limit|range|remap future|mlock\n");
+        fprintf(stderr, "usage: pool_mlock current|future|limit KIB|future_limit|range|remap future|mlock|cell\n");
         return 2;
     }
     return 0;

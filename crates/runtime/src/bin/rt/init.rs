@@ -25,17 +25,15 @@ pub fn start() {
     }
     profile::open_process();
     launcher_notes::connect();
-    if env::config().lock_memory {
-        // Locked before the program runs and for every later mapping; a refusal (the limit)
-        // leaves the program running unlocked, which `coreplane cell status` shows.
-        profile::before_mlockall(MCL_CURRENT, false, true);
-        unsafe { syscall3(MLOCKALL, MCL_CURRENT | MCL_FUTURE, 0, 0) };
-    }
     // An image that starts under a seccomp filter of the program's (inherited across execve)
     // gets no pool: the kernel serves its memory calls, where the filter sees them as natively,
     // and the pool's own calls (reserving, zeroing) never meet a filter written for the program.
     let filtered = sys::seccomp_filtered();
-    if env::config().memory_pool > 0 && !filtered {
+    let pooled = env::config().memory_pool > 0 && !filtered;
+    if env::config().lock_memory && !pooled {
+        lock_memory();
+    }
+    if pooled {
         crate::memsvc::start(env::config().memory_pool, env::config().memory_on_demand, env::config().memory_give_back);
     }
     let t = thread::start_thread();
@@ -53,4 +51,22 @@ pub fn start() {
     sud::arm_first_thread();
     fastpath::install();
     calibration::run();
+    if env::config().lock_memory && pooled {
+        // Under the pool, once the runtime can serve the call (`memsvc::lock`): the kernel's
+        // mlockall would lock the pool's whole reservation, and every mapping made for the pool
+        // after it (MCL_FUTURE).
+        lock_memory();
+    }
+}
+
+/// A cell made with --mlock: the program's memory locked before it runs, and every later mapping
+/// of it; a refusal (the limit) leaves the program running unlocked, which `coreplane cell
+/// status` shows.
+fn lock_memory() {
+    profile::before_mlockall(MCL_CURRENT, false, true);
+    if crate::memsvc::lock::serves_mlockall(false) {
+        crate::memsvc::lock::mlockall(MCL_CURRENT | MCL_FUTURE);
+    } else {
+        unsafe { syscall3(MLOCKALL, MCL_CURRENT | MCL_FUTURE, 0, 0) };
+    }
 }
