@@ -35,8 +35,8 @@
 //! What differs from native: the call is not atomic (another thread's mapping made while it
 //! walks the maps may be left unlocked, unless MCL_FUTURE was given); mappings the kernel makes
 //! for the program without an mmap (shmat, io_setup's ring) are not locked by MCL_FUTURE; under
-//! MCL_FUTURE | MCL_ONFAULT a kernel mmap past the limit is made, then undone (EAGAIN), so a
-//! MAP_FIXED one has already replaced what it was mapped over; an mremap growing locked pool
+//! MCL_FUTURE | MCL_ONFAULT a kernel mmap past the limit is made, then undone (EAGAIN), and a
+//! MAP_FIXED one, which has replaced what lay there, is kept unlocked; an mremap growing locked pool
 //! memory past the limit without MCL_FUTURE succeeds, its new part unlocked (natively EAGAIN);
 //! CAP_IPC_LOCK is read from capget where the pool's tail is shorter than the limit; the service's
 //! own mappings named above are not locked, and the runtime's others (its image, stacks, the
@@ -202,15 +202,19 @@ pub(super) fn unlock_before_move(addr: usize, len: usize) -> bool {
     vmlck_kb() < before
 }
 
-/// After the move: `len` bytes at `addr` locked again where the old range was locked (then its
-/// grown part too, as natively), or under MCL_FUTURE.
-pub(super) fn lock_after_move(addr: usize, len: usize, was_locked: bool) {
+/// After the move: the `old_len` bytes moved to `addr` locked again where the old range was
+/// locked or under MCL_FUTURE (whose lock of the grown part, up to `new_len`, came before the
+/// move, with its limit check), and the grown part of a range that was locked, as natively.
+pub(super) fn lock_after_move(addr: usize, old_len: usize, new_len: usize, was_locked: bool) {
     match future() {
         Some(flags) => {
-            mlock2(addr, len, flags);
+            mlock2(addr, old_len, flags);
         }
         None if was_locked => {
-            mlock2(addr, len, 0);
+            mlock2(addr, old_len, 0);
+            if new_len > old_len {
+                mlock2(addr + old_len, new_len - old_len, 0);
+            }
         }
         None => {}
     }
@@ -230,7 +234,8 @@ fn vmlck_kb() -> u64 {
 
 /// The kernel's mmap of the program under MCL_FUTURE (`make` makes the call with the arguments
 /// given): MAP_LOCKED, as mm->def_flags would lock it; under MCL_ONFAULT, mlock2(MLOCK_ONFAULT)
-/// after the call, and the mapping undone with EAGAIN where the limit refuses it.
+/// after the call, and the mapping undone with EAGAIN where the limit refuses it, but for a
+/// MAP_FIXED one (what it replaced is gone: it is kept, unlocked, rather than leave a hole).
 pub fn mmap_locked(a: &[usize; 6], flags: usize, make: impl FnOnce(&[usize; 6]) -> isize) -> isize {
     if flags & MLOCK_ONFAULT == 0 {
         let mut locked = *a;
@@ -238,7 +243,7 @@ pub fn mmap_locked(a: &[usize; 6], flags: usize, make: impl FnOnce(&[usize; 6]) 
         return make(&locked);
     }
     let r = make(a);
-    if !failed(r) && mlock2(r as usize, a[1], flags) == -ENOMEM {
+    if !failed(r) && mlock2(r as usize, a[1], flags) == -ENOMEM && a[3] & MAP_FIXED == 0 {
         unsafe { syscall3(MUNMAP, r as usize, a[1], 0) };
         return -EAGAIN;
     }

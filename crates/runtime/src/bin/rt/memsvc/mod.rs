@@ -1016,11 +1016,11 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
         demand::rearm(new, old_pages * PAGE);
     }
     if failed(moved) {
-        lock::lock_after_move(old, old_pages * PAGE, was_locked);
+        lock::lock_after_move(old, old_pages * PAGE, old_pages * PAGE, was_locked);
         drop_new();
         return Some(moved);
     }
-    lock::lock_after_move(new, if was_locked { new_pages } else { old_pages } * PAGE, was_locked);
+    lock::lock_after_move(new, old_pages * PAGE, new_pages * PAGE, was_locked);
     munmap(old, old_pages * PAGE);
     Some(new as isize)
 }
