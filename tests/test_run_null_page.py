@@ -88,6 +88,29 @@ def test_a_site_shaped_like_gos_syscall6_is_rewritten(go_syscall_site, tmp_path,
             - rewritten(tmp_path, go_syscall_site, "0", opts=opts)) == 1
 
 
+@pytest.fixture(scope="module")
+def site_mov_further_back(tmp_path_factory) -> Path:
+    return build_program(tmp_path_factory, "site_mov_further_back")
+
+
+def test_a_site_whose_number_is_set_further_back_is_rewritten(site_mov_further_back, tmp_path):
+    # `mov eax, 110; xor sil, 0x80; syscall`, the shape of glibc's futex waits (tchmttest
+    # trapped 35k times a run at __lll_lock_wait's until it was relocated), called 5 times.
+    opts = ("--rewrite-at", "1")
+    assert (rewritten(tmp_path, site_mov_further_back, "further", "5", opts=opts)
+            - rewritten(tmp_path, site_mov_further_back, "further", "0", opts=opts)) == 1
+
+
+@pytest.mark.parametrize("policy", ["none", "all"])
+def test_a_mov_of_another_register_is_not_taken_for_the_numbers(site_mov_further_back, policy):
+    # `mov r8d, 9; syscall` with 9 in eax: its last bytes read `mov eax, 9` behind a REX
+    # prefix. Relocated as that, the stub set eax and left r8, mmap's descriptor, at -1
+    # (EBADF from the second call on).
+    proc = subprocess.run([str(EXEC), "--rewrite-at", "1", "--delegate", policy, "--",
+                           str(site_mov_further_back), "rex", "20"], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("sled", [False, True], ids=["relocating", "sled"])
 def test_a_site_in_text_mapped_where_the_kernel_picks_is_rewritten(exec_map, tmp_path, sled):
     # Text mapped from a file without MAP_FIXED (a JIT's; dlopen of a library whose first

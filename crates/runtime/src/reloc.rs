@@ -13,6 +13,17 @@
 //! before. The stub runs a copy of the instruction, calls the fast entry with the red zone
 //! skipped, and jumps back behind the `syscall`.
 //!
+//! The same `mov eax|rax, nr` may also stand up to MAX_GAP bytes before the `syscall`, with
+//! up to three simple instructions between (`simple_len`: register moves, xor and the like,
+//! loads and stores not relative to rip) that leave rax and rsp alone: glibc's futex waits
+//! are `mov eax, 202; xor sil, 0x80; syscall` (tchmttest trapped 35k times a run at
+//! __lll_lock_wait's). The jump still replaces the `mov` alone, one instruction, so the write
+//! stays atomic for threads at any instruction boundary; the stub copies the instructions
+//! between too. The `mov` is where the bytes say; a byte 0x40-0x4f right before it could be a
+//! REX prefix making it another instruction (`41 b8 nr` is `mov r8d, nr`), so such a site is
+//! refused, in both forms. `coreplane-bench coverage` checks the reading against iced-x86's
+//! linear decoding of whole libraries.
+//!
 //! A site whose number is 0 (read) is set up with the 2-byte `xor eax, eax`, too short for a
 //! `jmp rel32`. It becomes `jmp rel8` into the alignment padding behind its function's `ret`,
 //! where the `jmp rel32` to the stub is written. That padding is found by following the code
@@ -39,8 +50,12 @@ const RED_ZONE_BACK: [u8; 8] = [0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00];
 pub const STUB_RED_ZONE: usize = 128;
 /// Bytes of a `jmp rel32`, the least a relocated instruction must have.
 pub const PATCH_LEN: usize = 5;
-/// The longest setup instruction.
-pub const MAX_SETUP: usize = 7;
+/// The longest setup: a 7-byte `mov rax, nr` and MAX_GAP bytes of instructions after it.
+pub const MAX_SETUP: usize = 7 + MAX_GAP;
+/// The most bytes of simple instructions allowed between `mov eax|rax, nr` and the `syscall`.
+pub const MAX_GAP: usize = 12;
+/// The most instructions allowed there.
+const MAX_GAP_INSNS: usize = 3;
 /// Bytes replaced in place for the short form: the `xor eax, eax`, which becomes `jmp rel8`.
 pub const SHORT_PATCH_LEN: usize = 2;
 /// Room for one stub in a trampoline page.
@@ -54,29 +69,137 @@ pub struct Setup {
     /// Whether it fixes the syscall number; otherwise the number may be any, rt_sigreturn
     /// included, and the stub sends that one back to the `syscall` to trap.
     pub fixed: bool,
+    /// Bytes of instructions between the `mov` of the number and the `syscall` (0: none).
+    pub between: usize,
 }
 
-/// The relocatable instruction ending at the `syscall` in `code` (the MAX_SETUP bytes before
-/// the `syscall`, then the `syscall`), for a site where syscall `nr` trapped.
-pub fn setup(code: &[u8; MAX_SETUP + 2], nr: usize) -> Option<Setup> {
-    let (before, call) = code.split_at(MAX_SETUP);
+/// The relocatable setup ending at the `syscall` that ends `code` (the bytes before it, at
+/// most MAX_SETUP, fewer where its page starts), for a site where syscall `nr` trapped.
+pub fn setup(code: &[u8], nr: usize) -> Option<Setup> {
+    let (before, call) = code.split_at(code.len().checked_sub(SYSCALL.len())?);
     if call != SYSCALL {
         return None;
     }
-    let imm = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
-    if before[2] == MOV_EAX && imm(&before[3..]) == nr {
-        Some(Setup { len: 5, fixed: true })
-    } else if before[..3] == MOV_RAX && imm(&before[3..]) == nr {
-        Some(Setup { len: 7, fixed: true })
-    } else if before[2..] == LOAD_ARG6 {
-        Some(Setup { len: 5, fixed: false })
-    } else if before[1..] == RELOAD_FD_READ && nr == 0 {
-        Some(Setup { len: 6, fixed: true })
-    } else if before[1..] == GO_SYSCALL6_ARGS {
-        Some(Setup { len: 6, fixed: false })
-    } else {
-        None
+    let end = before.len();
+    let tail = |n: usize| end.checked_sub(n).map(|s| &before[s..]);
+    let mov_ends_here = |len: usize| end.checked_sub(len).is_some_and(|at| mov_nr_at(before, at, len, nr));
+    if mov_ends_here(5) {
+        return Some(Setup { len: 5, fixed: true, between: 0 });
+    } else if mov_ends_here(7) {
+        return Some(Setup { len: 7, fixed: true, between: 0 });
+    } else if tail(5) == Some(&LOAD_ARG6[..]) {
+        return Some(Setup { len: 5, fixed: false, between: 0 });
+    } else if tail(6) == Some(&RELOAD_FD_READ[..]) && nr == 0 {
+        return Some(Setup { len: 6, fixed: true, between: 0 });
+    } else if tail(6) == Some(&GO_SYSCALL6_ARGS[..]) {
+        return Some(Setup { len: 6, fixed: false, between: 0 });
     }
+    // `mov eax|rax, nr` further back, the gap between read as simple instructions.
+    for gap in 1..=MAX_GAP.min(end) {
+        for mov_len in [5, 7] {
+            let Some(at) = (end - gap).checked_sub(mov_len) else { continue };
+            if mov_nr_at(before, at, mov_len, nr) && simple_run(&before[end - gap..]) {
+                return Some(Setup { len: mov_len + gap, fixed: true, between: gap });
+            }
+        }
+    }
+    None
+}
+
+/// Whether `code[at..at + len]` is `mov eax, nr` (len 5) or `mov rax, nr` (len 7), not
+/// preceded by a byte that could be a REX prefix of another instruction.
+fn mov_nr_at(code: &[u8], at: usize, len: usize, nr: usize) -> bool {
+    let Some(insn) = code.get(at..at + len) else { return false };
+    let op: &[u8] = if len == 5 { &[MOV_EAX] } else { &MOV_RAX };
+    let imm = &insn[len - 4..];
+    insn[..len - 4] == *op
+        && u32::from_le_bytes([imm[0], imm[1], imm[2], imm[3]]) as usize == nr
+        && !(at > 0 && (0x40..=0x4f).contains(&code[at - 1]))
+}
+
+/// Whether `code` is, exactly, at most MAX_GAP_INSNS simple instructions (`simple_len`).
+fn simple_run(code: &[u8]) -> bool {
+    let mut at = 0;
+    for _ in 0..MAX_GAP_INSNS {
+        match simple_len(&code[at..]) {
+            Some(n) => at += n,
+            None => return false,
+        }
+        if at == code.len() {
+            return true;
+        }
+    }
+    false
+}
+
+/// Length of the instruction at the start of `b` if it is one a stub may run in place of the
+/// original: no prefix but REX; a register or memory operand not relative to rip; no branch;
+/// and it writes neither rax (the number) nor rsp (the stub's call is relative to it). The
+/// forms: ALU ops with an 8- or 32-bit immediate (80, 81, 83), register ALU ops and moves
+/// (01 03 09 0b 21 23 29 2b 31 33 39 3b 85 89 8b), lea (8d), `mov r32, imm32` (b8+r),
+/// `mov r/m, imm32` (c7 /0), cmovcc (0f 40-4f). Memory destinations are stores, which a
+/// copy makes as the original did (the stub runs them before it moves rsp).
+pub fn simple_len(b: &[u8]) -> Option<usize> {
+    let rex = b.first().filter(|&&c| (0x40..=0x4f).contains(&c)).copied();
+    let (r, w) = rex.map_or((0, false), |x| ((x >> 2) & 1, x & 8 != 0));
+    let x_b = rex.map_or(0, |x| x & 1);
+    let b = &b[usize::from(rex.is_some())..];
+    let p = usize::from(rex.is_some());
+    let modrm_len = |m: &[u8]| -> Option<(usize, u8, u8, bool)> {
+        // (bytes of modrm, sib and displacement; reg; rm with REX.B; register operand)
+        let m0 = *m.first()?;
+        let (md, reg, rm) = (m0 >> 6, (m0 >> 3) & 7, m0 & 7);
+        if md == 3 {
+            return Some((1, reg | (r << 3), rm | (x_b << 3), true));
+        }
+        if md == 0 && rm == 5 {
+            return None; // rip-relative
+        }
+        let sib = usize::from(rm == 4);
+        if sib == 1 && md == 0 && m.get(1)? & 7 == 5 {
+            return None; // absolute disp32 without base: not worth the case
+        }
+        let disp = [0, 1, 4][md as usize];
+        (m.len() >= 1 + sib + disp).then_some((1 + sib + disp, reg | (r << 3), 0xff, false))
+    };
+    let writes_ok = |dst: u8| dst != 0 && dst != 4;
+    // An 8-bit register operand without REX: 4-7 are ah, ch, dh, bh (4 is ah, part of rax).
+    let byte_ok = |dst: u8| writes_ok(dst) && (rex.is_some() || dst < 4);
+    let n = match *b.first()? {
+        0x80 | 0x83 | 0x81 => {
+            let (m, reg, rm, is_reg) = modrm_len(&b[1..])?;
+            let imm = if b[0] == 0x81 { 4 } else { 1 };
+            let cmp = reg & 7 == 7;
+            let ok = cmp || !is_reg || if b[0] == 0x80 { byte_ok(rm) } else { writes_ok(rm) };
+            (ok && b.len() >= 1 + m + imm).then_some(1 + m + imm)?
+        }
+        op @ (0x01 | 0x03 | 0x09 | 0x0b | 0x21 | 0x23 | 0x29 | 0x2b | 0x31 | 0x33 | 0x39 | 0x3b | 0x85 | 0x89
+        | 0x8b | 0x8d) => {
+            let (m, reg, rm, is_reg) = modrm_len(&b[1..])?;
+            let to_reg = matches!(op, 0x03 | 0x0b | 0x23 | 0x2b | 0x33 | 0x8b | 0x8d);
+            let compare = matches!(op, 0x39 | 0x3b | 0x85);
+            if op == 0x8d && is_reg {
+                return None;
+            }
+            let ok = compare || if to_reg { writes_ok(reg) } else { !is_reg || writes_ok(rm) };
+            ok.then_some(1 + m)?
+        }
+        op @ 0xb8..=0xbf if !w => {
+            let dst = (op - 0xb8) | (x_b << 3);
+            (writes_ok(dst) && b.len() >= 5).then_some(5)?
+        }
+        0xc7 => {
+            let (m, reg, rm, is_reg) = modrm_len(&b[1..])?;
+            (reg & 7 == 0 && (!is_reg || writes_ok(rm)) && b.len() >= 1 + m + 4).then_some(1 + m + 4)?
+        }
+        0x0f => {
+            let op2 = *b.get(1)?;
+            let (m, reg, _, _) = modrm_len(b.get(2..)?)?;
+            ((0x40..=0x4f).contains(&op2) && writes_ok(reg)).then_some(2 + m)?
+        }
+        _ => return None,
+    };
+    Some(p + n)
 }
 
 /// Whether `code`, the 4 bytes ending with a site's `syscall`, is `xor eax, eax; syscall` with
@@ -225,21 +348,74 @@ mod tests {
 
     #[test]
     fn only_known_setups_of_the_trapping_number_qualify() {
-        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true }));
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true, between: 0 }));
         assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0]), 0x28), None); // eax came from elsewhere
         assert_eq!(setup(&site(&[0xb9, 0x27, 0, 0, 0]), 0x27), None); // mov ecx
-        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true }));
-        assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false }));
+        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0xe7, 0, 0, 0]), 0xe7), Some(Setup { len: 7, fixed: true, between: 0 }));
+        assert_eq!(setup(&site(&LOAD_ARG6), 202), Some(Setup { len: 5, fixed: false, between: 0 }));
         // Go's Syscall6: any number (it is in rax already), on a goroutine's stack.
-        assert_eq!(setup(&site(&GO_SYSCALL6_ARGS), 1), Some(Setup { len: 6, fixed: false }));
+        assert_eq!(setup(&site(&GO_SYSCALL6_ARGS), 1), Some(Setup { len: 6, fixed: false, between: 0 }));
         assert_eq!(setup(&site(&[0x48, 0x89, 0xce, 0x48, 0x89, 0xd7]), 1), None); // mov rdi, rdx
-        assert_eq!(setup(&site(&RELOAD_FD_READ), 0), Some(Setup { len: 6, fixed: true }));
+        assert_eq!(setup(&site(&RELOAD_FD_READ), 0), Some(Setup { len: 6, fixed: true, between: 0 }));
         assert_eq!(setup(&site(&RELOAD_FD_READ), 1), None);
         let mut not_a_syscall = site(&[0xb8, 0x27, 0, 0, 0]);
         not_a_syscall[MAX_SETUP..].copy_from_slice(&[0xff, 0xd0]);
         assert_eq!(setup(&not_a_syscall, 0x27), None);
         assert!(short_setup(&[0x31, 0xc0, 0x0f, 0x05], 0));
         assert!(!short_setup(&[0x31, 0xc0, 0x0f, 0x05], 1));
+    }
+
+    #[test]
+    fn a_mov_of_the_number_further_back_qualifies_across_simple_instructions() {
+        // glibc 2.36 __lll_lock_wait: mov eax, 202; xor sil, 0x80; syscall.
+        let futex = [0xb8, 0xca, 0, 0, 0, 0x40, 0x80, 0xf6, 0x80];
+        assert_eq!(setup(&site(&futex), 202), Some(Setup { len: 9, fixed: true, between: 4 }));
+        assert_eq!(setup(&site(&futex), 203), None);
+        // mov eax, 0xf3; mov edi, [rsp+8] (mq_timedsend's cancellable path); two stack loads.
+        assert_eq!(setup(&site(&[0xb8, 0xf3, 0, 0, 0, 0x8b, 0x7c, 0x24, 0x08]), 0xf3), Some(Setup { len: 9, fixed: true, between: 4 }));
+        let sendto = [0xb8, 0x2c, 0, 0, 0, 0x48, 0x8b, 0x74, 0x24, 0x10, 0x8b, 0x7c, 0x24, 0x08];
+        assert_eq!(setup(&site(&sendto), 0x2c), Some(Setup { len: 14, fixed: true, between: 9 }));
+        // mov rax, nr; xor edx, edx.
+        assert_eq!(setup(&site(&[0x48, 0xc7, 0xc0, 0x27, 0, 0, 0, 0x31, 0xd2]), 0x27), Some(Setup { len: 9, fixed: true, between: 2 }));
+        // Anything between that writes eax (the number) or rsp, or is relative to rip, or a branch: refused.
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x31, 0xc0]), 0x27), None); // xor eax, eax
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x44, 0x89, 0xc0]), 0x27), None); // mov eax, r8d
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x48, 0x83, 0xec, 0x08]), 0x27), None); // sub rsp, 8
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x40, 0x80, 0xf4, 0x01]), 0x27), None); // xor spl, 1
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x80, 0xf4, 0x01]), 0x27), None); // xor ah, 1
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x48, 0x8d, 0x35, 1, 2, 3, 4]), 0x27), None); // lea rsi, [rip+d]
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x74, 0x00]), 0x27), None); // je
+        // More than three instructions between.
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x31, 0xd2, 0x31, 0xf6, 0x31, 0xff, 0x31, 0xc9]), 0x27), None);
+        // Bytes that end mid-instruction before the syscall are no run of instructions.
+        assert_eq!(setup(&site(&[0xb8, 0x27, 0, 0, 0, 0x8b, 0x7c, 0x24]), 0x27), None);
+    }
+
+    #[test]
+    fn a_mov_behind_a_possible_rex_prefix_is_refused() {
+        // 41 b8 nr = mov r8d, nr: the number in eax came from elsewhere; a copy of `b8 nr`
+        // would set eax and leave r8 alone.
+        assert_eq!(setup(&site(&[0x41, 0xb8, 0x27, 0, 0, 0]), 0x27), None);
+        assert_eq!(setup(&site(&[0x41, 0xb8, 0xca, 0, 0, 0, 0x40, 0x80, 0xf6, 0x80]), 202), None);
+        assert_eq!(setup(&site(&[0x90, 0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true, between: 0 }));
+        // Fewer bytes than MAX_SETUP before the syscall (its page starts there): read as far as there is.
+        assert_eq!(setup(&[0xb8, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27), Some(Setup { len: 5, fixed: true, between: 0 }));
+        assert_eq!(setup(&[0x27, 0, 0, 0, 0x0f, 0x05], 0x27), None);
+        assert_eq!(setup(&[0x0f, 0x05], 0x27), None);
+    }
+
+    #[test]
+    fn simple_instructions_have_their_lengths() {
+        assert_eq!(simple_len(&[0x45, 0x31, 0xd2]), Some(3)); // xor r10d, r10d
+        assert_eq!(simple_len(&[0xba, 2, 0, 0, 0]), Some(5)); // mov edx, 2
+        assert_eq!(simple_len(&[0x41, 0x8b, 0x70, 0x10]), Some(4)); // mov esi, [r8+0x10]
+        assert_eq!(simple_len(&[0x48, 0xc7, 0x04, 0x24, 1, 0, 0, 0]), Some(8)); // mov qword [rsp], 1
+        assert_eq!(simple_len(&[0x4c, 0x0f, 0x46, 0xf0]), Some(4)); // cmovbe r14, rax
+        assert_eq!(simple_len(&[0x48, 0x0f, 0x46, 0xc6]), None); // cmovbe rax, rsi
+        assert_eq!(simple_len(&[0x49, 0x0f, 0x46, 0xf0]), Some(4)); // cmovbe rsi, r8
+        assert_eq!(simple_len(&[0x48, 0x8d, 0x14, 0xfd, 0, 0, 0, 0]), None); // lea rdx, [rdi*8]: no base
+        assert_eq!(simple_len(&[0x64, 0x8b, 0x00]), None); // fs: prefix
+        assert_eq!(simple_len(&[0x8b, 0x7c, 0x24]), None); // truncated
     }
 
     #[test]

@@ -594,8 +594,9 @@ enum Relocation {
 fn relocation(site: usize, nr: usize) -> Option<Relocation> {
     let page = site & !(PAGE - 1);
     let after = site + 2;
-    if site - MAX_SETUP >= page {
-        let code = unsafe { &*((site - MAX_SETUP) as *const [u8; MAX_SETUP + 2]) };
+    let from = (site - MAX_SETUP).max(page);
+    if from < site {
+        let code = unsafe { core::slice::from_raw_parts(from as *const u8, site + 2 - from) };
         if let Some(setup) = reloc::setup(code, nr) {
             let kind = reloc::write_kind(site - setup.len);
             return (kind == Write::Single || kind == Write::TwoPhase && SYNC_CORE_OK.load(Relaxed))

@@ -1,0 +1,72 @@
+// site_mov_further_back: syscall sites whose number is set by a `mov eax, nr` that is not the
+// instruction right before the `syscall`, and one whose bytes only look like it.
+//   further N   N calls of getppid through `mov eax, 110; xor sil, 0x80; syscall` (the shape of
+//               glibc's futex waits); prints "ok" if each returned the parent's pid
+//   rex N       N mmaps of descriptor 9 through `mov eax, edi; mov r8d, 9; syscall`, whose last
+//               six bytes read `b8 09 00 00 00 0f 05` behind a REX prefix (`41`): relocating
+//               them as `mov eax, 9` would leave r8, the descriptor, unset; prints "ok" if
+//               each mapping holds the file's first byte
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+__asm__(".text\n"
+        ".p2align 4\n"
+        "getppid_further:\n"
+        "  mov $110, %eax\n"
+        "  xor $0x80, %sil\n"
+        "  syscall\n"
+        "  ret\n"
+        ".p2align 4\n"
+        // rdi = number (9), rsi = length; maps descriptor 9 read-only from offset 0.
+        "mmap_fd9:\n"
+        "  mov %rdi, %rax\n"
+        "  xor %edi, %edi\n"
+        "  mov $1, %edx\n"
+        "  mov $2, %r10d\n"
+        "  xor %r9d, %r9d\n"
+        "  mov $9, %r8d\n"
+        "  syscall\n"
+        "  ret\n");
+
+long getppid_further(void);
+long mmap_fd9(long nr, long len);
+
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    long n = atol(argv[2]);
+    if (!strcmp(argv[1], "further")) {
+        long parent = getppid();
+        for (long i = 0; i < n; i++)
+            if (getppid_further() != parent) {
+                printf("call %ld: wrong parent\n", i);
+                return 1;
+            }
+    } else if (!strcmp(argv[1], "rex")) {
+        char path[] = "/tmp/site_mov_further_back.XXXXXX";
+        int fd = mkstemp(path);
+        if (fd < 0 || write(fd, "Z", 1) != 1 || dup2(fd, 9) != 9)
+            return 2;
+        unlink(path);
+        // Something other than 9 in r8 beforehand, as a caller would leave it.
+        for (long i = 0; i < n; i++) {
+            __asm__ volatile("mov $-1, %%r8" ::: "r8");
+            long p = mmap_fd9(9, 4096);
+            if (p < 0 || p > -4096L && p < 0 || *(char *)p != 'Z') {
+                printf("call %ld: mmap gave %ld\n", i, p);
+                return 1;
+            }
+            munmap((void *)p, 4096);
+        }
+    } else {
+        return 2;
+    }
+    puts("ok");
+    return 0;
+}
