@@ -192,3 +192,91 @@ pub unsafe fn copy_frame(uc: *const u8, to: usize, fp_to: usize) {
         *((to + FPREGS_OFF) as *mut usize) = fp_to;
     }
 }
+
+/// Returns from the trap frame `uc` to the program without rt_sigreturn, where a filter of the
+/// program's may refuse that call (sshd's pre-authentication child: `Thread::is_sandboxed`), and
+/// where nothing rt_sigreturn would restore besides the registers differs from the thread's
+/// state now: the runtime's SIGSYS handler is SA_NODEFER with an empty mask, so the kernel left
+/// the signal mask as the frame has it (a trapped rt_sigprocmask is written back into the frame,
+/// `trap::keep_thread_state`); a signal stack the kernel disarmed for the handler (SS_AUTODISARM)
+/// would stay disarmed, so such a frame goes back through rt_sigreturn, as does one whose PKRU
+/// denies reading key 0 (the runtime's memory, read after xrstor), one under a user shadow stack
+/// (its signal token is popped by rt_sigreturn only), and one from other code segments than
+/// the runtime's. Returns, having done nothing, where it cannot.
+pub fn return_by_hand(uc: *mut u8) {
+    let flags = unsafe { *(uc.add(UC_STACK_OFF + 8) as *const i32) };
+    if flags & crate::sys::SS_AUTODISARM != 0 && flags & crate::sys::SS_DISABLE == 0 {
+        return;
+    }
+    if pkru_of(uc).is_some_and(|p| p & 1 != 0) {
+        return;
+    }
+    let (ssp, cs): (u64, u64);
+    unsafe { core::arch::asm!("xor {s:e}, {s:e}", "rdsspq {s}", "mov {c:e}, cs", s = out(reg) ssp, c = out(reg) cs, options(nomem, nostack, preserves_flags)) };
+    if ssp != 0 || gregs(uc)[REG_CSGSFS] & 0xffff != cs {
+        return;
+    }
+    let (fp, rfbm) = match fpstate(uc) {
+        None => (0, 0),
+        Some((fp, 512)) => (fp, 0),
+        Some((fp, _)) => (fp, unsafe { *((fp + FPX_SW_XFEATURES_OFF) as *const u64) }),
+    };
+    // The flags rt_sigreturn takes from the frame (FIX_EFLAGS), with IF and the reserved bit 1.
+    const FIX_EFLAGS: u64 = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
+    let g = gregs(uc);
+    g[REG_EFL] = g[REG_EFL] & FIX_EFLAGS | 0x202;
+    unsafe { coreplane_trap_return(uc, fp, rfbm) }
+}
+
+/// uc_mcontext's csgsfs: cs in its low 16 bits.
+pub const REG_CSGSFS: usize = 18;
+
+core::arch::global_asm!(
+    // coreplane_trap_return(uc, fpstate, rfbm): an iretq frame (ss, rsp, rflags, cs, rip) built
+    // on the handler's stack, below everything live; then the FPU state (xrstor with rfbm, or
+    // fxrstor where rfbm is 0, none where fpstate is 0); then the general registers, rdi last;
+    // then iretq, which sets rip, rsp and rflags at once, so that a signal in between finds a
+    // consistent runtime context (its frame below this one) and its handler's return comes back here.
+    ".globl coreplane_trap_return",
+    "coreplane_trap_return:",
+    "and rsp, -16",
+    "mov eax, ss",
+    "push rax",
+    "push qword ptr [rdi + {g} + 15 * 8]",
+    "push qword ptr [rdi + {g} + 17 * 8]",
+    "mov eax, cs",
+    "push rax",
+    "push qword ptr [rdi + {g} + 16 * 8]",
+    "test rsi, rsi",
+    "jz 2f",
+    "test rdx, rdx",
+    "jz 1f",
+    "mov eax, edx",
+    "shr rdx, 32",
+    "xrstor64 [rsi]",
+    "jmp 2f",
+    "1:",
+    "fxrstor64 [rsi]",
+    "2:",
+    "mov r8, [rdi + {g} + 0 * 8]",
+    "mov r9, [rdi + {g} + 1 * 8]",
+    "mov r10, [rdi + {g} + 2 * 8]",
+    "mov r11, [rdi + {g} + 3 * 8]",
+    "mov r12, [rdi + {g} + 4 * 8]",
+    "mov r13, [rdi + {g} + 5 * 8]",
+    "mov r14, [rdi + {g} + 6 * 8]",
+    "mov r15, [rdi + {g} + 7 * 8]",
+    "mov rsi, [rdi + {g} + 9 * 8]",
+    "mov rbp, [rdi + {g} + 10 * 8]",
+    "mov rbx, [rdi + {g} + 11 * 8]",
+    "mov rdx, [rdi + {g} + 12 * 8]",
+    "mov rax, [rdi + {g} + 13 * 8]",
+    "mov rcx, [rdi + {g} + 14 * 8]",
+    "mov rdi, [rdi + {g} + 8 * 8]",
+    "iretq",
+    g = const GREGS_OFF,
+);
+
+extern "C" {
+    fn coreplane_trap_return(uc: *mut u8, fpstate: usize, rfbm: u64) -> !;
+}

@@ -82,7 +82,13 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         }
     };
     gregs(uc)[REG_RAX] = result as u64;
+    let stack = unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) };
     program_signal::keep_withdrawn(uc);
+    // Under a filter of the program's, rt_sigreturn may be refused (killed): back by hand where
+    // the frame asks nothing of rt_sigreturn but registers (a withdrawn signal stack does).
+    if crate::thread::current().is_sandboxed() && stack == unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) } {
+        crate::sigframe::return_by_hand(uc);
+    }
 }
 
 /// Where a trap's call runs when its frame lies on the program's signal stack while the program
