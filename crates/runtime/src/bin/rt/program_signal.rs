@@ -472,9 +472,12 @@ fn again_on_runtime_stack(t: &mut thread::Thread, sig: i32, uc: *mut u8, below: 
 }
 
 /// `coreplane_signal_in_runtime` from a frame's copy, whose return the restorer does not see.
-extern "C" fn signal_in_runtime_returning(sig: i32, info: *mut u8, uc: *mut u8) {
+/// Its return is rt_sigreturn (0): the frame is a program signal's, whose mask only rt_sigreturn
+/// restores, and which natively returns so too.
+extern "C" fn signal_in_runtime_returning(sig: i32, info: *mut u8, uc: *mut u8) -> usize {
     coreplane_signal_in_runtime(sig, info, uc);
     handler_returns(uc);
+    0
 }
 
 /// Whether signal `sig` with `info` is a fault the kernel raised for the instruction that ran.

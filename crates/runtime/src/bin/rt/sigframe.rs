@@ -140,8 +140,9 @@ fn pkru_offset() -> usize {
     }
 }
 
-/// A signal handler's entry, as the kernel calls it: (signal, siginfo, ucontext).
-pub type Handler = extern "C" fn(i32, *mut u8, *mut u8);
+/// A signal handler's entry, as `run_again` calls it: (signal, siginfo, ucontext); it answers
+/// whether the return may be made by hand (`can_return_by_hand` said so), else 0.
+pub type Handler = extern "C" fn(i32, *mut u8, *mut u8) -> usize;
 
 /// Copies the frame `uc` (its FPU state first, at the top) to just below `below`, 64-byte
 /// aligned as xrstor needs: the copy's address, for `run_again`.
@@ -155,8 +156,9 @@ pub fn copy_below(uc: *mut u8, below: usize) -> usize {
 
 /// Runs `handler` again from the frame copied to `copy` (`copy_below`), on the stack below it,
 /// then stores `value` at `slot` (the runtime stack's mark, given back) and returns from the
-/// copy with rt_sigreturn, as the kernel's restorer would from the original: for a handler
-/// whose frame the kernel put somewhere it must not stay.
+/// copy with rt_sigreturn, as the kernel's restorer would from the original, or by hand where
+/// the handler answered it may (`coreplane_trap_return`, which stores `value` last): for a
+/// handler whose frame the kernel put somewhere it must not stay.
 pub fn run_again(sig: i32, copy: usize, handler: Handler, (slot, value): (*mut usize, usize)) -> ! {
     unsafe { coreplane_frame_again(sig, (copy + KERNEL_UCONTEXT_SIZE) as *mut u8, copy as *mut u8, handler, slot, value) }
 }
@@ -164,7 +166,8 @@ pub fn run_again(sig: i32, copy: usize, handler: Handler, (slot, value): (*mut u
 core::arch::global_asm!(
     // coreplane_frame_again(sig, info, uc, handler, slot, value): handler(sig, info, uc) called
     // with rsp = uc (aligned: two pushes below a 64-byte aligned copy), then *slot = value, then
-    // rt_sigreturn from the frame at rsp (its ucontext there, as a restorer finds it).
+    // rt_sigreturn from the frame at rsp (its ucontext there, as a restorer finds it); or, where
+    // the handler answered non-zero, back by hand from the frame at rsp, *slot = value last.
     ".globl coreplane_frame_again",
     "coreplane_frame_again:",
     "mov rsp, rdx",
@@ -173,10 +176,17 @@ core::arch::global_asm!(
     "call rcx",
     "pop r8",
     "pop r9",
+    "test rax, rax",
+    "jnz 1f",
     "mov [r8], r9",
     "mov eax, 15",
     "syscall",
     "ud2",
+    "1:",
+    "mov rdi, rsp",
+    "mov rsi, r8",
+    "mov rdx, r9",
+    "jmp coreplane_trap_return",
 );
 
 extern "C" {
@@ -193,50 +203,76 @@ pub unsafe fn copy_frame(uc: *const u8, to: usize, fp_to: usize) {
     }
 }
 
-/// Returns from the trap frame `uc` to the program without rt_sigreturn, where a filter of the
-/// program's may refuse that call (sshd's pre-authentication child: `Thread::is_sandboxed`), and
-/// where nothing rt_sigreturn would restore besides the registers differs from the thread's
-/// state now: the runtime's SIGSYS handler is SA_NODEFER with an empty mask, so the kernel left
-/// the signal mask as the frame has it (a trapped rt_sigprocmask is written back into the frame,
-/// `trap::keep_thread_state`); a signal stack the kernel disarmed for the handler (SS_AUTODISARM)
-/// would stay disarmed, so such a frame goes back through rt_sigreturn, as does one whose PKRU
-/// denies reading key 0 (the runtime's memory, read after xrstor), one under a user shadow stack
-/// (its signal token is popped by rt_sigreturn only), and one from other code segments than
-/// the runtime's. Returns, having done nothing, where it cannot.
+/// Returns from the trap frame `uc` to the program without rt_sigreturn where it can
+/// (`can_return_by_hand`); returns, having done nothing, where it cannot, and the handler's
+/// restorer then makes rt_sigreturn as before.
 pub fn return_by_hand(uc: *mut u8) {
+    if can_return_by_hand(uc) {
+        unsafe { coreplane_trap_return(uc, core::ptr::null_mut(), 0) }
+    }
+}
+
+/// Whether a return from the trap frame `uc` may be made by hand (`coreplane_trap_return`), and
+/// if so the frame's flags made those rt_sigreturn would restore. Only on a thread under a
+/// filter of the program's (`Thread::is_sandboxed`), which may kill for the rt_sigreturn the
+/// program never made (sshd's pre-authentication child allows neither it nor most else), and
+/// only where rt_sigreturn would restore nothing but the registers, the flags and the FPU state,
+/// which user space can: the runtime's SIGSYS handler is SA_NODEFER with an empty mask, so the
+/// kernel left the signal mask as the frame saved it (and a trapped rt_sigprocmask writes the
+/// thread's new one into the frame, `trap::keep_thread_state`); the signal stack too, as the
+/// runtime mirrors every change it makes to it into the frame (`keep_thread_state`,
+/// `program_signal::keep_withdrawn`). Invariant: no runtime code may leave in a trap's frame a
+/// mask or signal stack other than the thread's (a program's own SIGSYS handler may edit its
+/// frame: those frames go back through rt_sigreturn, `trap::serve`). It cannot where:
+/// - the frame was delivered on a signal stack with SS_AUTODISARM (the runtime's lent stacks,
+///   or a program's): the kernel disarmed it for the handler, and only rt_sigreturn or
+///   sigaltstack(2) arms it again;
+/// - the frame's PKRU denies access to key 0, the runtime's memory, read after xrstor;
+/// - a user shadow stack is on (rdsspq reads non-zero): rt_sigreturn pops its signal token;
+/// - the frame's code segment is not the runtime's (32-bit code: iretq would need its own).
+/// Those frames go back through rt_sigreturn, as before.
+pub fn can_return_by_hand(uc: *mut u8) -> bool {
+    if !crate::thread::current().is_sandboxed() {
+        return false;
+    }
     let flags = unsafe { *(uc.add(UC_STACK_OFF + 8) as *const i32) };
     if flags & crate::sys::SS_AUTODISARM != 0 && flags & crate::sys::SS_DISABLE == 0 {
-        return;
+        return false;
     }
-    if pkru_of(uc).is_some_and(|p| p & 1 != 0) {
-        return;
+    if pkru_of(uc).is_some_and(|p| p & 3 != 0) {
+        return false;
     }
     let (ssp, cs): (u64, u64);
+    // rdsspq is a NOP where shadow stacks are off: the register keeps its 0.
     unsafe { core::arch::asm!("xor {s:e}, {s:e}", "rdsspq {s}", "mov {c:e}, cs", s = out(reg) ssp, c = out(reg) cs, options(nomem, nostack, preserves_flags)) };
     if ssp != 0 || gregs(uc)[REG_CSGSFS] & 0xffff != cs {
-        return;
+        return false;
     }
-    let (fp, rfbm) = match fpstate(uc) {
-        None => (0, 0),
-        Some((fp, 512)) => (fp, 0),
-        Some((fp, _)) => (fp, unsafe { *((fp + FPX_SW_XFEATURES_OFF) as *const u64) }),
-    };
-    // The flags rt_sigreturn takes from the frame (FIX_EFLAGS), with IF and the reserved bit 1.
+    // The flags rt_sigreturn takes from the frame (the kernel's FIX_EFLAGS: AC OF DF TF SF ZF
+    // AF PF CF RF), with IF and the reserved bit 1; IOPL and NT (with which iretq faults in
+    // long mode) are left out.
     const FIX_EFLAGS: u64 = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
     let g = gregs(uc);
     g[REG_EFL] = g[REG_EFL] & FIX_EFLAGS | 0x202;
-    unsafe { coreplane_trap_return(uc, fp, rfbm) }
+    true
 }
 
 /// uc_mcontext's csgsfs: cs in its low 16 bits.
 pub const REG_CSGSFS: usize = 18;
 
 core::arch::global_asm!(
-    // coreplane_trap_return(uc, fpstate, rfbm): an iretq frame (ss, rsp, rflags, cs, rip) built
-    // on the handler's stack, below everything live; then the FPU state (xrstor with rfbm, or
-    // fxrstor where rfbm is 0, none where fpstate is 0); then the general registers, rdi last;
-    // then iretq, which sets rip, rsp and rflags at once, so that a signal in between finds a
-    // consistent runtime context (its frame below this one) and its handler's return comes back here.
+    // coreplane_trap_return(uc, slot, value): back to the program from the trap frame `uc`
+    // without rt_sigreturn (`can_return_by_hand` said it may be), storing `value` at `slot`
+    // (none where slot is 0) last. An iretq frame (ss, rsp, rflags, cs, rip) is built on the
+    // stack below everything live, then slot, value and the program's rdi below it; then the
+    // FPU state (xrstor of the components the frame was laid out for, the software bytes'
+    // xfeatures, where it is an xsave frame: one left out of XSTATE_BV is reset to its initial
+    // value, as the kernel does; fxrstor where it is a bare fxsave area; none where the frame
+    // has none); then the general registers, the slot's store with rdi alone, rdi, and iretq,
+    // which sets rip, rsp and rflags at once: nothing is written below the program's stack
+    // pointer (its red zone), and a signal that comes before it finds a runtime context whose
+    // handler returns here (its frame goes below this one). xrstor comes after all Rust code,
+    // which may use the vector registers.
     ".globl coreplane_trap_return",
     "coreplane_trap_return:",
     "and rsp, -16",
@@ -247,12 +283,16 @@ core::arch::global_asm!(
     "mov eax, cs",
     "push rax",
     "push qword ptr [rdi + {g} + 16 * 8]",
+    "push rdx",
+    "push rsi",
+    "push qword ptr [rdi + {g} + 8 * 8]",
+    "mov rsi, [rdi + {fpregs}]",
     "test rsi, rsi",
     "jz 2f",
-    "test rdx, rdx",
-    "jz 1f",
-    "mov eax, edx",
-    "shr rdx, 32",
+    "cmp dword ptr [rsi + {sw}], {magic1}",
+    "jne 1f",
+    "mov eax, [rsi + {sw} + 8]",
+    "mov edx, [rsi + {sw} + 12]",
     "xrstor64 [rsi]",
     "jmp 2f",
     "1:",
@@ -272,11 +312,23 @@ core::arch::global_asm!(
     "mov rdx, [rdi + {g} + 12 * 8]",
     "mov rax, [rdi + {g} + 13 * 8]",
     "mov rcx, [rdi + {g} + 14 * 8]",
-    "mov rdi, [rdi + {g} + 8 * 8]",
+    // *slot = value, with rdi the only register left: push [rsp + 16] reads value before rsp
+    // moves, pop [rdi] stores it. The flags it changes are iretq's to set.
+    "mov rdi, [rsp + 8]",
+    "test rdi, rdi",
+    "jz 3f",
+    "push qword ptr [rsp + 16]",
+    "pop qword ptr [rdi]",
+    "3:",
+    "pop rdi",
+    "lea rsp, [rsp + 16]",
     "iretq",
     g = const GREGS_OFF,
+    fpregs = const FPREGS_OFF,
+    sw = const FPX_SW_OFF,
+    magic1 = const FP_XSTATE_MAGIC1,
 );
 
 extern "C" {
-    fn coreplane_trap_return(uc: *mut u8, fpstate: usize, rfbm: u64) -> !;
+    fn coreplane_trap_return(uc: *mut u8, slot: *mut usize, value: usize) -> !;
 }

@@ -27,19 +27,42 @@ pub fn install_handler() {
 
 /// Handles one trapped syscall, and rewrites its site for the fast path next time. A SIGSYS
 /// that Syscall User Dispatch did not raise (a seccomp filter of the program's returned
-/// SECCOMP_RET_TRAP) is the program's own.
+/// SECCOMP_RET_TRAP) is the program's own. On a thread under a filter of the program's, the
+/// return to the program is made by hand where it can be (`sigframe::can_return_by_hand`): the
+/// filter judges the rt_sigreturn the handler's restorer makes, which the program never made,
+/// and sshd's pre-authentication child, which allows write and exit and little else, was killed
+/// for it at its first trap after its filter.
 extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
+    if serve(sig, info, uc) {
+        crate::sigframe::return_by_hand(uc);
+    }
+}
+
+/// `on_sigsys` from a copy of its frame (`run_again`): whether the return from the copy may be
+/// made by hand, which `coreplane_frame_again` then makes.
+extern "C" fn on_sigsys_again(sig: i32, info: *mut u8, uc: *mut u8) -> usize {
+    (serve(sig, info, uc) && crate::sigframe::can_return_by_hand(uc)) as usize
+}
+
+/// Serves the trap with frame `uc`: whether the return to the program may then be made without
+/// rt_sigreturn. Not after the program's own SIGSYS handler ran on the frame (its seccomp trap,
+/// its own Syscall User Dispatch): natively that handler returns through rt_sigreturn, which the
+/// program's filter judges, and it may have edited the frame's mask or signal stack, which only
+/// rt_sigreturn applies.
+fn serve(sig: i32, info: *mut u8, uc: *mut u8) -> bool {
     let after_syscall = unsafe { *(info.add(SI_CALL_ADDR_OFF) as *const usize) };
     if unsafe { *(info.add(SI_CODE_OFF) as *const i32) } != SYS_USER_DISPATCH {
         if sud::refused_arm(after_syscall) {
             gregs(uc)[REG_RAX] = -EPERM as u64;
-            return;
+            return true;
         }
-        return signals::program_sigsys(sig, info, uc);
+        signals::program_sigsys(sig, info, uc);
+        return false;
     }
     let nr = unsafe { *(info.add(SI_SYSCALL_OFF) as *const i32) } as usize;
     if nr != RT_SIGRETURN && crate::program_sud::dispatches(crate::thread::current(), uc, info, after_syscall) {
-        return signals::program_sigsys(sig, info, uc);
+        signals::program_sigsys(sig, info, uc);
+        return false;
     }
     let g = gregs(uc);
     if unsafe { *(info.add(SI_ARCH_OFF) as *const u32) } != AUDIT_ARCH_X86_64 {
@@ -47,14 +70,20 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         // was (it ran as the x86-64 call of that number: getpid was writev). Its site stays.
         let [b, c, d, si, di, bp] = [g[REG_RBX], g[REG_RCX], g[REG_RDX], g[REG_RSI], g[REG_RDI], g[REG_RBP]];
         g[REG_RAX] = unsafe { coreplane_int80(nr, b, c, d, si, di, bp) } as u64;
-        return;
+        return true;
     }
     let a = [g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]].map(|x| x as usize);
     if changes_borrowed_signal_stack(uc, nr, &a) {
         handle_again_on_program_stack(sig, uc);
     }
     let result = match nr {
-        RT_SIGRETURN => return signals::on_sigreturn(uc),
+        // The program's handler returns: back to the runtime's rt_sigreturn gadget on the
+        // program's frame, which the filter judges as natively (by hand where it may be: the
+        // trap's own return would be a second rt_sigreturn, one the program never made).
+        RT_SIGRETURN => {
+            signals::on_sigreturn(uc);
+            return true;
+        }
         CLONE => process::clone(uc, &a, fastpath::bounced(after_syscall)),
         CLONE3 => process::clone3(uc, &a),
         VFORK => process::vfork(uc, fastpath::bounced(after_syscall)),
@@ -82,13 +111,8 @@ extern "C" fn on_sigsys(sig: i32, info: *mut u8, uc: *mut u8) {
         }
     };
     gregs(uc)[REG_RAX] = result as u64;
-    let stack = unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) };
     program_signal::keep_withdrawn(uc);
-    // Under a filter of the program's, rt_sigreturn may be refused (killed): back by hand where
-    // the frame asks nothing of rt_sigreturn but registers (a withdrawn signal stack does).
-    if crate::thread::current().is_sandboxed() && stack == unsafe { *(uc.add(UC_STACK_OFF) as *const [usize; 3]) } {
-        crate::sigframe::return_by_hand(uc);
-    }
+    true
 }
 
 /// Where a trap's call runs when its frame lies on the program's signal stack while the program
@@ -129,7 +153,7 @@ fn handle_again_on_runtime_stack(sig: i32, uc: *mut u8, top: usize) -> ! {
     let copy = copy_below(uc, top);
     let t = crate::thread::current();
     t.rt_sp = copy;
-    run_again(sig, copy, on_sigsys, (&mut t.rt_sp, top))
+    run_again(sig, copy, on_sigsys_again, (&mut t.rt_sp, top))
 }
 
 /// Whether call `nr` changes the memory the trap's frame lies in: the program unmaps, moves,
@@ -159,7 +183,7 @@ const FRAME_COPY_ROOM: usize = 32 * 1024;
 fn handle_again_on_program_stack(sig: i32, uc: *mut u8) -> ! {
     let copy = copy_below(uc, gregs(uc)[REG_RSP] as usize - 128);
     let t = crate::thread::current();
-    run_again(sig, copy, on_sigsys, (&mut t.rt_sp, t.rt_sp))
+    run_again(sig, copy, on_sigsys_again, (&mut t.rt_sp, t.rt_sp))
 }
 
 core::arch::global_asm!(
