@@ -35,13 +35,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PRCTL if a[0] == PR_SET_SECCOMP => {
             crate::fastpath::rewrite_counted_sites();
             process::before_filter(false, a[2]);
-            filtered_from_now(run(nr, a), 0)
+            filtered_from_now(|| run(nr, a), 0)
         }
         SECCOMP if a[0] == 0 /* SET_MODE_STRICT */ => process::strict_mode(nr, a),
         SECCOMP if a[0] == 1 /* SET_MODE_FILTER */ => {
             crate::fastpath::rewrite_counted_sites();
             process::before_filter(a[1] & SECCOMP_FILTER_FLAG_TSYNC != 0, a[2]);
-            filtered_from_now(run(nr, a), a[1])
+            filtered_from_now(|| run(nr, a), a[1])
         }
         MUNMAP | MREMAP if thread::current().program_signal_stack[1] != 0 => {
             let r = mapping_call(nr, a);
@@ -187,11 +187,21 @@ extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isi
 /// SECCOMP_FILTER_FLAG_TSYNC), and not to the delegates, so from now on its calls are made where
 /// the filter sees them: locally. Installed means 0, or a listener's descriptor
 /// (SECCOMP_FILTER_FLAG_NEW_LISTENER); a TSYNC that failed returns the tid of a thread it could
-/// not synchronise.
-fn filtered_from_now(result: isize, flags: usize) -> isize {
+/// not synchronise. The thread counts as sandboxed from before the call (`install`) is made, and
+/// again not where it fails: a signal pending meanwhile is delivered as the call returns, after
+/// the filter applies, and the trap of its handler's rt_sigreturn, served before this thread
+/// was marked, came back through rt_sigreturn, which the filter killed for (a 50 µs interval
+/// timer, every run: `sandboxed_timer.c`). Marked early, that trap's return is made by hand.
+fn filtered_from_now(install: impl FnOnce() -> isize, flags: usize) -> isize {
     const NEW_LISTENER: usize = 8;
+    let t = thread::current();
+    let was = t.sandboxed;
+    t.sandboxed = true;
+    let result = install();
     if result == 0 || (result > 0 && flags & NEW_LISTENER != 0) {
-        thread::current().now_filtered(flags & SECCOMP_FILTER_FLAG_TSYNC != 0, true);
+        t.now_filtered(flags & SECCOMP_FILTER_FLAG_TSYNC != 0, true);
+    } else {
+        t.sandboxed = was;
     }
     result
 }
