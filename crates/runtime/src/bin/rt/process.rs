@@ -59,7 +59,8 @@ global_asm!(
     "ret",
     // coreplane_vfork_clone(flags, child_sp, ptid, ctid, tls, frame): clone from the copied
     // signal frame's ucontext `frame` as the stack, the child starting on child_sp as above; the
-    // parent puts the result in the frame's rax and returns to the program from it.
+    // parent puts the result in the frame's rax and returns to the program from it: by hand
+    // where it may (`sigframe::return_by_hand`, on a sandboxed thread), else with rt_sigreturn.
     ".globl coreplane_vfork_clone",
     "coreplane_vfork_clone:",
     "mov rsp, r9",
@@ -73,6 +74,8 @@ global_asm!(
     "ud2",
     "5:",
     "mov [rsp + {frame_rax}], rax",
+    "mov rdi, rsp",
+    "call coreplane_vfork_parent_returns",
     "mov eax, 15",
     "syscall",
     "ud2",
@@ -106,6 +109,13 @@ extern "C" {
     fn coreplane_clone3(args: *const u64, size: usize) -> isize;
     fn coreplane_resume(regs: *const u64, stack: u64, fpu_control: *const [u32; 2]) -> !;
     fn coreplane_vfork_clone(flags: u64, child_sp: usize, ptid: usize, ctid: usize, tls: usize, frame: usize) -> !;
+}
+
+/// The parent of a stackless vfork returns to the program from its frame's copy `uc` (the
+/// child has exec'd or exited): by hand where it may; returns where it may not.
+#[no_mangle]
+extern "C" fn coreplane_vfork_parent_returns(uc: *mut u8) {
+    sigframe::return_by_hand(uc);
 }
 
 /// First code of every thread or process created with a new stack.
