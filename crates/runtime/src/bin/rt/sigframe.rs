@@ -1,5 +1,7 @@
-//! The layout of the kernel's x86-64 signal frame: saved registers and SIGSYS siginfo fields.
-//! A leaf, so that every module that reads or rewrites a frame shares one description of it.
+//! The layout of the kernel's x86-64 signal frame (saved registers and SIGSYS siginfo fields),
+//! and the ways back from a frame other than the kernel's restorer: run again from a copy, or
+//! returned from by hand.
+//! Every module that reads or rewrites a frame shares this one description of it.
 
 pub const NGREG: usize = 23;
 pub const REG_R8: usize = 0;
