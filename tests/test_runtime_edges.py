@@ -50,7 +50,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
          "thread_signal_stack", "green_switch",
          "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end", "filter_kills_open", "mlock_threads",
-         "sandboxed_write", "sandboxed_vector_state", "sandboxed_registers", "sandboxed_timer", "sandboxed_autodisarm", "sandboxed_vfork"]
+         "sandboxed_write", "sandboxed_vector_state", "sandboxed_registers", "sandboxed_timer", "sandboxed_autodisarm", "sandboxed_vfork", "sandboxed_altstack"]
 
 
 @pytest.fixture(scope="module")
@@ -419,6 +419,19 @@ def test_a_vfork_under_a_filter_that_refuses_rt_sigreturn(built, mode):
     native_or_skip([str(exe)], "seccomp filters are refused here")
     same_as_natively(exe, mode, native_says="parent back from vfork 0, child status 0x500\n"
                      "parent back from vfork 1, child status 0x500\n")
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_traps_served_again_from_a_copy_return_by_hand(built, mode):
+    # run_again: a trap whose frame the kernel put on the program's signal stack is served from
+    # a copy on the runtime stack (each write), or below the program's stack pointer (the munmap
+    # of that stack), and returns from the copy by hand, the runtime stack given back last.
+    # Before: SIGSYS at the first write's return. (The filter allows sigaltstack: the runtime
+    # withdraws an unmapped signal stack with it, a call natively never made.)
+    exe = built / "sandboxed_altstack"
+    native_or_skip([str(exe)], "seccomp filters are refused here")
+    same_as_natively(exe, mode, native_says="write 0 with a signal stack\nwrite 1 with a signal stack\n"
+                     "write after its munmap\n")
 
 
 def _sshd_login(tmp: Path, prefix: list[str]) -> tuple[list[subprocess.CompletedProcess], str]:

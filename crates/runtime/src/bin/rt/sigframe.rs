@@ -215,7 +215,7 @@ pub fn return_by_hand(uc: *mut u8) {
 }
 
 /// Whether a return from the trap frame `uc` may be made by hand (`coreplane_trap_return`), and
-/// if so the frame's flags made those rt_sigreturn would restore. Only on a thread under a
+/// if so makes the frame's flags those rt_sigreturn would restore. Only on a thread under a
 /// filter of the program's (`Thread::is_sandboxed`), which may kill for the rt_sigreturn the
 /// program never made (sshd's pre-authentication child allows neither it nor most else), and
 /// only where rt_sigreturn would restore nothing but the registers, the flags and the FPU state,
