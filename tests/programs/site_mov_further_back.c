@@ -6,6 +6,8 @@
 //               six bytes read `b8 09 00 00 00 0f 05` behind a REX prefix (`41`): relocating
 //               them as `mov eax, 9` would leave r8, the descriptor, unset; prints "ok" if
 //               each mapping holds the file's first byte
+//   rex_page N  the same with the REX prefix the last byte of a page: `b8 09 00 00 00 0f 05`
+//               starts the next page, whose bytes alone are all the runtime reads
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,10 +33,25 @@ __asm__(".text\n"
         "  xor %r9d, %r9d\n"
         "  mov $9, %r8d\n"
         "  syscall\n"
+        "  ret\n"
+        // The same, its 41 at a page's end: 20 bytes from the function's start to the b8.
+        ".p2align 12\n"
+        ".skip 4096 - 20, 0x90\n"
+        "mmap_fd9_page:\n"
+        "  mov %rdi, %rax\n"
+        "  xor %edi, %edi\n"
+        "  mov $1, %edx\n"
+        "  mov $2, %r10d\n"
+        "  xor %r9d, %r9d\n"
+        "  mov $9, %r8d\n"
+        "mmap_fd9_page_syscall:\n"
+        "  syscall\n"
         "  ret\n");
 
 long getppid_further(void);
 long mmap_fd9(long nr, long len);
+long mmap_fd9_page(long nr, long len);
+extern char mmap_fd9_page_syscall[];
 
 int main(int argc, char **argv)
 {
@@ -48,7 +65,10 @@ int main(int argc, char **argv)
                 printf("call %ld: wrong parent\n", i);
                 return 1;
             }
-    } else if (!strcmp(argv[1], "rex")) {
+    } else if (!strcmp(argv[1], "rex") || !strcmp(argv[1], "rex_page")) {
+        long (*map)(long, long) = argv[1][3] ? mmap_fd9_page : mmap_fd9;
+        if (argv[1][3] && ((unsigned long)mmap_fd9_page_syscall & 4095) != 5)
+            return 3; // the layout did not come out
         char path[] = "/tmp/site_mov_further_back.XXXXXX";
         int fd = mkstemp(path);
         if (fd < 0 || write(fd, "Z", 1) != 1 || dup2(fd, 9) != 9)
@@ -57,7 +77,7 @@ int main(int argc, char **argv)
         // Something other than 9 in r8 beforehand, as a caller would leave it.
         for (long i = 0; i < n; i++) {
             __asm__ volatile("mov $-1, %%r8" ::: "r8");
-            long p = mmap_fd9(9, 4096);
+            long p = map(9, 4096);
             if (p < 0 || p > -4096L && p < 0 || *(char *)p != 'Z') {
                 printf("call %ld: mmap gave %ld\n", i, p);
                 return 1;

@@ -107,14 +107,19 @@ pub fn setup(code: &[u8], nr: usize) -> Option<Setup> {
 }
 
 /// Whether `code[at..at + len]` is `mov eax, nr` (len 5) or `mov rax, nr` (len 7), not
-/// preceded by a byte that could be a REX prefix of another instruction.
+/// preceded by a byte that could be a REX prefix of another instruction. A `mov eax` at the
+/// start of `code` is refused: the byte before it is unseen (on the previous page, where the
+/// runtime reads from its page's start), and `41 | b8 nr` is `mov r8d, nr`. A REX prefix
+/// before `mov rax` (48 c7 c0) is ignored by the CPU, so that one may start `code`.
 fn mov_nr_at(code: &[u8], at: usize, len: usize, nr: usize) -> bool {
     let Some(insn) = code.get(at..at + len) else { return false };
     let op: &[u8] = if len == 5 { &[MOV_EAX] } else { &MOV_RAX };
     let imm = &insn[len - 4..];
+    let before = at.checked_sub(1).map(|b| code[b]);
     insn[..len - 4] == *op
         && u32::from_le_bytes([imm[0], imm[1], imm[2], imm[3]]) as usize == nr
-        && !(at > 0 && (0x40..=0x4f).contains(&code[at - 1]))
+        && !before.is_some_and(|b| (0x40..=0x4f).contains(&b))
+        && (len == 7 || before.is_some())
 }
 
 /// Whether `code` is, exactly, at most MAX_GAP_INSNS simple instructions (`simple_len`).
@@ -399,9 +404,22 @@ mod tests {
         assert_eq!(setup(&site(&[0x41, 0xb8, 0xca, 0, 0, 0, 0x40, 0x80, 0xf6, 0x80]), 202), None);
         assert_eq!(setup(&site(&[0x90, 0xb8, 0x27, 0, 0, 0]), 0x27), Some(Setup { len: 5, fixed: true, between: 0 }));
         // Fewer bytes than MAX_SETUP before the syscall (its page starts there): read as far as there is.
-        assert_eq!(setup(&[0xb8, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27), Some(Setup { len: 5, fixed: true, between: 0 }));
+        assert_eq!(setup(&[0x90, 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27), Some(Setup { len: 5, fixed: true, between: 0 }));
         assert_eq!(setup(&[0x27, 0, 0, 0, 0x0f, 0x05], 0x27), None);
         assert_eq!(setup(&[0x0f, 0x05], 0x27), None);
+        // A `mov eax` at the page's start: the byte before it, unseen, may be the 41 of
+        // `mov r8d, nr` (rex_page of site_mov_further_back: mmap got EBADF from call 1 on).
+        assert_eq!(setup(&[0xb8, 0x09, 0, 0, 0, 0x0f, 0x05], 9), None);
+        assert_eq!(setup(&[0xb8, 0xca, 0, 0, 0, 0x40, 0x80, 0xf6, 0x80, 0x0f, 0x05], 202), None);
+        // `mov rax` there may stay: a REX prefix before its own is ignored (41 48 c7 c0 = mov rax).
+        assert_eq!(setup(&[0x48, 0xc7, 0xc0, 0x27, 0, 0, 0, 0x0f, 0x05], 0x27), Some(Setup { len: 7, fixed: true, between: 0 }));
+        // With the whole window read, a `mov eax` never starts it: the byte before its farthest
+        // place (a MAX_GAP-byte gap) is seen.
+        let far = [0xb8, 0x27, 0, 0, 0, 0xba, 1, 0, 0, 0, 0xbe, 2, 0, 0, 0, 0x31, 0xff]; // mov edx, 1; mov esi, 2; xor edi, edi
+        assert_eq!(setup(&site(&far), 0x27), Some(Setup { len: 17, fixed: true, between: MAX_GAP }));
+        let mut behind_rex = [0x41u8; MAX_SETUP + 2];
+        behind_rex[2..].copy_from_slice(&site(&far)[2..]);
+        assert_eq!(setup(&behind_rex, 0x27), None);
     }
 
     #[test]
