@@ -60,6 +60,9 @@ const MAX_GAP_INSNS: usize = 3;
 pub const SHORT_PATCH_LEN: usize = 2;
 /// Room for one stub in a trampoline page.
 pub const STUB_SIZE: usize = 48;
+// The longest copy (a `mov rax, nr` and MAX_GAP bytes, always a fixed number) and the stub's
+// 24 bytes after it; the setups whose number is not fixed (6 bytes at most) add 9 more.
+const _: () = assert!(MAX_SETUP + 24 <= STUB_SIZE && 6 + 33 <= STUB_SIZE);
 
 /// The instruction that ends at a site's `syscall` and can be relocated.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -460,6 +463,17 @@ mod tests {
         assert_eq!(&g[5..10], &[0x83, 0xf8, 0x0f, 0x0f, 0x84]);
         assert_eq!(0x10_0000 + 14 + i32::from_le_bytes(g[10..14].try_into().unwrap()) as i64, 0x20_0000);
         assert!(stub(0, 1 << 33, 0, &[0x31, 0xc0], true).is_none());
+        // The longest copy: mov rax, 0x27; mov edx, 1; mov esi, 2; xor edi, edi (19 bytes).
+        let long = [0x48, 0xc7, 0xc0, 0x27, 0, 0, 0, 0xba, 1, 0, 0, 0, 0xbe, 2, 0, 0, 0, 0x31, 0xff];
+        assert_eq!(long.len(), MAX_SETUP);
+        let l = stub(0x10_0000, 0x20_0000, 0x10_0000 - 8, &long, true).unwrap();
+        assert_eq!(&l[..MAX_SETUP], &long);
+        assert_eq!(&l[MAX_SETUP..MAX_SETUP + 7], &[0x48, 0x8d, 0x64, 0x24, 0x80, 0xff, 0x15]);
+        let call_end = MAX_SETUP + 11;
+        assert_eq!(0x10_0000 + call_end as i64 + i32::from_le_bytes(l[call_end - 4..call_end].try_into().unwrap()) as i64, 0x10_0000 - 8);
+        let after_call: [u8; 13] = l[call_end..call_end + 13].try_into().unwrap();
+        assert_eq!(stub_resumes_at(0x10_0000 + call_end, &after_call), Some(0x20_0002));
+        assert!(l[call_end + 13..].iter().all(|&b| b == 0xcc));
     }
 
     #[test]
