@@ -113,6 +113,16 @@ def test_a_mov_of_another_register_is_not_taken_for_the_numbers(site_mov_further
     assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("policy", ["none", "all"])
+def test_a_fault_between_the_mov_and_the_syscall_shows_the_programs_own_rip(site_mov_further_back, policy):
+    # `mov eax, 110; mov esi, [rdi]; syscall` with rdi on a PROT_NONE page: had the load been
+    # copied into a stub, the handler would be shown the stub's address (a crash reporter's or
+    # a runtime's fault handler decides by it). Loads through registers but rsp stay in place.
+    proc = subprocess.run([str(EXEC), "--rewrite-at", "1", "--delegate", policy, "--",
+                           str(site_mov_further_back), "fault", "5"], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("sled", [False, True], ids=["relocating", "sled"])
 def test_a_site_in_text_mapped_where_the_kernel_picks_is_rewritten(exec_map, tmp_path, sled):
     # Text mapped from a file without MAP_FIXED (a JIT's; dlopen of a library whose first

@@ -15,7 +15,7 @@
 //!
 //! The same `mov eax|rax, nr` may also stand up to MAX_GAP bytes before the `syscall`, with
 //! up to three simple instructions between (`simple_len`: register moves, xor and the like,
-//! loads and stores not relative to rip) that leave rax and rsp alone: glibc's futex waits
+//! loads and stores at rsp) that leave rax and rsp alone: glibc's futex waits
 //! are `mov eax, 202; xor sil, 0x80; syscall` (tchmttest trapped 35k times a run at
 //! __lll_lock_wait's). The jump still replaces the `mov` alone, one instruction, so the write
 //! stays atomic for threads at any instruction boundary; the stub copies the instructions
@@ -141,7 +141,8 @@ fn simple_run(code: &[u8]) -> bool {
 }
 
 /// Length of the instruction at the start of `b` if it is one a stub may run in place of the
-/// original: no prefix but REX; a register or memory operand not relative to rip; no branch;
+/// original: no prefix but REX; a register operand, a memory operand at rsp + displacement (lea:
+/// any address but rip-relative); no branch;
 /// and it writes neither rax (the number) nor rsp (the stub's call is relative to it). The
 /// forms: ALU ops with an 8- or 32-bit immediate (80, 81, 83), register ALU ops and moves
 /// (01 03 09 0b 21 23 29 2b 31 33 39 3b 85 89 8b), lea (8d), `mov r32, imm32` (b8+r),
@@ -153,7 +154,11 @@ pub fn simple_len(b: &[u8]) -> Option<usize> {
     let x_b = rex.map_or(0, |x| x & 1);
     let b = &b[usize::from(rex.is_some())..];
     let p = usize::from(rex.is_some());
-    let modrm_len = |m: &[u8]| -> Option<(usize, u8, u8, bool)> {
+    let x_x = rex.map_or(0, |x| (x >> 1) & 1);
+    // A memory operand is accessed only at rsp (+ displacement): a fault there would show the
+    // program's handler the stub's address instead of its own code's; the stack does not
+    // fault. lea (`accessed` false) may take any base but rip.
+    let modrm_len = |m: &[u8], accessed: bool| -> Option<(usize, u8, u8, bool)> {
         // (bytes of modrm, sib and displacement; reg; rm with REX.B; register operand)
         let m0 = *m.first()?;
         let (md, reg, rm) = (m0 >> 6, (m0 >> 3) & 7, m0 & 7);
@@ -167,6 +172,9 @@ pub fn simple_len(b: &[u8]) -> Option<usize> {
         if sib == 1 && md == 0 && m.get(1)? & 7 == 5 {
             return None; // absolute disp32 without base: not worth the case
         }
+        if accessed && !(sib == 1 && m.get(1)? & 0x3f == 0x24 && x_b == 0 && x_x == 0) {
+            return None; // not [rsp + disp]
+        }
         let disp = [0, 1, 4][md as usize];
         (m.len() >= 1 + sib + disp).then_some((1 + sib + disp, reg | (r << 3), 0xff, false))
     };
@@ -175,7 +183,7 @@ pub fn simple_len(b: &[u8]) -> Option<usize> {
     let byte_ok = |dst: u8| writes_ok(dst) && (rex.is_some() || dst < 4);
     let n = match *b.first()? {
         0x80 | 0x83 | 0x81 => {
-            let (m, reg, rm, is_reg) = modrm_len(&b[1..])?;
+            let (m, reg, rm, is_reg) = modrm_len(&b[1..], true)?;
             let imm = if b[0] == 0x81 { 4 } else { 1 };
             let cmp = reg & 7 == 7;
             let ok = cmp || !is_reg || if b[0] == 0x80 { byte_ok(rm) } else { writes_ok(rm) };
@@ -183,7 +191,7 @@ pub fn simple_len(b: &[u8]) -> Option<usize> {
         }
         op @ (0x01 | 0x03 | 0x09 | 0x0b | 0x21 | 0x23 | 0x29 | 0x2b | 0x31 | 0x33 | 0x39 | 0x3b | 0x85 | 0x89
         | 0x8b | 0x8d) => {
-            let (m, reg, rm, is_reg) = modrm_len(&b[1..])?;
+            let (m, reg, rm, is_reg) = modrm_len(&b[1..], op != 0x8d)?;
             let to_reg = matches!(op, 0x03 | 0x0b | 0x23 | 0x2b | 0x33 | 0x8b | 0x8d);
             let compare = matches!(op, 0x39 | 0x3b | 0x85);
             if op == 0x8d && is_reg {
@@ -197,12 +205,12 @@ pub fn simple_len(b: &[u8]) -> Option<usize> {
             (writes_ok(dst) && b.len() >= 5).then_some(5)?
         }
         0xc7 => {
-            let (m, reg, rm, is_reg) = modrm_len(&b[1..])?;
+            let (m, reg, rm, is_reg) = modrm_len(&b[1..], true)?;
             (reg & 7 == 0 && (!is_reg || writes_ok(rm)) && b.len() >= 1 + m + 4).then_some(1 + m + 4)?
         }
         0x0f => {
             let op2 = *b.get(1)?;
-            let (m, reg, _, _) = modrm_len(b.get(2..)?)?;
+            let (m, reg, _, _) = modrm_len(b.get(2..)?, true)?;
             ((0x40..=0x4f).contains(&op2) && writes_ok(reg)).then_some(2 + m)?
         }
         _ => return None,
@@ -429,7 +437,10 @@ mod tests {
     fn simple_instructions_have_their_lengths() {
         assert_eq!(simple_len(&[0x45, 0x31, 0xd2]), Some(3)); // xor r10d, r10d
         assert_eq!(simple_len(&[0xba, 2, 0, 0, 0]), Some(5)); // mov edx, 2
-        assert_eq!(simple_len(&[0x41, 0x8b, 0x70, 0x10]), Some(4)); // mov esi, [r8+0x10]
+        assert_eq!(simple_len(&[0x41, 0x8b, 0x70, 0x10]), None); // mov esi, [r8+0x10]: may fault
+        assert_eq!(simple_len(&[0x8b, 0x7c, 0x24, 0x08]), Some(4)); // mov edi, [rsp+8]
+        assert_eq!(simple_len(&[0x41, 0x8b, 0x7c, 0x24, 0x08]), None); // mov edi, [r12+8]
+        assert_eq!(simple_len(&[0x48, 0x8d, 0x53, 0x10]), Some(4)); // lea rdx, [rbx+0x10]: no access
         assert_eq!(simple_len(&[0x48, 0xc7, 0x04, 0x24, 1, 0, 0, 0]), Some(8)); // mov qword [rsp], 1
         assert_eq!(simple_len(&[0x4c, 0x0f, 0x46, 0xf0]), Some(4)); // cmovbe r14, rax
         assert_eq!(simple_len(&[0x48, 0x0f, 0x46, 0xc6]), None); // cmovbe rax, rsi
