@@ -2,7 +2,8 @@
  * under the program's own filter (which allows write and exit alone), where the runtime returns
  * to the program by hand (iretq from the frame, no rt_sigreturn): every register the syscall
  * instruction keeps (all but rax, the result, and rcx and r11, which it overwrites natively)
- * is set to a known value, DF and CF are set, the 120 bytes below the stack pointer under its first word (which pushfq takes after the call) are filled, a
+ * is set to a known value, DF, CF, ID and NT are set (the kernel keeps ID and NT from before the trap, and
+ * the handler runs with NT, with which iretq faults), the 120 bytes below the stack pointer under its first word (which pushfq takes after the call) are filled, a
  * write is made with a `syscall` of this program's own, and each is checked after it. Prints
  * what differs, and "registers kept"; exits 77 where filters are refused. */
 #define _GNU_SOURCE
@@ -49,9 +50,11 @@ int main(void) {
         "movabs $0xcccccccccccccccc, %%r12\n movabs $0xdddddddddddddddd, %%r13\n"
         "movabs $0xeeeeeeeeeeeeeeee, %%r14\n movabs $0x7777777777777777, %%r15\n"
         "mov $1, %%eax\n"
+        "pushfq\n orq $0x204000, (%%rsp)\n popfq\n"
         "std\n stc\n"
         "syscall\n"
         "pushfq\n pop %%rcx\n cld\n"
+        "pushfq\n andq $~0x204000, (%%rsp)\n popfq\n"
         /* rsp is back where it was: the saved o is at rsp + 256. */
         "mov 256(%%rsp), %%r11\n"
         "mov %%rbx, 0(%%r11)\n mov %%rbp, 8(%%r11)\n mov %%rdi, 16(%%r11)\n mov %%rsi, 24(%%r11)\n"
@@ -82,11 +85,11 @@ int main(void) {
         bad++, SAY("rax %lld\n", (long long)after[12]);
     if (after[13] != sp_before)
         bad++, SAY("rsp moved by %lld\n", (long long)(after[13] - sp_before));
-    if (!(after[14] & 0x400) || !(after[14] & 1))
-        bad++, SAY("flags %#llx: DF or CF lost\n", (unsigned long long)after[14]);
+    if (!(after[14] & 0x400) || !(after[14] & 1) || !(after[14] & 0x200000) || !(after[14] & 0x4000))
+        bad++, SAY("flags %#llx: DF, CF, ID or NT lost\n", (unsigned long long)after[14]);
     if (after[15])
         bad++, SAY("%llu words of the red zone changed\n", (unsigned long long)after[15]);
     if (!bad)
-        SAY("registers kept, DF and CF set, red zone intact\n");
+        SAY("registers kept, DF, CF, ID and NT set, red zone intact\n");
     syscall(__NR_exit_group, bad ? 1 : 0);
 }

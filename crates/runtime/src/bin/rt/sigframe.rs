@@ -251,11 +251,15 @@ pub fn can_return_by_hand(uc: *mut u8) -> bool {
         return false;
     }
     // The flags rt_sigreturn takes from the frame (the kernel's FIX_EFLAGS: AC OF DF TF SF ZF
-    // AF PF CF RF), with IF and the reserved bit 1; IOPL and NT (with which iretq faults in
-    // long mode) are left out.
+    // AF PF CF RF), and ID and NT, which it leaves as the thread has them: as the program had
+    // them at the trap, since the delivery clears only DF, RF and TF (a program that set ID, as
+    // CPUID probes do, found it clear after its call). With IF and the reserved bit 1; IOPL
+    // does not change at CPL 3.
     const FIX_EFLAGS: u64 = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
+    const NT: u64 = 0x4000;
+    const ID: u64 = 0x20_0000;
     let g = gregs(uc);
-    g[REG_EFL] = g[REG_EFL] & FIX_EFLAGS | 0x202;
+    g[REG_EFL] = g[REG_EFL] & (FIX_EFLAGS | NT | ID) | 0x202;
     true
 }
 
@@ -278,6 +282,11 @@ core::arch::global_asm!(
     ".globl coreplane_trap_return",
     "coreplane_trap_return:",
     "and rsp, -16",
+    // The handler runs with the program's NT (its delivery keeps it), with which iretq itself
+    // faults in long mode (#GP, SIGSEGV); the NT it pops is the program's to keep.
+    "pushfq",
+    "and qword ptr [rsp], ~0x4000",
+    "popfq",
     "mov eax, ss",
     "push rax",
     "push qword ptr [rdi + {g} + 15 * 8]",
