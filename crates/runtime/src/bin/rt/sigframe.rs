@@ -22,6 +22,8 @@ pub const REG_RCX: usize = 14;
 pub const REG_RSP: usize = 15;
 pub const REG_RIP: usize = 16;
 pub const REG_EFL: usize = 17;
+/// uc_mcontext's csgsfs: cs in its low 16 bits.
+pub const REG_CSGSFS: usize = 18;
 /// Offset of uc_mcontext.gregs in the kernel's ucontext.
 pub const GREGS_OFF: usize = 40;
 /// Offset of the first XMM register in the FPU state's fxsave area; each takes 16 bytes.
@@ -263,9 +265,6 @@ pub fn can_return_by_hand(uc: *mut u8) -> bool {
     true
 }
 
-/// uc_mcontext's csgsfs: cs in its low 16 bits.
-pub const REG_CSGSFS: usize = 18;
-
 core::arch::global_asm!(
     // coreplane_trap_return(uc, slot, value): back to the program from the trap frame `uc`
     // without rt_sigreturn (`can_return_by_hand` said it may be), storing `value` at `slot`
@@ -289,21 +288,21 @@ core::arch::global_asm!(
     "popfq",
     "mov eax, ss",
     "push rax",
-    "push qword ptr [rdi + {g} + 15 * 8]",
-    "push qword ptr [rdi + {g} + 17 * 8]",
+    "push qword ptr [rdi + {rsp}]",
+    "push qword ptr [rdi + {efl}]",
     "mov eax, cs",
     "push rax",
-    "push qword ptr [rdi + {g} + 16 * 8]",
+    "push qword ptr [rdi + {rip}]",
     "push rdx",
     "push rsi",
-    "push qword ptr [rdi + {g} + 8 * 8]",
+    "push qword ptr [rdi + {rdi}]",
     "mov rsi, [rdi + {fpregs}]",
     "test rsi, rsi",
     "jz 2f",
     "cmp dword ptr [rsi + {sw}], {magic1}",
     "jne 1f",
-    "mov eax, [rsi + {sw} + 8]",
-    "mov edx, [rsi + {sw} + 12]",
+    "mov eax, [rsi + {xfeatures}]",
+    "mov edx, [rsi + {xfeatures} + 4]",
     "xrstor64 [rsi]",
     "jmp 2f",
     "1:",
@@ -335,6 +334,11 @@ core::arch::global_asm!(
     "lea rsp, [rsp + 16]",
     "iretq",
     g = const GREGS_OFF,
+    rsp = const GREGS_OFF + REG_RSP * 8,
+    efl = const GREGS_OFF + REG_EFL * 8,
+    rip = const GREGS_OFF + REG_RIP * 8,
+    rdi = const GREGS_OFF + REG_RDI * 8,
+    xfeatures = const FPX_SW_XFEATURES_OFF,
     fpregs = const FPREGS_OFF,
     sw = const FPX_SW_OFF,
     magic1 = const FP_XSTATE_MAGIC1,
