@@ -547,8 +547,10 @@ pub fn rewrite_counted_sites() {
     if !enabled() || !rewrite_lock::lock() {
         return;
     }
+    // Unlike a site that has just trapped, a counted one may lie in memory unmapped since (the
+    // calibration's stub page): it is looked up in the text map before its bytes are read.
     crate::hot_sites::drain(|site, nr| {
-        if can_take(site, nr) && crate::textmap::is_file_text(site) && rewrite(site, nr) {
+        if crate::textmap::is_file_text(site) && can_take(site, nr) && rewrite(site, nr) {
             crate::profile::count_rewrite();
         }
     });
