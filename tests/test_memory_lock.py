@@ -9,7 +9,11 @@ MCL_FUTURE left the memory the pool handed out later unlocked; munmap of locked 
 it locked; mlock of pool pages the program had unmapped locked them. And with the fix's first
 version, an mremap growing locked pool memory left VmLck 1 MiB too high after its munmap (the
 kernel's MREMAP_DONTUNMAP, with which the pool moves page tables, clears the old range's lock
-without uncounting it)."""
+without uncounting it). Its second version locked an mremap's growth by MCL_FUTURE (natively a
+mapping keeps its own lock, or its lack, as it grows: a mapping made before mlockall(MCL_FUTURE)
+grew unlocked natively and 4 MiB locked under the pool), moved memory locked with MLOCK_ONFAULT
+was locked again populated (1 024 pages resident where natively 1), and a locked mapping grown
+past RLIMIT_MEMLOCK without MCL_FUTURE succeeded (natively EAGAIN)."""
 
 import os
 import shutil
@@ -29,7 +33,7 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 # Each case prints what it did in words that are the same natively and under the pool (VmLck in
 # ranges: the runtime's own mappings add to it); tests/programs/pool_mlock.c says what each checks.
 CASES = [["current"], ["future"], ["limit", "64"], ["limit", "0"], ["future_limit"], ["range"], ["remap", "future"],
-         ["remap", "mlock"]]
+         ["remap", "mlock"], ["remap_unlocked"], ["remap_onfault"], ["remap_limit"]]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,13 @@
  *                 munlock of a mapping, munmap of a locked one.
  *   remap future|mlock  a touched 1 MiB mapping locked (by MCL_FUTURE, or mlock), grown to 4 MiB
  *                 by mremap: all of it locked, and nothing once it is unmapped.
+ *   remap_unlocked  mlockall(MCL_FUTURE) after a 1 MiB mapping was made, which mremap grows to
+ *                 4 MiB: none of it locked (MCL_FUTURE is for new mappings; mremap keeps a
+ *                 mapping's own lock, or its lack).
+ *   remap_onfault  a 1 MiB mapping with one page touched, locked with MLOCK_ONFAULT and grown to
+ *                 4 MiB: all of it locked, none of the rest populated.
+ *   remap_limit   a 1 MiB mapping locked with mlock, grown to 32 MiB: EAGAIN past RLIMIT_MEMLOCK
+ *                 (an unprivileged process's 8 MiB), the mapping left as it was.
  *   cell          run where the runtime locked the memory at the start (a cell made with
  *                 --mlock): a few MiB locked, and a later mmap locked until its munmap. */
 #define _GNU_SOURCE
@@ -142,6 +149,38 @@ int main(int argc, char **argv)
                vmlck_kb() - before == 4096);
         munmap(q, 4 * MIB);
         printf("munmap unlocks %d\n", vmlck_kb() == before);
+    } else if (!strcmp(mode, "remap_unlocked")) {
+        char *p = map(MIB);
+        memset(p, 7, MIB);
+        long before = vmlck_kb();
+        int r = err(mlockall(MCL_FUTURE));
+        char *q = mremap(p, MIB, 4 * MIB, MREMAP_MAYMOVE);
+        printf("mlockall %d mremap %d kept %d locked %d\n", r, q == MAP_FAILED ? errno : 0, q[100] == 7,
+               vmlck_kb() != before);
+    } else if (!strcmp(mode, "remap_onfault")) {
+        char *p = map(MIB);
+        p[0] = 7;
+        long before = vmlck_kb();
+        int r = err(mlock2(p, MIB, MLOCK_ONFAULT));
+        char *q = mremap(p, MIB, 4 * MIB, MREMAP_MAYMOVE);
+        size_t populated = 0;
+        unsigned char vec[1024];
+        mincore(q, 4 * MIB, vec);
+        for (int i = 0; i < 1024; i++)
+            populated += vec[i] & 1;
+        /* a few pages: pool-demand's fault handler fills a batch around the touched one */
+        printf("mlock2 %d mremap %d kept %d locked %d populated little %d\n", r, q == MAP_FAILED ? errno : 0,
+               q[0] == 7, vmlck_kb() - before == 4096, populated < 64);
+    } else if (!strcmp(mode, "remap_limit")) {
+        char *p = map(MIB);
+        memset(p, 7, MIB);
+        long before = vmlck_kb();
+        int r = err(mlock(p, MIB));
+        char *q = mremap(p, MIB, 32 * MIB, MREMAP_MAYMOVE);
+        int e = q == MAP_FAILED ? errno : 0;
+        if (q == MAP_FAILED)
+            q = p;
+        printf("mlock %d mremap %d kept %d locked %ld MiB\n", r, e, q[100] == 7, (vmlck_kb() - before) / 1024);
     } else if (!strcmp(mode, "cell")) {
         long start = vmlck_kb();
         char *p = map(4 * MIB);
@@ -150,7 +189,7 @@ int main(int argc, char **argv)
         munmap(p, 4 * MIB);
         printf("munmap unlocks %d\n", vmlck_kb() == start);
     } else {
-        fprintf(stderr, "usage: pool_mlock current|future|limit KIB|future_limit|range|remap future|mlock|cell\n");
+        fprintf(stderr, "usage: pool_mlock current|future|limit KIB|future_limit|range|remap future|mlock|remap_unlocked|remap_onfault|remap_limit|cell\n");
         return 2;
     }
     return 0;

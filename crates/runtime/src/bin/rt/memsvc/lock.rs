@@ -20,13 +20,15 @@
 //! - MCL_FUTURE is kept here and not given to the kernel (its mm->def_flags would lock every
 //!   mapping the runtime makes too: the pool's refills, the scrubbers' ranges and stacks, each
 //!   checked against the program's limit, where EAGAIN ends the service): pool memory handed out
-//!   while it is set (mmap, brk, mremap's growth) is locked with mlock2 as it is handed out, the
+//!   while it is set (mmap, brk) is locked with mlock2 as it is handed out, the
 //!   kernel's mmap of the program gets MAP_LOCKED (the same VM_LOCKED, the same limit check:
 //!   EAGAIN), and both are populated unless MCL_ONFAULT was given. munlockall clears it, as does
 //!   fork (a child inherits no locks) and execve (a new image).
 //! - A pool range the program locked is unlocked before the pool takes it back (munmap, a lowered
 //!   break), as the kernel's munmap would drop the lock, and before it is moved (mremap's growth,
-//!   `unlock_before_move`); mlock2 and munlock of pool pages the program does not hold fail with
+//!   `unlock_before_move`), then locked again with its grown part, as the kernel's mremap keeps a
+//!   mapping's lock (or its lack: MCL_FUTURE is not for it) and checks the growth against the
+//!   limit (EAGAIN); mlock2 and munlock of pool pages the program does not hold fail with
 //!   ENOMEM, as on unmapped memory.
 //! Why served here rather than by releasing the reservation around the kernel's call: the
 //! bookkeeping alone passes a small limit, an unmapped reservation could be taken by another
@@ -36,15 +38,17 @@
 //! walks the maps may be left unlocked, unless MCL_FUTURE was given); mappings the kernel makes
 //! for the program without an mmap (shmat, io_setup's ring) are not locked by MCL_FUTURE; under
 //! MCL_FUTURE | MCL_ONFAULT a kernel mmap past the limit is made, then undone (EAGAIN), and a
-//! MAP_FIXED one, which has replaced what lay there, is kept unlocked; an mremap growing locked pool
-//! memory past the limit without MCL_FUTURE succeeds, its new part unlocked (natively EAGAIN);
-//! CAP_IPC_LOCK is read from capget where the pool's tail is shorter than the limit; the service's
+//! MAP_FIXED one, which has replaced what lay there, is kept unlocked; mremap of pool memory locked
+//! in part succeeds, all of it locked after (natively EFAULT: the range is several mappings), and
+//! locked memory it moves is locked again on fault only where every lock the program made in the
+//! pool was (MCL_ONFAULT, MLOCK_ONFAULT), populated otherwise; CAP_IPC_LOCK is read from capget
+//! where the pool's tail is shorter than the limit, and for an mremap's growth past it; the service's
 //! own mappings named above are not locked, and the runtime's others (its image, stacks, the
 //! profile's blocks) are, and count against the limit.
 
 use super::{demand, ensure_reserved, scrub, HeldOff, Pool, BOOK, BUDGET, POOL_LOCK};
 use crate::sys::{self, *};
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::*};
 use coreplane_runtime::buddy::{FOREIGN, USED};
 
 pub const MLOCK: usize = 149;
@@ -65,9 +69,21 @@ const USER_END: usize = 1 << 47;
 /// MCL_FUTURE as the program asked for it: 0 (not set), or 1 + the mlock2 flags new memory is
 /// locked with (MLOCK_ONFAULT under MCL_ONFAULT).
 static FUTURE: AtomicUsize = AtomicUsize::new(0);
-/// The program may have locked pool pages (an mlockall, or an mlock2 reaching the pool): they
-/// are unlocked before the pool takes them back.
-static ANY_LOCKED: AtomicBool = AtomicBool::new(false);
+/// How the program may have locked pool pages (an mlockall, or an mlock2 reaching the pool):
+/// POPULATED, ON_FAULT or both; 0: never. Locked pages are unlocked before the pool takes them
+/// back, and locked again as they were after a move (`lock_again`).
+static LOCKED: AtomicU8 = AtomicU8::new(0);
+const POPULATED: u8 = 1;
+const ON_FAULT: u8 = 2;
+
+/// The program locked pool pages, or may have, with the mlock2 `flags`.
+fn note_locked(flags: usize) {
+    LOCKED.fetch_or(if flags & MLOCK_ONFAULT != 0 { ON_FAULT } else { POPULATED }, Relaxed);
+}
+
+fn any_locked() -> bool {
+    LOCKED.load(Relaxed) != 0
+}
 
 /// Under MCL_FUTURE, the mlock2 flags new memory is locked with.
 pub fn future() -> Option<usize> {
@@ -110,14 +126,14 @@ pub fn mlockall(flags: usize) -> isize {
         if r != 0 {
             return r;
         }
-        ANY_LOCKED.store(true, Relaxed);
+        note_locked(lock_flags);
     } else if !may_lock() {
         return -EPERM;
     }
     // Natively mlockall(MCL_CURRENT) also ends an earlier MCL_FUTURE.
     FUTURE.store(if flags & MCL_FUTURE != 0 { 1 + lock_flags } else { 0 }, Relaxed);
     if flags & MCL_FUTURE != 0 {
-        ANY_LOCKED.store(true, Relaxed);
+        note_locked(lock_flags);
     }
     drop(guard);
     drop(held_off);
@@ -164,7 +180,7 @@ pub fn lock_range(nr: usize, a: &[usize; 6]) -> Option<isize> {
     }
     let r = super::check_held(addr, len);
     if r.is_none() && nr != MUNLOCK {
-        ANY_LOCKED.store(true, Relaxed);
+        note_locked(if nr == MLOCK2 { a[2] } else { 0 });
     }
     r
 }
@@ -184,7 +200,7 @@ pub(super) fn lock_handed_out(addr: usize, len: usize) -> isize {
 /// drops their lock (else they stay resident and counted in VmLck, and the scrubber cannot drop
 /// them).
 pub(super) fn unlock_before_release(addr: usize, len: usize) {
-    if ANY_LOCKED.load(Relaxed) {
+    if any_locked() {
         unsafe { syscall3(MUNLOCK, addr, len, 0) };
     }
 }
@@ -192,32 +208,41 @@ pub(super) fn unlock_before_release(addr: usize, len: usize) {
 /// Before pool memory the program holds is moved (mremap's growth, MREMAP_DONTUNMAP): unlocked
 /// first, because the kernel's move of a locked range leaves it counted twice (it clears the old
 /// range's lock without uncounting it: VmLck kept 1 MiB after mremap and munmap of a locked MiB).
-/// Whether it was locked (VmLck fell), for `lock_after_move`.
-pub(super) fn unlock_before_move(addr: usize, len: usize) -> bool {
-    if !ANY_LOCKED.load(Relaxed) {
-        return false;
+/// Whether it was locked (VmLck fell): VmLck before, in kB, for `lock_grown`.
+pub(super) fn unlock_before_move(addr: usize, len: usize) -> Option<u64> {
+    if !any_locked() {
+        return None;
     }
     let before = vmlck_kb();
     unsafe { syscall3(MUNLOCK, addr, len, 0) };
-    vmlck_kb() < before
+    (vmlck_kb() < before).then_some(before)
 }
 
-/// After the move: the `old_len` bytes moved to `addr` locked again where the old range was
-/// locked or under MCL_FUTURE (whose lock of the grown part, up to `new_len`, came before the
-/// move, with its limit check), and the grown part of a range that was locked, as natively.
-pub(super) fn lock_after_move(addr: usize, old_len: usize, new_len: usize, was_locked: bool) {
-    match future() {
-        Some(flags) => {
-            mlock2(addr, old_len, flags);
-        }
-        None if was_locked => {
-            mlock2(addr, old_len, 0);
-            if new_len > old_len {
-                mlock2(addr + old_len, new_len - old_len, 0);
-            }
-        }
-        None => {}
+/// The mlock2 flags pool memory that was locked is locked again with after a move: on fault where
+/// every lock the program made in the pool was (the kernel's mremap keeps a mapping's
+/// VM_LOCKONFAULT, and populates none of it), else populated.
+fn relock_flags() -> usize {
+    if LOCKED.load(Relaxed) == ON_FAULT { MLOCK_ONFAULT } else { 0 }
+}
+
+/// The grown part of pool memory that was locked (`unlock_before_move`: VmLck was
+/// `locked_before_kb`), locked before the move as the kernel's mremap locks the growth of a locked
+/// mapping, whether or not MCL_FUTURE is set (and never that of an unlocked one): -EAGAIN where
+/// RLIMIT_MEMLOCK refuses it, checked on what was locked before the old part was unlocked, as
+/// natively; 0 otherwise.
+pub(super) fn lock_grown(addr: usize, len: usize, locked_before_kb: u64) -> isize {
+    let wanted = locked_before_kb / (PAGE as u64 / 1024) + (len / PAGE) as u64;
+    if wanted > memlock_limit() / PAGE as u64 && !has_cap_ipc_lock() {
+        return -EAGAIN;
     }
+    mlock2(addr, len, relock_flags());
+    0
+}
+
+/// Pool memory that was locked before a move (`unlock_before_move`), locked again where it is
+/// now, or still is (the move failed, or its growth was refused).
+pub(super) fn lock_again(addr: usize, len: usize) {
+    mlock2(addr, len, relock_flags());
 }
 
 /// VmLck of /proc/self/status, in kB (0 unread). Not inlined: its buffer would sit on the stack

@@ -1000,13 +1000,16 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
             unsafe { syscall3(MUNMAP, new, new_pages * PAGE, 0) };
         }
     };
-    let tail = (new + old_pages * PAGE, (new_pages - old_pages) * PAGE);
-    if lock::lock_handed_out(tail.0, tail.1) != 0 {
-        // MCL_FUTURE past RLIMIT_MEMLOCK: EAGAIN, the old mapping left as it was.
-        drop_new();
-        return Some(-lock::EAGAIN);
-    }
     let was_locked = lock::unlock_before_move(old, old_pages * PAGE);
+    if let Some(before) = was_locked {
+        let tail = (new + old_pages * PAGE, (new_pages - old_pages) * PAGE);
+        if lock::lock_grown(tail.0, tail.1, before) != 0 {
+            // Past RLIMIT_MEMLOCK: EAGAIN, the old mapping left as it was.
+            lock::lock_again(old, old_pages * PAGE);
+            drop_new();
+            return Some(-lock::EAGAIN);
+        }
+    }
     demand::disarm(old, old_pages * PAGE);
     let moved = unsafe {
         syscall6(MREMAP, old, old_pages * PAGE, old_pages * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, new, 0)
@@ -1016,11 +1019,15 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
         demand::rearm(new, old_pages * PAGE);
     }
     if failed(moved) {
-        lock::lock_after_move(old, old_pages * PAGE, old_pages * PAGE, was_locked);
+        if was_locked.is_some() {
+            lock::lock_again(old, old_pages * PAGE);
+        }
         drop_new();
         return Some(moved);
     }
-    lock::lock_after_move(new, old_pages * PAGE, new_pages * PAGE, was_locked);
+    if was_locked.is_some() {
+        lock::lock_again(new, old_pages * PAGE);
+    }
     munmap(old, old_pages * PAGE);
     Some(new as isize)
 }
