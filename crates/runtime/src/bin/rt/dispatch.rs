@@ -86,7 +86,12 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             crate::memsvc::lock::munlockall();
             run(nr, a)
         }
-        MLOCK | MLOCK2 | MUNLOCK if let Some(r) = crate::memsvc::lock::lock_range(nr, a) => r,
+        MLOCK | MLOCK2 | MUNLOCK => match crate::memsvc::lock::lock_range(nr, a) {
+            // Pool pages the program does not hold: ENOMEM, answered here, and counted in the
+            // profile as the kernel's answer would be.
+            Some(r) => local(nr, || r),
+            None => run(nr, a),
+        },
         SIGALTSTACK if thread::current().lent_stack => process::sigaltstack_lent(a),
         SIGALTSTACK if thread::current().withdrawn_signal_stack[2] != 0 => crate::program_signal::sigaltstack_withdrawn(a, || run(nr, a)),
         SIGALTSTACK => crate::program_signal::sets_signal_stack(a[0], || run(nr, a)),
