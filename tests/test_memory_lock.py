@@ -34,7 +34,7 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 # Each case prints what it did in words that are the same natively and under the pool (VmLck in
 # ranges: the runtime's own mappings add to it); tests/programs/pool_mlock.c says what each checks.
 CASES = [["current"], ["future"], ["limit", "64"], ["limit", "0"], ["future_limit"], ["range"], ["remap", "future"],
-         ["remap", "mlock"], ["remap_unlocked"], ["remap_onfault"], ["remap_limit"]]
+         ["remap", "mlock"], ["remap_unlocked"], ["remap_onfault"], ["remap_limit"], ["range_errors"]]
 
 
 @pytest.fixture(scope="module")

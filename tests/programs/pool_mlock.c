@@ -20,6 +20,9 @@
  *                 4 MiB: all of it locked, none of the rest populated.
  *   remap_limit   a 1 MiB mapping locked with mlock, grown to 32 MiB: EAGAIN past RLIMIT_MEMLOCK
  *                 (an unprivileged process's 8 MiB), the mapping left as it was.
+ *   range_errors  mlock2 with unknown flags, and mlock under a zero RLIMIT_MEMLOCK, of pool pages
+ *                 the program unmapped: the kernel's EINVAL and EPERM come before the ENOMEM of
+ *                 unmapped memory.
  *   cell          run where the runtime locked the memory at the start (a cell made with
  *                 --mlock): a few MiB locked, and a later mmap locked until its munmap. */
 #define _GNU_SOURCE
@@ -181,6 +184,16 @@ int main(int argc, char **argv)
         if (q == MAP_FAILED)
             q = p;
         printf("mlock %d mremap %d kept %d locked %ld MiB\n", r, e, q[100] == 7, (vmlck_kb() - before) / 1024);
+    } else if (!strcmp(mode, "range_errors")) {
+        char *p = map(4 * MIB);
+        munmap(p, 4 * MIB);
+        int r = err(mlock2(p, MIB, 5));
+        printf("mlock2 unknown flags %d\n", r);
+        struct rlimit lim = {0, 0};
+        if (setrlimit(RLIMIT_MEMLOCK, &lim))
+            return perror("setrlimit"), 1;
+        r = err(mlock(p, MIB));
+        printf("mlock at limit 0 %d\n", r);
     } else if (!strcmp(mode, "cell")) {
         long start = vmlck_kb();
         char *p = map(4 * MIB);
@@ -189,7 +202,7 @@ int main(int argc, char **argv)
         munmap(p, 4 * MIB);
         printf("munmap unlocks %d\n", vmlck_kb() == start);
     } else {
-        fprintf(stderr, "usage: pool_mlock current|future|limit KIB|future_limit|range|remap future|mlock|remap_unlocked|remap_onfault|remap_limit|cell\n");
+        fprintf(stderr, "usage: pool_mlock current|future|limit KIB|future_limit|range|remap future|mlock|remap_unlocked|remap_onfault|remap_limit|range_errors|cell\n");
         return 2;
     }
     return 0;

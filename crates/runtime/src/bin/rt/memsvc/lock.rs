@@ -172,13 +172,17 @@ pub fn child_after_fork() {
 
 /// mlock, mlock2 and munlock reaching into the pool: ENOMEM where some of its pool pages are not
 /// the program's, as on unmapped memory; else None (the kernel's call), remembering that pool
-/// pages may be locked.
+/// pages may be locked. The kernel's earlier errors are its own: mlock2's EINVAL for unknown
+/// flags, and the EPERM of a lock under a zero limit without the capability.
 pub fn lock_range(nr: usize, a: &[usize; 6]) -> Option<isize> {
     let (addr, len) = (a[0] & !(PAGE - 1), page_up(a[1].saturating_add(a[0] % PAGE)));
-    if len == 0 || !super::reaches_pool(addr, len) {
+    if len == 0 || !super::reaches_pool(addr, len) || nr == MLOCK2 && a[2] & !MLOCK_ONFAULT != 0 {
         return None;
     }
     let r = super::check_held(addr, len);
+    if r.is_some() && nr != MUNLOCK && !may_lock() {
+        return None;
+    }
     if r.is_none() && nr != MUNLOCK {
         note_locked(if nr == MLOCK2 { a[2] } else { 0 });
     }
