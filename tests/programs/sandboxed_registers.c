@@ -7,16 +7,13 @@
  * write is made with a `syscall` of this program's own, and each is checked after it. Prints
  * what differs, and "registers kept"; exits 77 where filters are refused. */
 #define _GNU_SOURCE
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define ALLOW(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, n, 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#include "write_only_filter.h"
 
 static const char msg[] = "write under the filter\n";
 /* rbx rbp rdi rsi rdx r8 r9 r10 r12 r13 r14 r15, then rax, rsp moved, flags, red zone checksum
@@ -25,13 +22,7 @@ static uint64_t after[20], sp_before;
 static const char *names[] = {"rbx", "rbp", "rdi", "rsi", "rdx", "r8", "r9", "r10", "r12", "r13", "r14", "r15"};
 
 int main(void) {
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        ALLOW(__NR_write), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-    };
-    struct sock_fprog prog = {.len = sizeof filter / sizeof filter[0], .filter = filter};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+    if (allow_only_write_and_exit(SECCOMP_RET_KILL_PROCESS) != 0)
         return 77;
     uint64_t *o = after;
     __asm__ volatile(

@@ -7,17 +7,14 @@
  * "vector state kept (WIDTH)"; exits 77 where filters are refused. */
 #define _GNU_SOURCE
 #include <cpuid.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define ALLOW(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, n, 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#include "write_only_filter.h"
 
 static uint8_t in[32][64] __attribute__((aligned(64))), out[32][64] __attribute__((aligned(64)));
 static uint64_t kin[8], kout[8];
@@ -116,13 +113,7 @@ int main(void) {
             in[i][j] = (uint8_t)(i * 67 + j * 13 + 1);
     for (int i = 0; i < 8; i++)
         kin[i] = 0x0123456789abcdefULL * (i + 1);
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        ALLOW(__NR_write), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-    };
-    struct sock_fprog prog = {.len = sizeof filter / sizeof filter[0], .filter = filter};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+    if (allow_only_write_and_exit(SECCOMP_RET_KILL_PROCESS) != 0)
         return 77;
     /* Round toward zero, flush to zero, all exceptions masked; x87: double precision, round up. */
     const unsigned mxcsr = 0x1f80 | 0x6000 | 0x8000;

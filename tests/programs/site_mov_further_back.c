@@ -22,6 +22,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+// rdi = number (9), rsi = length: the arguments of mmap(0, len, PROT_READ, MAP_PRIVATE, 9, 0),
+// the descriptor last, so that `41 b8 09 00 00 00` ends right before the `syscall`.
+#define MMAP_FD9_SETUP \
+        "  mov %rdi, %rax\n" \
+        "  xor %edi, %edi\n" \
+        "  mov $1, %edx\n" \
+        "  mov $2, %r10d\n" \
+        "  xor %r9d, %r9d\n" \
+        "  mov $9, %r8d\n"
+
 __asm__(".text\n"
         ".p2align 4\n"
         // Not at a page's start, where the runtime refuses a `mov eax` whose byte before is unseen.
@@ -32,26 +42,15 @@ __asm__(".text\n"
         "  syscall\n"
         "  ret\n"
         ".p2align 4\n"
-        // rdi = number (9), rsi = length; maps descriptor 9 read-only from offset 0.
         "mmap_fd9:\n"
-        "  mov %rdi, %rax\n"
-        "  xor %edi, %edi\n"
-        "  mov $1, %edx\n"
-        "  mov $2, %r10d\n"
-        "  xor %r9d, %r9d\n"
-        "  mov $9, %r8d\n"
+        MMAP_FD9_SETUP
         "  syscall\n"
         "  ret\n"
         // The same, its 41 at a page's end: 20 bytes from the function's start to the b8.
         ".p2align 12\n"
         ".skip 4096 - 20, 0x90\n"
         "mmap_fd9_page:\n"
-        "  mov %rdi, %rax\n"
-        "  xor %edi, %edi\n"
-        "  mov $1, %edx\n"
-        "  mov $2, %r10d\n"
-        "  xor %r9d, %r9d\n"
-        "  mov $9, %r8d\n"
+        MMAP_FD9_SETUP
         "mmap_fd9_page_syscall:\n"
         "  syscall\n"
         "  ret\n"
