@@ -1,5 +1,6 @@
 """coreplane validate / study: suite files, the cold-call bound and break-even by hand, and a real quick study."""
 
+import dataclasses
 import json
 import os
 import re
@@ -44,6 +45,27 @@ def test_cold_calls_are_bounded_by_the_idle_time_by_hand():
     # A window shorter than the gaps: every call may be cold, but no more than there are.
     assert cold_calls(TINY, Policy("all"), 2.0, 100.0) == (1160.0, 1160)
     assert cold_calls(TINY, Policy("none"), 2.0, 100_000.0) == (0.0, 0)
+
+
+def test_cold_calls_are_bounded_by_the_calls_timeline_by_hand():
+    # The same calls, with a timeline: getppid's 1000 calls within 250 µs, the others at one
+    # instant each. At W = 100 µs the timeline allows 1 + 2.5 of getppid's and 1 each of mmap,
+    # read and write: 6.5, below the idle-time bound (8.1 at γ = 1).
+    thread = TINY.threads[0]
+    timed = {"getppid": (100_000, 350_000), "mmap": (0, 0), "read": (500_000, 500_000), "write": (900_000, 900_000)}
+    calls = [dataclasses.replace(c, first_ns=timed[c.name][0], last_ns=timed[c.name][1]) if c.name in timed else c
+             for c in thread.syscalls]
+    spread = dataclasses.replace(TINY, threads=[dataclasses.replace(thread, syscalls=calls)])
+    assert cold_calls(spread, Policy("all"), 1.0, 100_000.0) == (pytest.approx(6.5), 1160)
+    # At γ = 2 the timeline shrinks by half: at W = 50 µs it allows 6.5 again (not 9), the idle
+    # time 8.2.
+    assert cold_calls(spread, Policy("all"), 2.0, 50_000.0) == (pytest.approx(6.5), 1160)
+
+
+def test_the_cold_surcharge_is_the_medians_difference():
+    # A tail in the cold trials (one long wake-up among them) moves their mean, not the surcharge.
+    cal = calibration(cold=ForwardCost(250, 70.0, 9_000.0, 150_000.0, 10_600.0, 5_000_000.0))
+    assert cal.cold_extra_ns() == 10_000.0
 
 
 def test_parameters_by_hand():
