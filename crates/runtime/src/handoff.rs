@@ -25,6 +25,11 @@ impl Sequence {
         seq
     }
 
+    /// The number of the latest request posted.
+    pub fn posted(&self) -> u32 {
+        self.posted.load(Acquire)
+    }
+
     /// Delegate: claims the request waiting in the slot, if any, and returns its number.
     /// `taken` is read before `posted`. In the other order a delegate that read `posted` = n
     /// and was preempted while others claimed n, completed it and claimed n + 1 read

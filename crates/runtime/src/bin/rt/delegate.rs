@@ -493,6 +493,75 @@ fn cancel(index: u32, pid: i32) {
     }
 }
 
+/// Whether a delegate is making the call of slot `index` (it has taken the request and not yet
+/// its result).
+fn running(index: u32) -> bool {
+    let n = POOL.delegates.load(Acquire) as usize;
+    DELEGATES[..n].iter().any(|d| d.current.load(Acquire) == index)
+}
+
+/// The program's handler for `sig` is about to run on thread `t`, whose signal interrupted the
+/// runtime call of record `entry`. Where that call waits for a delegate and `sig` does not
+/// restart it, the delegate's call is interrupted now, and its outcome settled (EINTR, or the
+/// result it already had), before the handler runs: the kernel interrupts a call before it runs
+/// the handler. Interrupted after, a read of a pipe got the byte the handler wrote into it (1
+/// where natively EINTR), and nanosleep's time left counted the handler's. A request no
+/// delegate has taken yet is waited for as in `call` (it is interrupted once taken, should it
+/// block), or withdrawn with EINTR where none can take it.
+pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
+    if t.depth == 0 || t.delegated_at != entry {
+        return;
+    }
+    let index = t.slots[t.depth as usize - 1];
+    let s = slot(index);
+    let seq = s.request.seq.posted();
+    if crate::signals::restarts(sig, s.request.nr) {
+        return;
+    }
+    loop {
+        let done = s.response.done.load(Acquire);
+        let claimed = s.request.seq.claimed(seq);
+        // Done, or about to be: made (its result is known), or withdrawn by `call` itself.
+        if done == seq || claimed && !running(index) {
+            return;
+        }
+        // Sent again every 1 ms: a delegate still spending its forward cost before the call
+        // misses it.
+        cancel(index, t.pid);
+        if !claimed && withdrawn(s, seq) {
+            s.response.result = -EINTR;
+            s.response.t_start = 0;
+            return;
+        }
+        sleep_until_done(s, seq, done, 1_000_000);
+    }
+}
+
+/// Request `seq` of slot `s`, which no delegate has taken: a sleeping delegate is woken, or
+/// the pool grows where every delegate is busy; where it cannot, the request is withdrawn
+/// (true), to be answered by its caller. Left waiting, it could wait for good: with 64 delegates
+/// blocked in reads of pipes, the writes that would end them queued behind them (hackbench -T
+/// hung).
+fn withdrawn(s: &Slot, seq: u32) -> bool {
+    wake_a_sleeper();
+    if maybe_grow() || s.request.seq.claim() != Some(seq) {
+        return false;
+    }
+    s.response.done.store(seq, Release);
+    crate::profile::count_withdrawn_call();
+    true
+}
+
+/// The caller sleeps until request `seq` of slot `s` completes (its completion word no longer
+/// `done`), a signal comes, or `timeout_ns` passes.
+fn sleep_until_done(s: &Slot, seq: u32, done: u32, timeout_ns: u64) {
+    s.response.waiting.store(1, SeqCst);
+    if s.response.done.load(SeqCst) != seq {
+        sys::futex_wait(&s.response.done as *const AtomicU32 as *const u32, done, timeout_ns);
+    }
+    s.response.waiting.store(0, Relaxed);
+}
+
 /// Wakes one sleeping delegate, if any.
 fn wake_a_sleeper() {
     if SLEEP.sleepers.load(Relaxed) > 0 {
@@ -629,6 +698,7 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     }
     let index = t.slots[depth];
     t.depth += 1;
+    let outer_at = core::mem::replace(&mut t.delegated_at, t.entry);
     let s = slot(index);
     // Reading first keeps the response line shared: it is written only after a cancel.
     if s.response.cancel.load(Relaxed) != 0 {
@@ -667,16 +737,9 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         }
         let claimed = s.request.seq.claimed(seq);
         if !claimed {
-            wake_a_sleeper();
-            // Every delegate is busy, blocked perhaps, and the pool cannot grow: the request is
-            // withdrawn and made here. Left waiting, it could wait for good: with 64 delegates
-            // blocked in reads of pipes, the writes that would end them queued behind them
-            // (hackbench -T hung).
-            if !maybe_grow() && s.request.seq.claim() == Some(seq) {
-                s.response.done.store(seq, Release);
-                t.depth -= 1;
-                crate::profile::count_withdrawn_call();
-                // A handler that does not restart this call has run: natively it returns EINTR.
+            // Withdrawn: made here, or (a handler that does not restart it has run) EINTR.
+            if withdrawn(s, seq) {
+                (t.delegated_at, t.depth) = (outer_at, t.depth - 1);
                 return cancelled.then_some((-EINTR, t_post, 0, 0));
             }
         } else if cancelled {
@@ -695,15 +758,11 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         } else {
             TAKEN_WAIT_NS
         };
-        s.response.waiting.store(1, SeqCst);
-        if s.response.done.load(SeqCst) != seq {
-            sys::futex_wait(&s.response.done as *const AtomicU32 as *const u32, done, timeout);
-        }
-        s.response.waiting.store(0, Relaxed);
+        sleep_until_done(s, seq, done, timeout);
     }
     let end = if timed { sys::rdtsc() } else { 0 };
     let result = s.response.result;
     let queued = s.response.t_start.saturating_sub(t_post);
-    t.depth -= 1;
+    (t.delegated_at, t.depth) = (outer_at, t.depth - 1);
     Some((result, t_post, end - t_post, queued))
 }

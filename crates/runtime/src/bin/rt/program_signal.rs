@@ -422,6 +422,7 @@ extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) 
             if let Some(below) = runtime_stack_below(t, uc, irsp) {
                 again_on_runtime_stack(t, sig, uc, below);
             }
+            crate::delegate::interrupt_before_handler(t, e as *const Entry as usize, sig);
             run_at_program_context(t, e, (program_sp, resume_at), handler, sig, info, uc)
         }
         _ => {

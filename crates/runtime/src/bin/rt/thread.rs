@@ -29,6 +29,9 @@ pub struct Thread {
     pub slots: [u32; MAX_DEPTH],
     /// Delegated calls in progress on this thread.
     pub depth: u32,
+    /// The record (`program_signal::Entry`) of the runtime call whose delegated call, the
+    /// innermost, this thread waits for (`delegate::interrupt_before_handler`).
+    pub delegated_at: usize,
     /// Slots given back in the process when this thread last looked for one and found none
     /// (`delegate::look_again`), and its calls made without one since it first found none.
     pub slots_released_seen: u32,
