@@ -10,14 +10,15 @@
 //! return address, rax = -EINTR as for an interrupted call) in a frame on the stack the kernel
 //! would have chosen natively (the program's, or its signal stack for SA_ONSTACK), and returns to
 //! the runtime, whose call then goes on as the kernel decides (restarted, or EINTR). What the
-//! handler changes in that context is not applied: the call in progress owns the registers.
+//! handler changes in that context's registers is not applied: the call in progress owns them;
+//! the signal mask it leaves there is, as its rt_sigreturn would apply it.
 //! Faults of the runtime's own code (synchronous SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP) keep
 //! the context that faulted. A signal in the few instructions of an entry before its record is
 //! made, or after it is gone, still shows the runtime's context.
 
 use crate::sigaction::{KSigaction, SA_ONSTACK};
 use crate::sigframe::{self, *};
-use crate::sys::{self, syscall3, EFAULT, EINTR, MREMAP, MREMAP_DONTUNMAP, MUNMAP, PAGE, SIGALTSTACK, SS_AUTODISARM, SS_DISABLE};
+use crate::sys::{self, syscall3, EFAULT, EINTR, MREMAP, MREMAP_DONTUNMAP, MUNMAP, PAGE, SIGALTSTACK, SIGKILL, SIGSYS, SS_AUTODISARM, SS_DISABLE};
 use crate::thread::{self, THREAD_SIZE};
 use core::arch::global_asm;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -124,8 +125,9 @@ global_asm!(
     "mov r11, [rax + rdi * 8]",
     "xor eax, eax",
     "jmp r11",
-    // coreplane_run_handler(handler, signal, siginfo, ucontext, frame): runs the handler on
-    // `frame` (its return address slot), back here when it returns.
+    // coreplane_run_handler(handler, signal, siginfo, ucontext, frame) -> mask: runs the handler
+    // on `frame` (its return address slot), back here when it returns with the signal mask it
+    // left in its context.
     ".globl coreplane_run_handler",
     "coreplane_run_handler:",
     "push rbx",
@@ -144,8 +146,10 @@ global_asm!(
     "mov rsp, r8",
     "xor eax, eax",
     "jmp r11",
-    // The handler returned: rsp is past the return address slot.
+    // The handler returned: rsp is past the return address slot, at its ucontext. The mask is
+    // read first: until rsp leaves the frame, a signal's frame goes below it, not over it.
     "3:",
+    "mov rax, [rsp + {mask}]",
     "mov rsp, [rsp + {saved_rsp} - 8]",
     "pop r15",
     "pop r14",
@@ -156,11 +160,12 @@ global_asm!(
     "ret",
     rip = const GREGS_OFF + REG_RIP * 8,
     saved_rsp = const SAVED_RSP_AT,
+    mask = const UC_SIGMASK_OFF,
 );
 
 extern "C" {
     fn coreplane_program_signal();
-    fn coreplane_run_handler(handler: usize, sig: i32, info: usize, uc: usize, frame: usize);
+    fn coreplane_run_handler(handler: usize, sig: i32, info: usize, uc: usize, frame: usize) -> u64;
 }
 
 /// Whether the process owns its memory (not a process started in its parent's, as posix_spawn's
@@ -548,12 +553,34 @@ fn run_at_program_context(t: &mut thread::Thread, e: &Entry, (program_sp, resume
             sys::syscall_on(below, SIGALTSTACK, off.as_ptr() as usize, 0);
         }
         t.handler_frame = outer_frame;
-        coreplane_run_handler(handler, sig, copy + KERNEL_UCONTEXT_SIZE, copy, frame);
+        let left = coreplane_run_handler(handler, sig, copy + KERNEL_UCONTEXT_SIZE, copy, frame);
+        keep_mask(uc, trap, left);
         // Put back unless the program set a signal stack of its own meanwhile.
         if place.disarm && t.disabled_for == frame {
             sys::syscall_on(below, SIGALTSTACK, t.disabled_stack.as_ptr() as usize, 0);
         }
         (t.disabled_for, t.disabled_stack) = outer;
+    }
+}
+
+/// Signals no mask blocks: SIGKILL and SIGSTOP (rt_sigreturn drops them), and SIGSYS, the
+/// runtime's traps.
+const UNBLOCKABLE: u64 = 1 << (SIGKILL - 1) | 1 << (19 - 1) | 1 << (SIGSYS - 1);
+
+/// The program's handler, shown the signal mask of the signal's frame `uc`, left `left` in its
+/// context: what it added or removed there is applied as its rt_sigreturn would apply it, to the
+/// frames whose return gives the thread its mask: `uc`'s, when this handler returns to the
+/// runtime's call, and a trapped call's frame `trap`, when that call returns (natively, SIGUSR2
+/// added there is blocked after the call; it was not). The registers stay the call's.
+fn keep_mask(uc: *mut u8, trap: Option<*mut u8>, left: u64) {
+    let mask = |frame: *mut u8| unsafe { &mut *(frame.add(UC_SIGMASK_OFF) as *mut u64) };
+    let shown = *mask(uc);
+    if left == shown {
+        return;
+    }
+    let (added, removed) = (left & !shown & !UNBLOCKABLE, shown & !left);
+    for frame in core::iter::once(uc).chain(trap) {
+        *mask(frame) = (*mask(frame) | added) & !removed;
     }
 }
 
