@@ -213,8 +213,6 @@ pub fn install_interrupt_handler() {
 fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
     let s = slot(index);
     let t_start = if timed { sys::rdtsc() } else { 0 };
-    // Release is enough: a cancel that misses this store is sent again while the caller waits.
-    me.current.store(index, Release);
     // A request is always executed, even when its caller was signalled meanwhile: natively a
     // call that does not block completes before the signal is handled. Only a call blocked
     // in the kernel is interrupted (see `cancel`).
@@ -242,6 +240,26 @@ fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
     if s.response.waiting.load(SeqCst) != 0 {
         sys::futex_wake(&s.response.done as *const AtomicU32 as *const u32, 1);
     }
+}
+
+/// Claims the request waiting in slot `index`, if any, for delegate `me`, which names the slot
+/// (`current`) before it claims it, and until it has stored the result: a caller that sees its
+/// request claimed then sees it running (`running`), or done. Named after the claim, a request
+/// claimed by a delegate preempted before naming it looked settled to
+/// `interrupt_before_handler`, whose handler then ran before the call (with 1 ms between the
+/// two, a read got the handler's byte 7 times in 30 where natively EINTR). A cancel that
+/// reaches a delegate that names a slot but makes no call is harmless (`on_interrupt`).
+fn name_and_claim(index: u32, me: &Delegate) -> Option<u32> {
+    let seq = &slot(index).request.seq;
+    if !seq.waiting() {
+        return None;
+    }
+    me.current.store(index, Release);
+    let claimed = seq.claim();
+    if claimed.is_none() {
+        me.current.store(NONE, Release);
+    }
+    claimed
 }
 
 /// A delegate thread, `DELEGATES[index]`: it takes no program signals, moves to the control
@@ -273,7 +291,7 @@ extern "C" fn delegate_main(index: usize) {
         // Round-robin from the cursor; no division on this path, where a request may be waiting.
         let mut i = if cursor >= n { 0 } else { cursor };
         for _ in 0..n {
-            if let Some(seq) = slot(i).request.seq.claim() {
+            if let Some(seq) = name_and_claim(i, me) {
                 serve(i, seq, me, fc, timed);
                 cursor = i + 1;
                 served = true;
