@@ -16,7 +16,7 @@ APT_PACKAGES := build-essential linux-libc-dev python3 bzip2 gzip xz-utils sqlit
                 curl git bc patch openssl openjdk-17-jdk-headless nodejs golang-go dpkg-dev debian-archive-keyring \
                 age fzf hexyl ruby lua5.4 tcl stress-ng ltrace
 
-.PHONY: conformance-modes setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9 heldout10 heldout11 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 arbiter-guest-tables clean
+.PHONY: conformance-modes setup apt venv rust workloads demo test bench bench-memory-programs figures docs heldout heldout1 heldout2 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9 heldout10 heldout11 heldout12 conformance runtimes stress fullsys-setup fullsys-mpi-setup fullsys fullsys-study arbiter-cgroup2 arbiter-guest-tables clean
 
 setup: apt venv rust workloads
 
@@ -61,7 +61,7 @@ demo: setup
 
 # The held-out suite (issue 13): programs the models were never tuned on; MAPE per model, the
 # `project` row being what `coreplane project` answers with its defaults (docs/benchmarks.md).
-# heldout11.toml (session 23, `make heldout11`) was looked at (run in session 23); heldout10.toml (session 15, `make heldout10`) was looked at (run in session 15); heldout9.toml (session 14, `make heldout9`) was looked at (scored in session 15); heldout8.toml (session 13, `make heldout8`) was looked at; heldout7.toml (session 12, `make heldout7`) was looked at; heldout6.toml (session 10, `make heldout6`) was looked at; heldout5.toml (session 9, `make heldout5`) was looked at; heldout4.toml (session 8, `make heldout4`) was looked at; heldout3.toml (session 7, `make heldout`) was looked at; heldout2.toml shaped session 7's model change
+# heldout12.toml (session 24, `make heldout12`) is not yet run; heldout11.toml (session 23, `make heldout11`) was looked at (run in session 23); heldout10.toml (session 15, `make heldout10`) was looked at (run in session 15); heldout9.toml (session 14, `make heldout9`) was looked at (scored in session 15); heldout8.toml (session 13, `make heldout8`) was looked at; heldout7.toml (session 12, `make heldout7`) was looked at; heldout6.toml (session 10, `make heldout6`) was looked at; heldout5.toml (session 9, `make heldout5`) was looked at; heldout4.toml (session 8, `make heldout4`) was looked at; heldout3.toml (session 7, `make heldout`) was looked at; heldout2.toml shaped session 7's model change
 # (`make heldout2`); heldout.toml was looked at five times (`make heldout1`).
 HELDOUT3_PACKAGES := lrzip b3sum squashfs-tools fzf graphicsmagick ruby gdu lzop dcfldd pv xxd fdupes plocate exa mawk
 HELDOUT4_PACKAGES := age openjdk-17-jdk-headless erlang-base libvips-tools tarlz zpaq mbuffer diffutils openssl libc-bin e2fsprogs symlinks pax coreutils hunspell hunspell-en-us discount
@@ -72,6 +72,7 @@ HELDOUT8_PACKAGES := stockfish ghostscript primesieve rav1e esbuild rmlint par2 
 HELDOUT9_PACKAGES := vpx-tools svt-av1 tabix clasp mupdf-tools make ninja-build arj cksfv rdiff genisoimage erofs-utils dar mtree-netbsd apcalc tre-agrep xsltproc dos2unix coreutils
 HELDOUT10_PACKAGES := libopenjp2-tools sysbench cryptominisat fio tokyocabinet-bin cstream dc3dd bbe squashfs-tools-ng mtools dosfstools genext2fs xutils-dev gforth nauty aspell aspell-en pcre2-utils lame netpbm coreutils
 HELDOUT11_PACKAGES := sox hmmer cd-hit kyotocabinet-utils pup qemu-utils aide ddpt ioping buffer mtd-utils lsd afio luajit hugs m4 wavpack coreutils
+HELDOUT12_PACKAGES := gstreamer1.0-tools gstreamer1.0-plugins-base clustalo gojq argon2 muscle sg3-utils socat coreutils postmark casync fpart isal sbcl tcc ocaml-nox graphviz opus-tools sharutils original-awk
 HELDOUT_PACKAGES := pixz 7zip ugrep fd-find bzip3 miller tree ncdu rdfind attr datamash jq zip
 heldout: setup
 	$(call apt_install,$(HELDOUT3_PACKAGES))
@@ -117,6 +118,11 @@ heldout11: setup
 	$(call apt_install,$(HELDOUT11_PACKAGES))
 	@mkdir -p $(BENCH_OUT)
 	$(CLI) validate examples/suites/heldout11.toml --until-noise 2 --out target/heldout/heldout11-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout11.json
+
+heldout12: setup
+	$(call apt_install,$(HELDOUT12_PACKAGES))
+	@mkdir -p $(BENCH_OUT)
+	$(CLI) validate examples/suites/heldout12.toml --until-noise 2 --out target/heldout/heldout12-$$(date +%Y%m%d-%H%M%S) --json > $(BENCH_OUT)/heldout12.json
 
 heldout2: setup
 	$(call apt_install,$(HELDOUT_PACKAGES))

@@ -255,11 +255,12 @@ def test_held_out_suites_share_no_program_with_what_came_before():
     were developed on or in an earlier held-out suite (the first one let find and sort in as
     pipeline stages; the later ones let in no stage either)."""
     dev = suites.load("default").programs + suites.load("quick").programs
-    first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh = (
+    first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh, twelfth = (
         suites.load(str(REPO / "examples" / "suites" / f))
         for f in ("heldout.toml", "heldout2.toml", "heldout3.toml", "heldout4.toml", "heldout5.toml", "heldout6.toml",
-                  "heldout7.toml", "heldout8.toml", "heldout9.toml", "heldout10.toml", "heldout11.toml"))
-    for suite in (first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh):
+                  "heldout7.toml", "heldout8.toml", "heldout9.toml", "heldout10.toml", "heldout11.toml",
+                  "heldout12.toml"))
+    for suite in (first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh, twelfth):
         assert len(suite.programs) >= 15 and all(p.package for p in suite.programs)
     earlier = _programs_run(suites.Suite("dev", dev), stages=True)
     assert not (_programs_run(first, stages=False) - {"sh"}) & earlier
@@ -283,6 +284,8 @@ def test_held_out_suites_share_no_program_with_what_came_before():
     assert not (_programs_run(tenth, stages=True) - {"sh"}) & earlier
     earlier |= _programs_run(tenth, stages=True)
     assert not (_programs_run(eleventh, stages=True) - {"sh"}) & earlier
+    earlier |= _programs_run(eleventh, stages=True)
+    assert not (_programs_run(twelfth, stages=True) - {"sh"}) & earlier
 
 
 def test_quick_study_end_to_end(tmp_path):
