@@ -19,7 +19,8 @@ the runtime's own code (they see the program's context, on the program's stacks)
 child's end, a forked child under a filter that kills open(2); a first call after a filter
 that allows write and exit alone (sshd's pre-authentication child, and sshd itself), whose trap
 returns by hand, with the vector, FPU and general registers, the flags and the red zone kept,
-signals arriving meanwhile, and on an SS_AUTODISARM signal stack through rt_sigreturn.
+signals arriving meanwhile, and on an SS_AUTODISARM signal stack through rt_sigreturn; an image
+exec'd under such a filter.
 Every run is bounded by the stress tests' watchdog."""
 
 import getpass
@@ -50,7 +51,8 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "altstack_unmapped", "task_listing", "exec_errors", "int80", "small_signal_stack", "status_signals", "trap_window_race",
          "thread_signal_stack", "green_switch",
          "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end", "filter_kills_open", "mlock_threads",
-         "sandboxed_write", "sandboxed_vector_state", "sandboxed_registers", "sandboxed_timer", "sandboxed_autodisarm", "sandboxed_vfork", "sandboxed_altstack"]
+         "sandboxed_write", "sandboxed_vector_state", "sandboxed_registers", "sandboxed_timer", "sandboxed_autodisarm", "sandboxed_vfork", "sandboxed_altstack",
+         "sandboxed_exec"]
 
 
 @pytest.fixture(scope="module")
@@ -433,6 +435,18 @@ def test_traps_served_again_from_a_copy_return_by_hand(built, mode):
     native_or_skip([str(exe)], "seccomp filters are refused here")
     same_as_natively(exe, mode, native_says="write 0 with a signal stack\nwrite 1 with a signal stack\n"
                      "write after its munmap\n")
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+@pytest.mark.parametrize("how", ["prctl", "tsync", "fork"])
+def test_an_image_execd_under_the_programs_filter_returns_by_hand(built, mode, how):
+    # Filters survive execve: the new image's runtime is told, in its task entry, that the
+    # filter is the program's. Before: killed by SIGSYS at the new image's first trap, whose
+    # return was rt_sigreturn (the filter kills for it).
+    exe = built / "sandboxed_exec"
+    native_or_skip([str(exe), how], "seccomp filters are refused here")
+    same_as_natively(exe, mode, how, native_says="the new image runs under the filter\ngetpid agrees\n"
+                     "a thread of the new image writes\n")
 
 
 def _sshd_login(tmp: Path, prefix: list[str]) -> tuple[list[subprocess.CompletedProcess], str]:

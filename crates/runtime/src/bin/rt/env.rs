@@ -1,6 +1,7 @@
 //! The runtime's environment entries: COREPLANE_RT (the configuration) and COREPLANE_TASK.
 //! The configuration is parsed once at start; the task entry carries the task's place in the
-//! clone tree across an execve. Both are hidden from the program and passed on at its execve.
+//! clone tree, and whether it runs under a filter the program installed, across an execve. Both
+//! are hidden from the program and passed on at its execve.
 //! A leaf, because every layer reads the configuration.
 
 use crate::sys;
@@ -16,6 +17,10 @@ static mut CONFIG: Option<Config<'static>> = None;
 pub static mut CONFIG_ENV: *const u8 = core::ptr::null();
 /// The `COREPLANE_TASK=...` entry an execve'd task came with (null for the program's start).
 pub static mut TASK_ENV: *const u8 = core::ptr::null();
+/// The end of the task entry of an image exec'd by a thread under a filter the program installed
+/// itself (`thread::Thread::is_sandboxed`): filters survive execve, and the new image's runtime
+/// cannot tell the program's filter from one it started under (a container's) by itself.
+const SANDBOXED_MARK: &[u8] = b",sandboxed";
 /// The image's environment as the kernel gave it; its pointer array is overwritten when the
 /// program's stack is built, so `at_start` reads it only until then (its strings stay).
 static mut START_ENVP: *const *const u8 = core::ptr::null();
@@ -48,6 +53,26 @@ pub unsafe fn read(envp: *const *const u8) {
     if (*core::ptr::addr_of!(CONFIG)).is_none() {
         sys::die(&[b"COREPLANE_RT is missing or malformed (start programs with coreplane run)"]);
     }
+}
+
+/// The task entry's tail for an execve from a thread that `sandboxed` or not (`SANDBOXED_MARK`).
+pub fn task_mark(sandboxed: bool) -> &'static [u8] {
+    if sandboxed { SANDBOXED_MARK } else { b"" }
+}
+
+/// The task entry this image came with, as its place's value ("KEY,CHILDREN", for
+/// `placement::from_env`) and whether the thread that exec'd it was sandboxed; None at the
+/// program's start.
+pub fn task() -> Option<(&'static [u8], bool)> {
+    let p = unsafe { TASK_ENV };
+    if p.is_null() {
+        return None;
+    }
+    let value = &unsafe { sys::cstr(p) }[TASK_NAME.len() + 1..];
+    Some(match value.strip_suffix(SANDBOXED_MARK) {
+        Some(place) => (place, true),
+        None => (value, false),
+    })
 }
 
 /// The value of the image's environment entry `name`, for a start-up step (`init::start`) that

@@ -37,13 +37,15 @@ pub fn start() {
         crate::memsvc::start(env::config().memory_pool, env::config().memory_on_demand, env::config().memory_give_back);
     }
     let t = thread::start_thread();
+    let task = env::task();
     if filtered {
-        t.now_filtered(false, false);
+        // Sandboxed where the thread that exec'd this image was: its filter is the program's.
+        t.now_filtered(false, task.is_some_and(|(_, sandboxed)| sandboxed));
     }
     app_threads::start(t);
-    let (key, children) = match unsafe { env::TASK_ENV } {
-        p if p.is_null() => (placement::Key::ROOT, 0),
-        p => placement::from_env(&unsafe { sys::cstr(p) }[env::TASK_NAME.len() + 1..]),
+    let (key, children) = match task {
+        None => (placement::Key::ROOT, 0),
+        Some((place, _)) => placement::from_env(place),
     };
     placement::adopt(&mut t.place, &key, children);
     // The program's first process of a delegating many-core process follows its cores.

@@ -73,8 +73,8 @@ pub fn from_env(value: &[u8]) -> (Key, u32) {
     (key, children as u32)
 }
 
-/// Writes "COREPLANE_TASK=KEY,CHILDREN" (NUL-terminated) for an execve into `buf`.
-pub fn env_entry(place: &Place, buf: &mut [u8; 96]) {
+/// Writes "COREPLANE_TASK=KEY,CHILDREN" and `tail` (NUL-terminated) for an execve into `buf`.
+pub fn env_entry(place: &Place, tail: &[u8], buf: &mut [u8; 96]) {
     let mut digits = [0u8; 20];
-    sys::concat(&[crate::env::TASK_NAME, b"=", place.key.as_bytes(), b",", sys::fmt_u64(place.children as u64, &mut digits)], buf);
+    sys::concat(&[crate::env::TASK_NAME, b"=", place.key.as_bytes(), b",", sys::fmt_u64(place.children as u64, &mut digits), tail], buf);
 }

@@ -700,7 +700,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
     let (argv, envp) = (argv as *const *const u8, envp as *const *const u8);
     let words = (2 + na + 1) + (ne + 3);
     let mut task = [0u8; 96];
-    placement::env_entry(&t.place, &mut task);
+    placement::env_entry(&t.place, env::task_mark(t.is_sandboxed()), &mut task);
     let size = page_up(words * 8);
     let Some(buf) = take_exec_buffer(size) else { return given_up(image_fd, -ENOMEM) };
     t.exec_buffer = [buf as usize, size];
