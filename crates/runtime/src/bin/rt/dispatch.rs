@@ -197,14 +197,18 @@ extern "C" fn coreplane_fast_dispatch(nr: usize, args: *const [usize; 6]) -> isi
 /// the filter applies, and the trap of its handler's rt_sigreturn, served before this thread
 /// was marked, came back through rt_sigreturn, which the filter killed for (a 50 µs interval
 /// timer, every run: `sandboxed_timer.c`). Marked early, that trap's return is made by hand.
+/// With TSYNC every thread is so marked until the call has returned and the process is
+/// (`thread::SandboxingEveryThread`).
 fn filtered_from_now(install: impl FnOnce() -> isize, flags: usize) -> isize {
     const NEW_LISTENER: usize = 8;
+    let everywhere = flags & SECCOMP_FILTER_FLAG_TSYNC != 0;
     let t = thread::current();
     let was = t.sandboxed;
     t.sandboxed = true;
+    let _marked = everywhere.then(thread::SandboxingEveryThread::begin);
     let result = install();
     if result == 0 || (result > 0 && flags & NEW_LISTENER != 0) {
-        t.now_filtered(flags & SECCOMP_FILTER_FLAG_TSYNC != 0, true);
+        t.now_filtered(everywhere, true);
     } else {
         t.sandboxed = was;
     }

@@ -104,6 +104,9 @@ pub struct Thread {
 /// A filter was installed with SECCOMP_FILTER_FLAG_TSYNC: the kernel put it on every thread of
 /// the process, which each thread's `filtered` does not show. Survives fork, as filters do.
 static EVERY_THREAD_FILTERED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+/// How many SECCOMP_FILTER_FLAG_TSYNC installs of the program's are under way
+/// (`SandboxingEveryThread`).
+static EVERY_THREAD_SANDBOXING: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
 impl Thread {
     /// The thread's mapping, [Thread, runtime stack's top): a stack pointer in it is on the
@@ -128,7 +131,7 @@ impl Thread {
     /// membarrier). A filter the image started under (a container's, a service manager's) is
     /// written for any program, and lets the runtime rewrite sites as it does elsewhere.
     pub fn is_sandboxed(&self) -> bool {
-        self.sandboxed || every_thread_sandboxed()
+        self.sandboxed || every_thread_sandboxed() || EVERY_THREAD_SANDBOXING.load(core::sync::atomic::Ordering::Relaxed) != 0
     }
 
     /// Whether the runtime must make no call of its own on this thread that it can do without:
@@ -237,6 +240,30 @@ impl Thread {
         if everywhere {
             EVERY_THREAD_FILTERED.store(true, core::sync::atomic::Ordering::Relaxed);
         }
+    }
+}
+
+/// While alive, every thread counts as sandboxed (`Thread::is_sandboxed`): made before a
+/// SECCOMP_FILTER_FLAG_TSYNC install of the program's and dropped after the caller's
+/// `now_filtered`, since the kernel puts the filter on each thread during the call, and a trap
+/// of another thread's that returned through rt_sigreturn after it applied died where the
+/// filter kills for that call (`sandboxed_tsync.c`). What is left: a trap that looked before
+/// the mark and makes its rt_sigreturn after the filter applies (a few instructions). A child
+/// forked meanwhile keeps the count, and its threads stay sandboxed: whether the filter came
+/// before the fork is unknown to it.
+pub struct SandboxingEveryThread;
+
+impl SandboxingEveryThread {
+    /// Marks every thread sandboxed until the value is dropped.
+    pub fn begin() -> Self {
+        EVERY_THREAD_SANDBOXING.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+        SandboxingEveryThread
+    }
+}
+
+impl Drop for SandboxingEveryThread {
+    fn drop(&mut self) {
+        EVERY_THREAD_SANDBOXING.fetch_sub(1, core::sync::atomic::Ordering::SeqCst);
     }
 }
 
