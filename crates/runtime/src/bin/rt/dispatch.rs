@@ -119,13 +119,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         }
         UNSHARE => {
             process::before_unshare(a[0]);
-            let r = run(nr, a);
+            let r = process::after_apart(a[0] as u64, run(nr, a));
             crate::mcp::resume();
             r
         }
         SETNS => {
-            process::before_setns(a[0], a[1]);
-            let r = run(nr, a);
+            let types = process::before_setns(a[0], a[1]);
+            let r = process::after_apart(types, run(nr, a));
             crate::mcp::resume();
             r
         }

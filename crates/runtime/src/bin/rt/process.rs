@@ -29,6 +29,9 @@ struct ChildStart {
     /// whether the program installed it (`Thread::is_sandboxed`).
     filtered: bool,
     sandboxed: bool,
+    /// The new thread's namespaces, filesystem context or file table are not the delegates'
+    /// (`child_apart`).
+    apart: bool,
     /// The program's FPU control (MXCSR, then the x87 control word) at its clone, which a new
     /// thread or process inherits natively; the runtime's handler ran with the default ones.
     fpu_control: [u32; 2],
@@ -137,6 +140,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         // A process sharing its parent's memory (posix_spawn, vfork with a stack) shares the
         // delegate pool too, but not the file table: it makes its calls itself until it execs.
         t.local_only = start.flags & CLONE_THREAD == 0;
+        t.apart = start.apart;
         if start.filtered {
             t.now_filtered(false, start.sandboxed);
             crate::filter_reaper::adopt(t);
@@ -341,6 +345,7 @@ fn prepare_child(uc: *mut u8, stack_top: u64, program_sp: u64, flags: u64, vfork
         (*start).vfork_block = vfork_block.as_ref().map_or(0, |b| b.0);
         (*start).filtered = thread::current().filtered;
         (*start).sandboxed = thread::current().sandboxed;
+        (*start).apart = child_apart(flags);
         (*start).fpu_control = sigframe::fpu_control(uc);
         (*start).pkru = sigframe::pkru_of(uc);
     }
@@ -969,26 +974,72 @@ fn alone_for(needs_one_thread: impl FnOnce() -> bool) {
     }
 }
 
-/// unshare(2) of `flags` is about to run locally: the kernel refuses these flags in a process
-/// with other threads.
+/// What unshare(2) and setns(2) change for the calling thread alone, not its process: its
+/// network, IPC, UTS, cgroup and mount namespaces, its filesystem context (root, cwd, umask) and
+/// its file table. A delegate, another thread, kept the former ones: `ip -n NS link` listed the
+/// host's interfaces. (A pid or time namespace is the caller's children's, which it makes itself;
+/// a user namespace needs a single thread, `alone_for`.)
+const APART: u64 = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWNS | CLONE_FS | CLONE_FILES;
+
+/// unshare(2) of `flags` is about to run locally: the kernel refuses some flags in a process
+/// with other threads, and the delegates must follow others (`leave_delegates`).
 pub fn before_unshare(flags: usize) {
     const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
     alone_for(|| flags as u64 & SINGLE_THREADED != 0);
+    leave_delegates(flags as u64);
 }
 
 /// setns(2) of `fd` with `nstype` is about to run locally: joining a user, mount or time
 /// namespace is allowed only in a single-threaded process (nsenter --mount was EINVAL under
-/// delegation until session 17). With nstype 0 the namespace's type is the fd's
-/// (NS_GET_NSTYPE); a pidfd names its types in nstype.
-pub fn before_setns(fd: usize, nstype: usize) {
+/// delegation until session 17), and the delegates must follow others (`leave_delegates`).
+/// Returns the namespace types joined: nstype, or with nstype 0 the fd's (NS_GET_NSTYPE; a
+/// pidfd names its types in nstype).
+pub fn before_setns(fd: usize, nstype: usize) -> u64 {
     const NS_GET_NSTYPE: usize = 0xb703;
     // A user or time namespace needs a single thread (EINVAL, EUSERS), a mount namespace a
     // filesystem context no other thread shares (EINVAL: the delegates share the program's).
     const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWTIME;
-    alone_for(|| {
-        nstype as u64 & SINGLE_THREADED != 0
-            || nstype == 0 && unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) } as u64 & SINGLE_THREADED != 0
-    });
+    let types = match nstype {
+        0 => (unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) }).max(0) as u64,
+        _ => nstype as u64,
+    };
+    alone_for(|| types & SINGLE_THREADED != 0);
+    leave_delegates(types);
+    types
+}
+
+/// A call that may change the calling thread's `APART` context (`types`) is about to run: the
+/// program's only thread retires the delegates, so that the next delegated call starts new ones
+/// from it, which share its new context (the rest of the runtime's threads make none of the
+/// program's calls). A failed call leaves the thread as before: new delegates start from it all
+/// the same.
+fn leave_delegates(types: u64) {
+    let t = thread::current();
+    if types & APART != 0 && t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
+        delegate::retire(t.pid);
+    }
+}
+
+/// unshare(2) or setns(2) that may change the calling thread's `APART` context (`types`)
+/// returned `r`. Where it did, and delegates made in the former context may still serve the
+/// thread (it has company, the Go and CNI pattern of LockOSThread then unshare or setns, or a
+/// delegate was in a call and could not be retired), its calls are made here from then on, and
+/// those of the threads it creates (`child_apart`). Returns `r`.
+pub fn after_apart(types: u64, r: isize) -> isize {
+    let t = thread::current();
+    if r == 0 && types & APART != 0 && (delegate::has_delegates(t.pid) || !app_threads::alone(t)) {
+        t.apart = true;
+    }
+    r
+}
+
+/// Whether a thread the current one creates with clone `flags` has namespaces, a filesystem
+/// context or a file table other than the delegates': its creator's are, or the flags give it
+/// new namespaces, or a filesystem context or file table of its own (clone's CLONE_FS and
+/// CLONE_FILES share, where unshare's unshare).
+fn child_apart(flags: u64) -> bool {
+    const SHARED: u64 = CLONE_FS | CLONE_FILES;
+    thread::current().apart || flags & APART & !SHARED != 0 || flags & SHARED != SHARED
 }
 
 /// A seccomp filter of the program's is about to be installed: on the calling thread, or on

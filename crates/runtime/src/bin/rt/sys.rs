@@ -133,6 +133,10 @@ pub const CLONE_THREAD: u64 = 0x10000;
 pub const CLONE_NEWUSER: u64 = 0x10000000;
 pub const CLONE_NEWNS: u64 = 0x20000;
 pub const CLONE_NEWTIME: u64 = 0x80;
+pub const CLONE_NEWCGROUP: u64 = 0x2000000;
+pub const CLONE_NEWUTS: u64 = 0x4000000;
+pub const CLONE_NEWIPC: u64 = 0x8000000;
+pub const CLONE_NEWNET: u64 = 0x40000000;
 /// The end of user space (4-level page tables): the kernel refuses addresses from here on.
 pub const TASK_SIZE_MAX: u64 = 0x7fff_ffff_f000;
 

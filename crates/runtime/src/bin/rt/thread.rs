@@ -45,6 +45,10 @@ pub struct Thread {
     /// Never delegate: this thread is a process that shares its parent's memory, or is
     /// `filtered`, or in strict mode, or its rdtsc faults (see `calls_locally`).
     pub local_only: bool,
+    /// Its namespaces, filesystem context or file table are no longer the delegates' (it
+    /// unshared or joined some while they ran, or its creator's were): its calls are made here
+    /// (`process::after_apart`).
+    pub apart: bool,
     /// Under a seccomp filter of the program's (installed by this thread, inherited from the
     /// thread that created it or across execve, or synchronised onto it): the filter must see
     /// its calls, so they are made here, and it must see none of the runtime's own.
@@ -118,7 +122,7 @@ impl Thread {
 
     /// Whether the thread's calls must be made where it is, never delegated.
     pub fn calls_locally(&self) -> bool {
-        self.local_only || every_thread_sandboxed()
+        self.local_only || self.apart || every_thread_sandboxed()
     }
 
     /// Whether a seccomp filter of the program's applies to this thread.
@@ -344,6 +348,8 @@ pub fn adopt_after_fork() -> &'static mut Thread {
     t.pid = sys::getpid();
     t.slots = [u32::MAX; MAX_DEPTH];
     t.depth = 0;
+    // The child's delegates will be its own, started from it, in its namespaces.
+    t.apart = false;
     t.prof = crate::profile::claim_thread_block(t.tid);
     t
 }
