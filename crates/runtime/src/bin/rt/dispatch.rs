@@ -25,10 +25,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         EXECVEAT => process::execveat(a),
         EXIT => process::exit_thread(a[0]),
         EXIT_GROUP => process::exit_group(a[0]),
-        OPEN | OPENAT | OPENAT2 => crate::task_view::after_open(nr, a, process::open_self_exe(nr, a, run(nr, a))),
+        OPEN | OPENAT | OPENAT2 => {
+            let fd = run_on_path(nr, a, if nr == OPEN { 0 } else { 1 });
+            crate::task_view::after_open(nr, a, process::open_self_exe(nr, a, fd))
+        }
         READ if crate::task_view::watching() => crate::task_view::after_read(a, run(nr, a)),
         GETDENTS | GETDENTS64 if crate::task_view::watching() => crate::task_view::listing(nr, a, || run(nr, a)),
-        READLINK | READLINKAT => process::readlink_self_exe(nr, a, |args| run(nr, args)),
+        READLINK | READLINKAT => process::readlink_self_exe(nr, a, |args, here| if here { run_here(nr, args) } else { run(nr, args) }),
         PRCTL if a[0] == PR_SET_SYSCALL_USER_DISPATCH => crate::program_sud::set(a),
         PRCTL if a[0] == PR_SET_SECCOMP && a[1] == 1 /* SECCOMP_MODE_STRICT */ => process::strict_mode(nr, a),
         PRCTL if a[0] == PR_SET_TSC => process::set_tsc(a),
@@ -57,6 +60,8 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             crate::textmap::mappings_changed();
             r
         }
+        STAT | LSTAT => crate::task_view::after_stat(nr, a, run_on_path(nr, a, 0)),
+        NEWFSTATAT | STATX => crate::task_view::after_stat(nr, a, run_on_path(nr, a, 1)),
         n if crate::call_kinds::stat_family(n) => crate::task_view::after_stat(nr, a, run(nr, a)),
         CLOSE if crate::task_view::watching() => {
             crate::task_view::closing(a[0]);
@@ -234,13 +239,34 @@ fn arch_gs(op: usize, arg: usize) -> isize {
 
 /// Runs an ordinary call where the delegation policy says, recording it in the profile.
 fn run(nr: usize, a: &[usize; 6]) -> isize {
+    run_unless_undone(nr, a, |_| false)
+}
+
+/// An opening or stat call `nr` whose path is the argument at `path`, run as `run` runs it; but
+/// one a delegate made successfully on a path under /proc/thread-self, which names the thread
+/// that makes the call (libselinux's getcon reads /proc/thread-self/attr/current; a delegate's
+/// comm and tid were read), is undone (its descriptor closed) and made here. The kernel has read
+/// the path, so it is read in place: no cost to a call on another path but the comparison.
+fn run_on_path(nr: usize, a: &[usize; 6], path: usize) -> isize {
+    run_unless_undone(nr, a, |r| {
+        let again = r >= 0 && a[path] != 0 && process::names_thread_self(unsafe { process::accepted_path(a[path]) });
+        if again && matches!(nr, OPEN | OPENAT | OPENAT2) {
+            unsafe { syscall3(CLOSE, r as usize, 0, 0) };
+        }
+        again
+    })
+}
+
+/// `run`, where a delegate's result `r` for which `undone(r)` (which has undone the call) is
+/// passed over and the call made here instead, recorded once.
+fn run_unless_undone(nr: usize, a: &[usize; 6], undone: impl FnOnce(isize) -> bool) -> isize {
     let t = thread::current();
     if t.no_tsc {
         return unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     }
     if crate::env::config().delegated.contains(nr) {
         if let Some((r, start, ticks, queued)) =
-            crate::on_behalf::args_for(nr, a, t.tid).and_then(|args| delegate::call(t, nr, &args))
+            crate::on_behalf::args_for(nr, a, t.tid).and_then(|args| delegate::call(t, nr, &args)).filter(|d| !undone(d.0))
         {
             profile::record(t.prof, nr, r, start, ticks, Some(queued));
             if r == -EPIPE || r == -EFBIG {
@@ -249,6 +275,11 @@ fn run(nr: usize, a: &[usize; 6]) -> isize {
             return r;
         }
     }
+    run_here(nr, a)
+}
+
+/// Runs an ordinary call here, recording it in the profile.
+fn run_here(nr: usize, a: &[usize; 6]) -> isize {
     local(nr, || unsafe { syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) })
 }
 

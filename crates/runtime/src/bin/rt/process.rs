@@ -873,22 +873,27 @@ pub fn execveat(a: &[usize; 6]) -> isize {
 /// (`names_own_exe`, from the current directory or an absolute path), the program, not the
 /// runtime. That call is made into a buffer of the runtime's, for the kernel's checks of the path
 /// and the size: the program's buffer gets the program's path alone, as many bytes as returned
-/// (the runtime's longer path written there first left its tail past them). Every other
-/// readlink pays a comparison of its path's first bytes.
-pub fn readlink_self_exe(nr: usize, a: &[usize; 6], make: impl FnOnce(&[usize; 6]) -> isize) -> isize {
+/// (the runtime's longer path written there first left its tail past them). A path under
+/// /proc/thread-self names the calling thread: `make` is told to make the call here (its second
+/// argument; a delegate's tid was read). Every other readlink pays a comparison of its path's
+/// first bytes.
+pub fn readlink_self_exe(nr: usize, a: &[usize; 6], make: impl FnOnce(&[usize; 6], bool) -> isize) -> isize {
     let (path_at, buf_at) = if nr == READLINK { (0, 1) } else { (1, 2) };
     let from_cwd = nr == READLINK || a[0] as i32 as isize == AT_FDCWD;
     // Read as the kernel reads it: a path it cannot read is its EFAULT, not the runtime's fault.
     let mut head = [0u8; 32];
-    let own = matches!(thread::current().program_cstr(a[path_at], &mut head), Ok(name) if names_own_exe(name));
+    let (own, here) = match thread::current().program_cstr(a[path_at], &mut head) {
+        Ok(name) => (names_own_exe(name), names_thread_self(name)),
+        Err(e) => (false, e == -ENAMETOOLONG && names_thread_self(&head)),
+    };
     if !from_cwd || !own {
-        return make(a);
+        return make(a, here);
     }
     let mut own = [0u8; 256];
     let mut args = *a;
     args[buf_at] = own.as_mut_ptr() as usize;
     args[buf_at + 1] = a[buf_at + 1].min(own.len());
-    let result = make(&args);
+    let result = make(&args, here);
     if result < 0 {
         return result;
     }
@@ -931,7 +936,8 @@ pub fn opened_path<'a>(nr: usize, a: &[usize; 6]) -> &'a [u8] {
     unsafe { accepted_path(if nr == OPEN { a[0] } else { a[1] }) }
 }
 
-unsafe fn accepted_path<'a>(path: usize) -> &'a [u8] {
+/// The start of a path at `path` that a call which succeeded accepted (see `opened_path`).
+pub unsafe fn accepted_path<'a>(path: usize) -> &'a [u8] {
     let p = path as *const u8;
     let mut n = 0;
     while n < 32 && *p.add(n) != 0 {
@@ -947,6 +953,11 @@ fn names_own_exe(path: &[u8]) -> bool {
     let Some(dir) = rest.strip_suffix(b"/exe") else { return false };
     let mut b = [0u8; 20];
     dir == b"self" || dir == b"thread-self" || dir == sys::fmt_u64(thread::current().pid as u64, &mut b)
+}
+
+/// Whether `path` is /proc/thread-self or under it: it names the thread that makes the call.
+pub fn names_thread_self(path: &[u8]) -> bool {
+    path.strip_prefix(b"/proc/thread-self").is_some_and(|rest| rest.first().is_none_or(|&c| c == b'/'))
 }
 
 /// A call is about to run locally that the kernel allows only in a single-threaded process if
