@@ -124,13 +124,13 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         }
         UNSHARE => {
             process::before_unshare(a[0]);
-            let r = process::after_apart(a[0] as u64, run(nr, a));
+            let r = process::after_apart(|| a[0] as u64, run(nr, a));
             crate::mcp::resume();
             r
         }
         SETNS => {
-            let types = process::before_setns(a[0], a[1]);
-            let r = process::after_apart(types, run(nr, a));
+            process::before_setns(a[0], a[1]);
+            let r = process::after_apart(|| process::setns_types(a[0], a[1]), run(nr, a));
             crate::mcp::resume();
             r
         }

@@ -997,48 +997,52 @@ const APART: u64 = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP 
 pub fn before_unshare(flags: usize) {
     const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM;
     alone_for(|| flags as u64 & SINGLE_THREADED != 0);
-    leave_delegates(flags as u64);
+    leave_delegates(|| flags as u64);
 }
 
 /// setns(2) of `fd` with `nstype` is about to run locally: joining a user, mount or time
 /// namespace is allowed only in a single-threaded process (nsenter --mount was EINVAL under
 /// delegation until session 17), and the delegates must follow others (`leave_delegates`).
-/// Returns the namespace types joined: nstype, or with nstype 0 the fd's (NS_GET_NSTYPE; a
-/// pidfd names its types in nstype).
-pub fn before_setns(fd: usize, nstype: usize) -> u64 {
-    const NS_GET_NSTYPE: usize = 0xb703;
+pub fn before_setns(fd: usize, nstype: usize) {
     // A user or time namespace needs a single thread (EINVAL, EUSERS), a mount namespace a
     // filesystem context no other thread shares (EINVAL: the delegates share the program's).
     const SINGLE_THREADED: u64 = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWTIME;
-    let types = match nstype {
-        0 => (unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) }).max(0) as u64,
-        _ => nstype as u64,
-    };
-    alone_for(|| types & SINGLE_THREADED != 0);
-    leave_delegates(types);
-    types
+    alone_for(|| setns_types(fd, nstype) & SINGLE_THREADED != 0);
+    leave_delegates(|| setns_types(fd, nstype));
 }
 
-/// A call that may change the calling thread's `APART` context (`types`) is about to run: the
-/// program's only thread retires the delegates, so that the next delegated call starts new ones
-/// from it, which share its new context (the rest of the runtime's threads make none of the
-/// program's calls). A failed call leaves the thread as before: new delegates start from it all
-/// the same.
-fn leave_delegates(types: u64) {
+/// The namespace types setns(2) of `fd` with `nstype` joins: nstype, or with nstype 0 the fd's
+/// (NS_GET_NSTYPE; a pidfd names its types in nstype). Asked only where needed, last: the
+/// program's seccomp filter sees the ioctl.
+pub fn setns_types(fd: usize, nstype: usize) -> u64 {
+    const NS_GET_NSTYPE: usize = 0xb703;
+    match nstype {
+        0 => (unsafe { syscall3(IOCTL, fd, NS_GET_NSTYPE, 0) }).max(0) as u64,
+        _ => nstype as u64,
+    }
+}
+
+/// A call that may change the calling thread's `APART` context (of the `types` asked last) is
+/// about to run: the program's only thread retires the delegates, so that the next delegated
+/// call starts new ones from it, which share its new context (the rest of the runtime's threads
+/// make none of the program's calls). A failed call leaves the thread as before: new delegates
+/// start from it all the same.
+fn leave_delegates(types: impl FnOnce() -> u64) {
     let t = thread::current();
-    if types & APART != 0 && t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) {
+    if t.depth == 0 && app_threads::alone(t) && delegate::has_delegates(t.pid) && types() & APART != 0 {
         delegate::retire(t.pid);
     }
 }
 
-/// unshare(2) or setns(2) that may change the calling thread's `APART` context (`types`)
-/// returned `r`. Where it did, and delegates made in the former context may still serve the
-/// thread (it has company, the Go and CNI pattern of LockOSThread then unshare or setns, or a
-/// delegate was in a call and could not be retired), its calls are made here from then on, and
-/// those of the threads it creates (`child_apart`). Returns `r`.
-pub fn after_apart(types: u64, r: isize) -> isize {
+/// unshare(2) or setns(2) that may change the calling thread's `APART` context (of the `types`
+/// asked last) returned `r`. Where it did, and delegates made in the former context may still
+/// serve the thread (it has company, the Go and CNI pattern of LockOSThread then unshare or
+/// setns, or a delegate was in a call and could not be retired), its calls are made here from
+/// then on, and those of the threads it creates (`child_apart`). A filtered thread's calls, and
+/// its new threads', are made here already. Returns `r`.
+pub fn after_apart(types: impl FnOnce() -> u64, r: isize) -> isize {
     let t = thread::current();
-    if r == 0 && types & APART != 0 && (delegate::has_delegates(t.pid) || !app_threads::alone(t)) {
+    if r == 0 && !t.is_filtered() && (delegate::has_delegates(t.pid) || !app_threads::alone(t)) && types() & APART != 0 {
         t.apart = true;
     }
     r
