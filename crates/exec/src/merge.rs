@@ -110,8 +110,13 @@ struct Process {
     threads: Vec<(Vec<u64>, Vec<u64>)>,
 }
 
-fn read_process(path: &Path) -> std::io::Result<Process> {
+/// The process whose file is at `path`; None for an empty file, left by a process that could not
+/// map it (the runtime truncates it then, and the process runs unprofiled).
+fn read_process(path: &Path) -> std::io::Result<Option<Process>> {
     let f = File::open(path)?;
+    if f.metadata()?.len() == 0 {
+        return Ok(None);
+    }
     let mut head = vec![0u8; L::HEADER_SIZE];
     f.read_exact_at(&mut head, 0)?;
     if &head[..8] != L::MAGIC {
@@ -144,7 +149,7 @@ fn read_process(path: &Path) -> std::io::Result<Process> {
         };
         hists.insert(nr, [read_row(L::HIST_FORWARD_OFF)?, read_row(L::HIST_QUEUED_OFF)?]);
     }
-    Ok(Process { header, exe, hists, threads })
+    Ok(Some(Process { header, exe, hists, threads }))
 }
 
 /// Nearest-rank percentile of a histogram, as the lower bound of its bucket.
@@ -280,12 +285,16 @@ fn syscall_entries(stats: &[u64], hists: Option<&Hists>) -> Vec<Value> {
 /// Reads every process file in `dir` and writes the merged profile to `out`.
 pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
     let mut procs = Vec::new();
+    let mut unprofiled_procs = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
         for entry in std::fs::read_dir(&d).map_err(|e| e.to_string())? {
             let path = entry.map_err(|e| e.to_string())?.path();
             if path.extension().is_some_and(|e| e == "cpprof") {
-                procs.push(read_process(&path).map_err(|e| format!("{}: {e}", path.display()))?);
+                match read_process(&path).map_err(|e| format!("{}: {e}", path.display()))? {
+                    Some(p) => procs.push(p),
+                    None => unprofiled_procs.push(json!({"pid": pid_of_file(&path), "at": "map"})),
+                }
             } else if d == dir && path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("uid-")) {
                 dirs.push(path);
             }
@@ -347,6 +356,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
         slotless += h(L::H_SLOTLESS);
         unprofiled += h(L::H_UNPROFILED);
         withdrawn += h(L::H_WITHDRAWN);
+        unprofiled_procs.extend(unprofiled_processes(&p.header, end));
         processes.push(json!({
             "pid": h(L::H_PID), "ppid": h(L::H_PPID), "exe": p.exe, "start_ns": rel(h(L::H_START_NS)),
             "end_ns": rel(h(L::H_END_NS)), "end": end, "exit_code": (end == "exit").then_some(code),
@@ -384,6 +394,7 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
             "slotless_calls": slotless,
             "unprofiled_threads": unprofiled,
             "withdrawn_calls": withdrawn,
+            "unprofiled_processes": unprofiled_procs,
             "method": "(getppid through a trap - native getppid) and (getppid through the rewritten-site fast \
                        path - native getppid), the median of 64 calls each, measured by the runtime once, at the \
                        program's start; a site traps until it is rewritten, then takes the fast path; not included \
@@ -396,6 +407,27 @@ pub fn write_profile(dir: &Path, run: &Run, out: &Path) -> Result<(), String> {
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
     replace_file(out, (text + "\n").as_bytes()).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+/// The processes a process's file notes as run unprofiled: its forked children that could not
+/// create a file of their own, and itself after its execve where the new image could not reach
+/// the profile directory (`end`: how the file's process ended).
+fn unprofiled_processes(header: &[u64], end: &str) -> Vec<Value> {
+    let h = |off: usize| header[off / 8];
+    let named = (h(L::H_LOST_CHILDREN) as usize).min(L::LOST_PIDS_MAX);
+    let mut lost: Vec<Value> = (0..named).map(|i| json!({"pid": h(L::H_LOST_PIDS + i * 8), "at": "fork"})).collect();
+    if h(L::H_LOST_CHILDREN) as usize > named {
+        lost.push(json!({"pid": null, "at": "fork", "more": h(L::H_LOST_CHILDREN) as usize - named}));
+    }
+    if end == "execve" && h(L::H_EXEC_UNPROFILED) != 0 {
+        lost.push(json!({"pid": h(L::H_PID), "at": "execve"}));
+    }
+    lost
+}
+
+/// The pid a process file's name `PID-START.cpprof` begins with.
+fn pid_of_file(path: &Path) -> Option<u64> {
+    path.file_name()?.to_str()?.split('-').next()?.parse().ok()
 }
 
 /// Writes `out` through a fresh file renamed into place, so a reader never sees half a

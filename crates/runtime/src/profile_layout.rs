@@ -22,6 +22,10 @@ pub const H_MAPS_READS: usize = 112; // reads of /proc/self/maps by the runtime 
 pub const H_SLOTLESS: usize = 120; // calls the policy delegates made locally: no request slot was free
 pub const H_WITHDRAWN: usize = 128; // calls the policy delegates made locally: every delegate busy, the pool full
 pub const H_UNPROFILED: usize = 136; // threads left without a block: past MAX_THREADS, or started after an mlockall beyond its spare blocks
+pub const H_EXEC_UNPROFILED: usize = 144; // 1: the image this process's execve started runs unprofiled (no profile directory to reach)
+pub const H_LOST_CHILDREN: usize = 152; // forked children that could not create their file: how many, their pids at H_LOST_PIDS
+pub const H_LOST_PIDS: usize = 160; // up to LOST_PIDS_MAX pids (u64)
+pub const LOST_PIDS_MAX: usize = 32;
 pub const H_EXE: usize = 512; // NUL-terminated path of the loaded program
 pub const H_EXE_MAX: usize = HEADER_SIZE - H_EXE;
 

@@ -30,10 +30,11 @@ pub fn exe() -> &'static [u8] {
 /// The runtime's argv[0] when a process's execve re-enters it: `coreplane-rt`, then `:FD` when
 /// the caller opened the ELF program as FD with its credentials before the exec (process::execve)
 /// for the loader to map from there (`given_fd`), then `@FD` naming the runtime's own binary
-/// (`runtime_for_exec`, `adopt_runtime`).
-pub fn rt_argv0(program: Option<usize>, runtime: Option<usize>, buf: &mut [u8; 48]) -> &[u8; 48] {
+/// (`runtime_for_exec`, `adopt_runtime`), then `%FD` naming the profile directory
+/// (`profile::dir_for_exec`, `given_profile_dir`). At most 12 + 3 × 11 bytes and the NUL.
+pub fn rt_argv0(program: Option<usize>, runtime: Option<usize>, profile_dir: Option<usize>, buf: &mut [u8; 48]) -> &[u8; 48] {
     let mut n = sys::concat(&[RT_NAME], buf);
-    for (mark, fd) in [(b":", program), (b"@", runtime)] {
+    for (mark, fd) in [(b":", program), (b"@", runtime), (b"%", profile_dir)] {
         if let Some(fd) = fd {
             let mut digits = [0u8; 20];
             n += sys::concat(&[mark, sys::fmt_u64(fd as u64, &mut digits)], &mut buf[n..]);
@@ -55,6 +56,11 @@ fn named_fd(argv0: *const u8, mark: u8) -> Option<usize> {
 /// The program's descriptor that `rt_argv0` named in argv[0], if any.
 pub fn given_fd(argv0: *const u8) -> Option<usize> {
     named_fd(argv0, b':')
+}
+
+/// The profile directory's descriptor that `rt_argv0` named in argv[0], if any.
+pub fn given_profile_dir(argv0: *const u8) -> Option<usize> {
+    named_fd(argv0, b'%')
 }
 
 /// The runtime's own binary, open (O_PATH, close-on-exec) for the life of the process, and the
@@ -105,7 +111,8 @@ pub fn runtime_for_exec() -> Option<usize> {
     Some(fd as usize)
 }
 
-/// The execve failed: the runtime's descriptor is close-on-exec again.
+/// The execve failed: a descriptor made inheritable for it (`runtime_for_exec`,
+/// `profile::dir_for_exec`) is close-on-exec again.
 pub fn after_exec_failed(fd: Option<usize>) {
     if let Some(fd) = fd {
         unsafe { syscall3(FCNTL, fd, F_SETFD, FD_CLOEXEC) };

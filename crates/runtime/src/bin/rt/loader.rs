@@ -300,6 +300,7 @@ pub unsafe fn load_and_run(sp: *mut usize) -> ! {
     let old_end = auxv.add(2 * (n_aux + 1)) as usize;
     let new_sp = (old_end - w * 8) & !15;
     crate::exe::adopt_runtime(*kargv);
+    crate::profile::adopt_dir(crate::exe::given_profile_dir(*kargv));
     crate::init::start();
     coreplane_enter(new_sp, vec, w, entry)
 }

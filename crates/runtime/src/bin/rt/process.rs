@@ -325,7 +325,7 @@ fn after_fork(key: &Key) {
     crate::rewrite_lock::after_fork(false, true);
     crate::delegate::child_after_fork();
     crate::memsvc::child_after_fork();
-    profile::reopen_after_fork();
+    profile::reopen_after_fork(thread::current().calls_may_kill());
     let t = thread::adopt_after_fork();
     app_threads::start(t);
     placement::adopt(&mut t.place, key, 0);
@@ -726,9 +726,10 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         };
         let interposed = !foreign && !UNINTERPOSED.load(Relaxed) && !tracer_attached();
         let runtime = if interposed { crate::exe::runtime_for_exec() } else { None };
+        let profile_dir = if interposed { profile::dir_for_exec(t.pid) } else { None };
         let mut rt_name = [0u8; 48];
         if interposed {
-            push(crate::exe::rt_argv0(image_fd, runtime, &mut rt_name).as_ptr());
+            push(crate::exe::rt_argv0(image_fd, runtime, profile_dir, &mut rt_name).as_ptr());
             push(path);
         }
         for i in 0..na {
@@ -761,6 +762,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
             (false, _) => syscall3(EXECVE, path as usize, args, env),
         };
         crate::exe::after_exec_failed(runtime);
+        crate::exe::after_exec_failed(profile_dir);
         profile::end_process_undo(t.pid, t.prof);
         give_exec_buffer(core::mem::take(&mut t.exec_buffer));
         given_up(image_fd, r)

@@ -27,14 +27,105 @@ unsafe fn field(off: usize) -> &'static AtomicU64 {
     &*(BASE.add(off) as *const AtomicU64)
 }
 
-/// Creates and maps this process's profile file (no-op without a profile directory).
-pub fn open_process() {
-    let dir = crate::env::config().profile_dir;
-    if dir.is_empty() {
+/// The profile directory, open (O_PATH, close-on-exec) for the life of the process, and the
+/// file it is (device, inode); -1: none. Files are created through it, not by the directory's
+/// path: after a chroot, or in a mount namespace of the program's (bwrap, firejail, unshare -m
+/// with a tmpfs of its own over /dev/shm), the path names no directory or a read-only one, and
+/// every process the program started there exited with status 127. It crosses the program's
+/// execve named in argv[0] (`exe::rt_argv0`). Not kept from the program's close (that would send
+/// every close through the runtime): a descriptor closed or replaced since is found out by its
+/// identity, and the path used.
+static mut DIR: (isize, u64, u64) = (-1, 0, 0);
+
+/// At process start, before `open_process`: the profile directory from the descriptor argv[0]
+/// names (`given`, inherited across the execve that started this image), or opened by its path.
+pub fn adopt_dir(given: Option<usize>) {
+    if crate::env::config().profile_dir.is_empty() {
         return;
     }
+    let fd = match given {
+        Some(fd) if crate::own_fds::identity(fd).is_some() => {
+            unsafe { syscall3(FCNTL, fd, F_SETFD, FD_CLOEXEC) };
+            fd as isize
+        }
+        _ => open_dir_by_path(),
+    };
+    remember_dir(fd);
+}
+
+/// The profile directory opened by its path (close-on-exec, out of the program's way), or -errno.
+fn open_dir_by_path() -> isize {
+    const O_PATH: usize = 0o10000000;
+    const O_DIRECTORY: usize = 0o200000;
+    let mut path = [0u8; 4096];
+    sys::concat(&[crate::env::config().profile_dir], &mut path);
+    let fd = unsafe { syscall3(OPEN, path.as_ptr() as usize, O_PATH | O_DIRECTORY | O_CLOEXEC, 0) };
+    if fd < 0 { fd } else { crate::own_fds::moved_high(fd) }
+}
+
+fn remember_dir(fd: isize) {
+    if let Some((dev, ino)) = (fd >= 0).then(|| crate::own_fds::identity(fd as usize)).flatten() {
+        unsafe { DIR = (fd, dev, ino) };
+    }
+}
+
+/// The profile directory's descriptor: the one remembered while it is still that directory
+/// (`checked`: looked at; a forked child under a filter of the program's makes no call beyond
+/// those it made before the descriptor was kept, and takes it as it is), else opened by its path
+/// and remembered; -errno when it cannot be had.
+fn dir_fd(checked: bool) -> isize {
+    let (fd, dev, ino) = unsafe { DIR };
+    if fd >= 0 && (!checked || crate::own_fds::identity(fd as usize) == Some((dev, ino))) {
+        return fd;
+    }
+    let fd = open_dir_by_path();
+    remember_dir(fd);
+    fd
+}
+
+/// For an execve that re-enters the runtime: the profile directory's descriptor, inheritable
+/// until `exe::after_exec_failed`, for the new image to create its file in. None without a profile,
+/// or when the directory cannot be had (the program closed the descriptor, and its root or mount
+/// namespace has no such path): then the new image runs unprofiled, which the process's file
+/// notes (`H_EXEC_UNPROFILED`) where the caller is the process that file is (`pid`).
+pub fn dir_for_exec(pid: i32) -> Option<usize> {
+    if crate::env::config().profile_dir.is_empty() {
+        return None;
+    }
+    let fd = dir_fd(true);
+    if fd < 0 {
+        if owns_file(pid) {
+            unsafe { field(L::H_EXEC_UNPROFILED).store(1, Ordering::Relaxed) };
+        }
+        return None;
+    }
+    unsafe { syscall3(FCNTL, fd as usize, F_SETFD, 0) };
+    Some(fd as usize)
+}
+
+/// Whether this process maps a profile file and is the process it was made for (not a child
+/// running in its parent's memory).
+fn owns_file(pid: i32) -> bool {
+    unsafe { !BASE.is_null() && field(L::H_PID).load(Ordering::Relaxed) == pid as u64 }
+}
+
+/// Creates and maps this process's profile file (no-op without a profile directory). A process
+/// that cannot create or map it runs unprofiled, as natively, never otherwise.
+pub fn open_process() {
     let start = sys::monotonic_ns();
     let start_tsc = sys::rdtsc();
+    if let Some(fd) = create(start, true) {
+        map(fd, start, start_tsc);
+    }
+}
+
+/// This process's file, created: its descriptor, or None without a profile or when it cannot
+/// be created. `checked` as in `dir_fd`.
+fn create(start: u64, checked: bool) -> Option<isize> {
+    if crate::env::config().profile_dir.is_empty() {
+        return None;
+    }
+    let dir = dir_fd(checked);
     let mut fd = create_file(dir, b"", start);
     if fd == -EACCES {
         // A process whose user is not the launcher's (a program that dropped privileges) may
@@ -43,19 +134,23 @@ pub fn open_process() {
         let mut b = [0u8; 20];
         let euid = unsafe { syscall3(GETEUID, 0, 0, 0) } as u64;
         fd = create_file(dir, sys::fmt_u64(euid, &mut b), start);
-        if fd == -EACCES || fd == -ENOENT {
-            return;
-        }
     }
+    (fd >= 0).then_some(fd)
+}
+
+/// Maps the file just created as `fd` and writes its header; a file that cannot be mapped (an
+/// address space limit of the program's) is truncated to nothing, which the merge skips.
+fn map(fd: isize, start: u64, start_tsc: u64) {
     unsafe {
-        if fd < 0 {
-            sys::die(&[b"cannot create profile file in ", dir]);
-        }
         syscall3(FTRUNCATE, fd as usize, L::FILE_SIZE, 0);
         let p = syscall6(MMAP, 0, L::FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd as usize, 0);
+        let mapped = !(-4095..0).contains(&p);
+        if !mapped {
+            syscall3(FTRUNCATE, fd as usize, 0, 0);
+        }
         syscall3(CLOSE, fd as usize, 0, 0);
-        if (-4095..0).contains(&p) {
-            sys::die(&[b"cannot map profile file"]);
+        if !mapped {
+            return;
         }
         BASE = p as *mut u8;
         core::ptr::copy_nonoverlapping(L::MAGIC.as_ptr(), BASE, 8);
@@ -71,19 +166,22 @@ pub fn open_process() {
 }
 
 /// Subdirectories of the profile directory, one per user a process of the run became.
-const USER_DIR: &[u8] = b"/uid-";
+const USER_DIR: &[u8] = b"uid-";
 
-/// Creates this process's file `pid-start.cpprof` in the profile directory, or in its
-/// subdirectory for user `uid` when `uid` is not empty; the fd, or -errno.
-fn create_file(dir: &[u8], uid: &[u8], start: u64) -> isize {
-    let mut path = [0u8; 4096];
+/// Creates this process's file `pid-start.cpprof` in the profile directory `dir` (a descriptor),
+/// or in its subdirectory for user `uid` when `uid` is not empty; the fd, or -errno.
+fn create_file(dir: isize, uid: &[u8], start: u64) -> isize {
+    if dir < 0 {
+        return dir;
+    }
+    let mut path = [0u8; 64];
     let (mut b1, mut b2) = ([0u8; 20], [0u8; 20]);
     let pid = sys::fmt_u64(sys::getpid() as u64, &mut b1);
-    let sub: &[u8] = if uid.is_empty() { b"" } else { USER_DIR };
-    sys::concat(&[dir, sub, uid, b"/", pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], &mut path);
-    // openat, not open: a forked child of a program under its own seccomp filter makes this
-    // call, and filters written for glibc allow openat alone (open killed such a child).
-    unsafe { syscall6(OPENAT, AT_FDCWD as usize, path.as_ptr() as usize, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644, 0, 0) }
+    let (sub, slash): (&[u8], &[u8]) = if uid.is_empty() { (b"", b"") } else { (USER_DIR, b"/") };
+    sys::concat(&[sub, uid, slash, pid, b"-", sys::fmt_u64(start, &mut b2), b".cpprof"], &mut path);
+    // openat, the call a forked child of a program under its own seccomp filter makes here:
+    // filters written for glibc allow openat alone (open killed such a child).
+    unsafe { syscall6(OPENAT, dir as usize, path.as_ptr() as usize, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644, 0, 0) }
 }
 
 /// The calls that change the user id files are created as: their new id, if they change it
@@ -108,16 +206,18 @@ pub fn changes_file_user(nr: usize, a: &[usize; 6]) -> Option<u32> {
 #[cold]
 #[inline(never)]
 pub fn before_credentials(uid: u32) {
-    let dir = crate::env::config().profile_dir;
-    if dir.is_empty() || unsafe { syscall3(GETEUID, 0, 0, 0) } as u32 == uid {
+    if crate::env::config().profile_dir.is_empty() || unsafe { syscall3(GETEUID, 0, 0, 0) } as u32 == uid {
         return;
     }
-    let mut path = [0u8; 4096];
+    let mut path = [0u8; 32];
     let mut b = [0u8; 20];
-    sys::concat(&[dir, USER_DIR, sys::fmt_u64(uid as u64, &mut b)], &mut path);
-    unsafe {
-        syscall3(MKDIR, path.as_ptr() as usize, 0o700, 0);
-        syscall3(CHOWN, path.as_ptr() as usize, uid as usize, u32::MAX as usize);
+    sys::concat(&[USER_DIR, sys::fmt_u64(uid as u64, &mut b)], &mut path);
+    let dir = dir_fd(true);
+    if dir >= 0 {
+        unsafe {
+            syscall3(MKDIRAT, dir as usize, path.as_ptr() as usize, 0o700);
+            syscall6(FCHOWNAT, dir as usize, path.as_ptr() as usize, uid as usize, u32::MAX as usize, 0, 0);
+        }
     }
 }
 
@@ -145,11 +245,20 @@ pub fn claim_thread_block(tid: i32) -> *mut u8 {
     }
 }
 
-/// After fork the child still maps its parent's file: give it its own.
-pub fn reopen_after_fork() {
+/// After fork the child still maps its parent's file: give it its own, created while the
+/// parent's is still mapped, so that a child that cannot create one (the program closed the
+/// directory's descriptor in a chroot) is noted there by its pid and runs unprofiled. `quiet`:
+/// the child is under a filter of the program's (`dir_fd`).
+pub fn reopen_after_fork(quiet: bool) {
     unsafe {
         if BASE.is_null() {
             return;
+        }
+        let start = sys::monotonic_ns();
+        let start_tsc = sys::rdtsc();
+        let fd = create(start, !quiet);
+        if fd.is_none() {
+            note_lost_child(sys::getpid());
         }
         // No child is copied in the middle of a shrink (`before_mlockall`): MAPPED is what is
         // mapped.
@@ -157,8 +266,18 @@ pub fn reopen_after_fork() {
         BASE = core::ptr::null_mut();
         MAPPED.store(L::FILE_SIZE, Ordering::Relaxed);
         SHRINK.store(WHOLE, Ordering::Relaxed);
+        if let Some(fd) = fd {
+            map(fd, start, start_tsc);
+        }
     }
-    open_process();
+}
+
+/// Notes `pid`, a forked child without a file of its own, in the mapped (parent's) file.
+unsafe fn note_lost_child(pid: i32) {
+    let i = field(L::H_LOST_CHILDREN).fetch_add(1, Ordering::Relaxed) as usize;
+    if i < L::LOST_PIDS_MAX {
+        field(L::H_LOST_PIDS + i * 8).store(pid as u64, Ordering::Relaxed);
+    }
 }
 
 /// Before an mlockall with MCL_CURRENT (the program's, or the runtime's own in a cell made with
@@ -300,7 +419,7 @@ pub fn end_thread(prof: *mut u8, quiet: bool) {
 /// or exits (vfork, posix_spawn): its end is not its parent's.
 pub fn end_process(code: u64, quiet: bool, pid: i32) {
     unsafe {
-        if BASE.is_null() || field(L::H_PID).load(Ordering::Relaxed) != pid as u64 {
+        if !owns_file(pid) {
             return;
         }
         let now = now_ns(quiet);
@@ -327,17 +446,18 @@ pub fn end_process(code: u64, quiet: bool, pid: i32) {
     }
 }
 
-/// An execve that failed after end_thread and end_process: the process goes on, and so do the
-/// calling thread (its block `prof`) and the threads end_process ended.
+/// An execve that failed after end_thread and end_process (and `dir_for_exec`): the process goes
+/// on, and so do the calling thread (its block `prof`) and the threads end_process ended.
 pub fn end_process_undo(pid: i32, prof: *mut u8) {
     unsafe {
         if !prof.is_null() {
             *(prof.add(L::T_END_NS) as *mut u64) = 0;
             *(prof.add(L::T_CPU_NS) as *mut u64) = 0;
         }
-        if BASE.is_null() || field(L::H_PID).load(Ordering::Relaxed) != pid as u64 {
+        if !owns_file(pid) {
             return;
         }
+        field(L::H_EXEC_UNPROFILED).store(0, Ordering::Relaxed);
         let ended = field(L::H_END_NS).swap(0, Ordering::AcqRel);
         field(L::H_EXIT_CODE).store(0, Ordering::Relaxed);
         for block in mapped_blocks() {
