@@ -70,8 +70,8 @@ fn remember_dir(fd: isize) {
 }
 
 /// The profile directory's descriptor: the one remembered while it is still that directory
-/// (`checked`: looked at; a forked child under a filter of the program's makes no call beyond
-/// those it made before the descriptor was kept, and takes it as it is), else opened by its path
+/// (`checked`: looked at; a thread under a filter of the program's makes no call beyond those
+/// it made before the descriptor was kept, and takes it as it is), else opened by its path
 /// and remembered; -errno when it cannot be had.
 fn dir_fd(checked: bool) -> isize {
     let (fd, dev, ino) = unsafe { DIR };
@@ -201,8 +201,8 @@ pub fn changes_file_user(nr: usize, a: &[usize; 6]) -> Option<u32> {
 /// launcher's user: a program that dropped privileges, as `setpriv` or a daemon does, died with
 /// status 127 at its next execve or fork). Failures are the kernel's business: without the
 /// privilege to give the directory away, the call itself fails or changes nothing. Never inlined:
-/// its path buffer would sit in the frame of `dispatch::handle`, on the stack the SIGSYS handler
-/// runs on, which may be the program's own small signal stack (a Rust program's 8 KiB).
+/// its buffers stay out of the frame of `dispatch::handle`, on the stack the SIGSYS handler runs
+/// on, which may be the program's own small signal stack (a Rust program's 8 KiB).
 #[cold]
 #[inline(never)]
 pub fn before_credentials(uid: u32) {
@@ -212,7 +212,7 @@ pub fn before_credentials(uid: u32) {
     let mut path = [0u8; 32];
     let mut b = [0u8; 20];
     sys::concat(&[USER_DIR, sys::fmt_u64(uid as u64, &mut b)], &mut path);
-    let dir = dir_fd(true);
+    let dir = dir_fd(!crate::thread::current().calls_may_kill());
     if dir >= 0 {
         unsafe {
             syscall3(MKDIRAT, dir as usize, path.as_ptr() as usize, 0o700);
