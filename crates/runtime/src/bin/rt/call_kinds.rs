@@ -27,6 +27,8 @@ pub fn answered_by_runtime(nr: usize) -> bool {
         // Locking under the pool (`memsvc::lock`): mlock2 and munlock of pool pages are checked,
         // munlockall ends the MCL_FUTURE the service keeps.
         || matches!(nr, MLOCK | MLOCK2 | MUNLOCK | MUNLOCKALL) && crate::env::config().memory_pool > 0
+        // A seal on pool memory, which the pool's own munmap must then refuse (`memsvc::seal`).
+        || nr == MSEAL && crate::env::config().memory_pool > 0
         // close is frequent: through the runtime (+35 ns) only where it may hold descriptors.
         || nr == CLOSE && (crate::env::config().memory_pool > 0 || crate::own_fds::any())
         // Not for the pool's threads alone: its scrubber starts late, if ever, and a stat at a

@@ -52,6 +52,11 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
             r
         }
         MMAP | MUNMAP | MPROTECT | MREMAP | BRK => mapping_call(nr, a),
+        MSEAL => {
+            let r = run(nr, a);
+            crate::memsvc::seal::after_mseal(a[0], a[1], r);
+            r
+        }
         // A segment attached over what was mapped there, text perhaps, whose remembered answer
         // would let a rewrite patch the segment (`textmap`: shared code is never rewritten); or
         // executable, where a library's text being added (`textmap::text_mapped`) may have lain.

@@ -76,6 +76,7 @@ pub const IOCTL: usize = 16;
 pub const SETNS: usize = 308;
 pub const RT_SIGSUSPEND: usize = 130;
 pub const MLOCKALL: usize = 151;
+pub const MSEAL: usize = 462;
 pub const MCL_CURRENT: usize = 1;
 pub const MCL_FUTURE: usize = 2;
 pub const PRCTL: usize = 157;

@@ -40,6 +40,7 @@ mod demand;
 mod grow;
 pub mod lock;
 mod scrub;
+pub mod seal;
 mod stats;
 
 use crate::sys::{self, *};
@@ -899,6 +900,9 @@ pub fn munmap(addr: usize, len: usize) -> Option<isize> {
     if addr % PAGE != 0 || len == 0 || !reaches_pool(addr, len) {
         return None; // not the pool's, or the kernel's EINVAL
     }
+    if seal::refuses(addr, len) {
+        return Some(-EPERM);
+    }
     loop {
         let Some((guard, pool)) = Guard::take() else { return Some(-ENOMEM) };
         let (first, n) = pool.overlap(addr, len)?;
@@ -952,6 +956,9 @@ pub fn mremap(a: &[usize; 6]) -> Option<isize> {
     let in_target = flags & MREMAP_FIXED != 0 && reaches_pool(target, new_len);
     if !in_target && !reaches_pool(old, old_len.max(1)) {
         return None;
+    }
+    if seal::refuses(old, old_len.max(1)) {
+        return Some(-EPERM);
     }
     if flags & MREMAP_FIXED != 0 {
         return Some(mremap_fixed(a));
