@@ -372,16 +372,39 @@ fn unlock() {
     POOL.lock.store(0, Release);
 }
 
-/// In a forked child, whose only thread is the caller: the pool's lock may have been held by
-/// another thread of the parent (growing the pool) at the fork, and no thread of the child will
-/// release it; the child's first delegated call (`ensure_pool`) then rebuilds the pool anyway.
-pub fn child_after_fork() {
+/// In a forked child, whose only thread is `t` (its tid the child's pid): the pool's lock may
+/// have been held by another thread of the parent (growing the pool) at the fork, and no thread
+/// of the child will release it; the child's first delegated call (`ensure_pool`) then rebuilds
+/// the pool anyway. `in_call`: the child goes on in the runtime call that forked, and so in the
+/// delegated calls in progress below it, on its copy of the stack (a program handler that ran
+/// while they waited forked): `t` keeps their depth and its slots, made the child's, which
+/// `ensure_pool` leaves as they are. A call there that had not completed at the fork waits for
+/// a delegate of the parent's, which never answers the child's copy: it is settled with
+/// ERESTARTSYS, as the kernel marks a call a signal interrupted, and `call` makes it again in the
+/// child, or ends it with EINTR (natively the child's read restarts after a handler with
+/// SA_RESTART; the child waited for good). Settled so, no delegate of the child takes it up, and
+/// no other thread the slot. A child started afresh (on a stack of its own) has no call in
+/// progress, nor slots.
+pub fn child_after_fork(t: &mut Thread, in_call: bool) {
     unlock();
+    if !in_call {
+        (t.slots, t.depth) = ([NONE; crate::thread::MAX_DEPTH], 0);
+        return;
+    }
+    for &index in t.slots.iter().filter(|&&i| (i as usize) < MAX_SLOTS) {
+        OWNERS[index as usize].store(t.tid, Relaxed);
+        let s = slot(index);
+        if s.response.done.load(Relaxed) != s.request.seq.posted() {
+            s.response.result = -ERESTARTSYS;
+            s.response.done.store(s.request.seq.settle(), Relaxed);
+        }
+    }
 }
 
 /// Makes sure this process has its delegates (the first call, the first after a fork, whose
 /// copy of the slots may hold the parent's requests in flight, and the first after `retire`,
-/// whose slots stay with their threads).
+/// whose slots stay with their threads). After a fork, the slots of the thread that forked stay
+/// its own (`child_after_fork`), the others are settled and free.
 /// False where the call must be made locally: the caller is a handler whose thread was
 /// interrupted holding the pool's lock (`lock`), starting the delegates or retiring them (a
 /// handler's call posted while they ended waited for good).
@@ -394,12 +417,18 @@ fn ensure_pool(pid: i32, tid: i32) -> bool {
     }
     if POOL.pid.load(Acquire) != pid {
         if POOL.pid.load(Relaxed) != -pid {
+            let mut kept = 0;
             for i in 0..POOL.slots.load(Relaxed).min(MAX_SLOTS as u32) {
+                if OWNERS[i as usize].load(Relaxed) == pid {
+                    kept = i + 1;
+                    continue;
+                }
                 let s = slot(i);
                 s.response.done.store(s.request.seq.settle(), Relaxed);
                 OWNERS[i as usize].store(0, Relaxed);
             }
-            POOL.slots.store(0, Relaxed);
+            // The delegates scan the slots kept too.
+            POOL.slots.store(kept, Relaxed);
         }
         POOL.delegates.store(0, Relaxed);
         SLEEP.sleepers.store(0, Relaxed);
@@ -681,6 +710,18 @@ fn handlers_done(t: &Thread) -> u64 {
     unsafe { core::ptr::read_volatile(&t.handlers_done) }
 }
 
+/// Whether program handlers finished on `t` since the `seen`-th (which this moves on), the last
+/// for a signal that does not restart call `nr`.
+fn interrupted_by_handler(t: &Thread, seen: &mut u64, nr: usize) -> bool {
+    let done = handlers_done(t);
+    if done == *seen {
+        return false;
+    }
+    *seen = done;
+    let signo = unsafe { core::ptr::read_volatile(&t.last_signo) };
+    !crate::signals::restarts(signo, nr)
+}
+
 /// Runs syscall `nr` on a delegate and waits for it. Returns (result, TSC at posting,
 /// round-trip ticks, queued ticks), or None when the call must run locally (no slot left, as
 /// counted in the profile, or a process that shares its parent's memory).
@@ -740,13 +781,9 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         if done == seq {
             break;
         }
-        if handlers_done(t) != handlers_seen {
-            handlers_seen = handlers_done(t);
-            let signo = unsafe { core::ptr::read_volatile(&t.last_signo) };
-            if !cancelled && !crate::signals::restarts(signo, nr) {
-                cancelled = true;
-                cancel(index, t.pid);
-            }
+        if !cancelled && interrupted_by_handler(t, &mut handlers_seen, nr) {
+            cancelled = true;
+            cancel(index, t.pid);
         }
         if spinning {
             spinning = sys::rdtsc() < spin_until;
@@ -782,5 +819,13 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
     let result = s.response.result;
     let queued = s.response.t_start.saturating_sub(t_post);
     (t.delegated_at, t.depth) = (outer_at, t.depth - 1);
+    if result == -ERESTARTSYS {
+        // In a child forked while the call waited (`child_after_fork`): the handler that forked
+        // has run, in the child too.
+        if cancelled || interrupted_by_handler(t, &mut handlers_seen, nr) {
+            return Some((-EINTR, t_post, 0, 0));
+        }
+        return call(t, nr, args);
+    }
     Some((result, t_post, end - t_post, queued))
 }

@@ -129,7 +129,7 @@ extern "C" fn coreplane_child_entry(start: *const ChildStart) -> ! {
         // On the stack it lends the child next, not on the program's, which may be one page
         // (the profile's new file alone takes a 4 KiB path there).
         extern "C" fn after_fork_at(key: usize) {
-            after_fork(unsafe { &*(key as *const Key) });
+            after_fork(unsafe { &*(key as *const Key) }, false);
         }
         let top = core::ptr::addr_of!(LENT_STACK) as usize + LENT_STACK_SIZE;
         sys::call_on(top, after_fork_at, &start.key as *const Key as usize);
@@ -316,17 +316,19 @@ impl VforkBlock {
     }
 }
 
-/// In a child process with its own copy of memory: own profile, its clone-tree name.
-fn after_fork(key: &Key) {
+/// In a child process with its own copy of memory: own profile, its clone-tree name. `in_call`:
+/// the child goes on in the runtime call that forked (`fork_here`), not afresh on a stack of its
+/// own (`delegate::child_after_fork`).
+fn after_fork(key: &Key, in_call: bool) {
     crate::program_sud::after_fork(thread::current());
     sys::forget_runtime_threads();
     // Locks another thread of the parent held at the fork (a clone with its own stack and
     // memory does not pass through fork_here) are free: no thread here holds them.
     crate::rewrite_lock::after_fork(false, true);
-    crate::delegate::child_after_fork();
     crate::memsvc::child_after_fork();
     profile::reopen_after_fork(thread::current().calls_may_kill());
     let t = thread::adopt_after_fork();
+    crate::delegate::child_after_fork(t, in_call);
     app_threads::start(t);
     placement::adopt(&mut t.place, key, 0);
 }
@@ -377,7 +379,7 @@ fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
         crate::memsvc::after_fork_parent(pool_taken);
     }
     if r == 0 {
-        after_fork(&key);
+        after_fork(&key, true);
         sud::arm_thread();
     }
     sys::set_mask(mask);

@@ -104,6 +104,9 @@ pub const CLONE3: usize = 435;
 pub const EPOLL_PWAIT2: usize = 441;
 
 pub const EINTR: isize = 4;
+/// The kernel's own mark of a call a signal interrupted, never returned to user space: restarted
+/// after a handler with SA_RESTART, else EINTR (`delegate::child_after_fork` marks so).
+pub const ERESTARTSYS: isize = 512;
 pub const ENOENT: isize = 2;
 pub const ESRCH: isize = 3;
 pub const EACCES: isize = 13;

@@ -341,13 +341,12 @@ fn set_gs_base(t: usize) {
     }
 }
 
-/// After fork: the copied Thread now belongs to a new process with one thread.
+/// After fork: the copied Thread now belongs to a new process with one thread (its delegated
+/// calls and slots: `delegate::child_after_fork`).
 pub fn adopt_after_fork() -> &'static mut Thread {
     let t = current();
     t.tid = sys::gettid();
     t.pid = sys::getpid();
-    t.slots = [u32::MAX; MAX_DEPTH];
-    t.depth = 0;
     // The child's delegates will be its own, started from it, in its namespaces.
     t.apart = false;
     t.prof = crate::profile::claim_thread_block(t.tid);
