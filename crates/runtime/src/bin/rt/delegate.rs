@@ -575,7 +575,7 @@ pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
         // Sent again every 1 ms: a delegate still spending its forward cost before the call
         // misses it.
         cancel(index, t.pid);
-        if !claimed && withdrawn(s, seq) {
+        if !claimed && withdrawn(s, seq, t.pid) {
             s.response.result = -EINTR;
             s.response.t_start = 0;
             return;
@@ -588,10 +588,11 @@ pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
 /// the pool grows where every delegate is busy; where it cannot, the request is withdrawn
 /// (true), to be answered by its caller. Left waiting, it could wait for good: with 64 delegates
 /// blocked in reads of pipes, the writes that would end them queued behind them (hackbench -T
-/// hung).
-fn withdrawn(s: &Slot, seq: u32) -> bool {
+/// hung). So is one posted in process `pid` without delegates of its own: a child forked after
+/// its caller's look at the pool and before the post (a handler that ran there forked).
+fn withdrawn(s: &Slot, seq: u32, pid: i32) -> bool {
     wake_a_sleeper();
-    if maybe_grow() || s.request.seq.claim() != Some(seq) {
+    if (has_delegates(pid) && maybe_grow()) || s.request.seq.claim() != Some(seq) {
         return false;
     }
     s.response.done.store(seq, Release);
@@ -793,7 +794,8 @@ pub fn call(t: &mut Thread, nr: usize, args: &[usize; 6]) -> Option<(isize, u64,
         let claimed = s.request.seq.claimed(seq);
         if !claimed {
             // Withdrawn: made here, or (a handler that does not restart it has run) EINTR.
-            if withdrawn(s, seq) {
+            // Read afresh: a fork since the call began changed it.
+            if withdrawn(s, seq, unsafe { core::ptr::read_volatile(&t.pid) }) {
                 (t.delegated_at, t.depth) = (outer_at, t.depth - 1);
                 return cancelled.then_some((-EINTR, t_post, 0, 0));
             }
