@@ -33,3 +33,10 @@ def test_paths_under_proc_thread_self_name_the_caller(tmp_path_factory, policy):
     # Before, under every delegating policy: every line DIFFERENT (the delegate's comm, tid and
     # task directory).
     same_as_natively(build_program(tmp_path_factory, "thread_self_paths"), policy)
+
+
+@pytest.mark.parametrize("policy", ["none", "all", "mos"])
+def test_files_reached_through_proc_thread_self_are_opened_once(tmp_path_factory, policy):
+    # Before, under delegation: the delegate's open was undone and made again, an O_EXCL create
+    # failing with EEXIST and the undo's close dropping the process's POSIX lock.
+    same_as_natively(build_program(tmp_path_factory, "thread_self_files"), policy)

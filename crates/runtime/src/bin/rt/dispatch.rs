@@ -250,12 +250,15 @@ fn run(nr: usize, a: &[usize; 6]) -> isize {
 /// An opening or stat call `nr` whose path is the argument at `path`, run as `run` runs it; but
 /// one a delegate made successfully on a path under /proc/thread-self, which names the thread
 /// that makes the call (libselinux's getcon reads /proc/thread-self/attr/current; a delegate's
-/// comm and tid were read), is undone (its descriptor closed) and made here. The kernel has read
-/// the path, so it is read in place: no cost to a call on another path but the comparison.
+/// comm and tid were read), is undone (its descriptor closed) and made here, unless it opened a
+/// file the delegates share (`process::opens_shared_file`). The kernel has read the path, so it
+/// is read in place: no cost to a call on another path but the comparison.
 fn run_on_path(nr: usize, a: &[usize; 6], path: usize) -> isize {
     run_unless_undone(nr, a, |r| {
-        let again = r >= 0 && a[path] != 0 && process::names_thread_self(unsafe { process::accepted_path(a[path]) });
-        if again && matches!(nr, OPEN | OPENAT | OPENAT2) {
+        let name = if r >= 0 && a[path] != 0 { unsafe { process::accepted_path(a[path]) } } else { b"" };
+        let opening = matches!(nr, OPEN | OPENAT | OPENAT2);
+        let again = process::names_thread_self(name) && !(opening && process::opens_shared_file(name));
+        if again && opening {
             unsafe { syscall3(CLOSE, r as usize, 0, 0) };
         }
         again

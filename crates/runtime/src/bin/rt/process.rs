@@ -964,6 +964,17 @@ pub fn names_thread_self(path: &[u8]) -> bool {
     path.strip_prefix(b"/proc/thread-self").is_some_and(|rest| rest.first().is_none_or(|&c| c == b'/'))
 }
 
+/// Whether `path`, under /proc/thread-self, opens a file outside /proc that the delegates
+/// share with the calling thread (its descriptors, root, working directory, executable, mapped
+/// files: the same file table, filesystem context and memory): such an open is the same from a
+/// delegate, and undoing it closes the file, which dropped the process's POSIX locks on it, and
+/// an O_CREAT|O_EXCL that created it was redone with EEXIST.
+pub fn opens_shared_file(path: &[u8]) -> bool {
+    const SHARED: [&[u8]; 6] = [b"fd", b"fdinfo", b"root", b"cwd", b"exe", b"map_files"];
+    let Some(rest) = path.strip_prefix(b"/proc/thread-self/") else { return false };
+    SHARED.contains(&rest.split(|&c| c == b'/').next().unwrap_or_default())
+}
+
 /// A call is about to run locally that the kernel allows only in a single-threaded process if
 /// `needs_one_thread` (asked last, after the cheaper checks): the program's only thread retires
 /// the delegates, the memory service's threads (they start again when next needed; a
