@@ -39,3 +39,22 @@ def test_calls_after_unshare_or_setns_see_the_callers_namespaces(ns_apart, case,
     assert native.returncode == 0, native.stderr
     proc = watched(WRAP + CLI + ["run", "--delegate", mode, "--", str(ns_apart), case])
     assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def ns_filtered_setns(tmp_path_factory):
+    return build_program(tmp_path_factory, "ns_filtered_setns")
+
+
+@pytest.mark.parametrize("mode", ["none", "all", "mos"])
+@pytest.mark.parametrize("action", ["errno", "kill"])
+def test_setns_of_a_filtered_thread_asks_its_filter_nothing(ns_filtered_setns, action, mode):
+    # Before, under all and mos: the runtime's NS_GET_NSTYPE ioctl met the program's filter, which
+    # killed the program (SIGSYS) or refused it, and the delegates stayed ("Invalid argument").
+    exe = ns_filtered_setns
+    native = watched(WRAP + [str(exe), action])
+    if native.returncode == 77:
+        pytest.skip("the kernel refuses a mount namespace here")
+    assert native.returncode == 0, native.stderr
+    proc = watched(WRAP + CLI + ["run", "--delegate", mode, "--", str(exe), action])
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
