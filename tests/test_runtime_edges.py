@@ -52,7 +52,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "thread_signal_stack", "green_switch",
          "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end", "filter_kills_open", "mlock_threads",
          "sandboxed_write", "sandboxed_vector_state", "sandboxed_registers", "sandboxed_timer", "sandboxed_autodisarm", "sandboxed_vfork", "sandboxed_altstack",
-         "sandboxed_exec", "sandboxed_tsync"]
+         "sandboxed_exec", "sandboxed_tsync", "exec_empty_argv"]
 
 
 @pytest.fixture(scope="module")
@@ -667,6 +667,13 @@ AS_NATIVELY = {
     # The new image exited 127 ("child ended with status 0x7f00"), where execve fails natively
     # and its caller goes on (a shell's PATH search, execvp); a directory said ENOEXEC.
     "exec_errors": ("directory: EACCES\nmissing interpreter: ENOENT\nbad ELF: ENOEXEC\nmissing loader: ENOENT\n", ""),
+    # Each new image exited 127 ("coreplane-rt: usage: ..."): the runtime's argv lacked the
+    # program's argv[0], which the kernel makes "" (Linux 5.18).
+    "exec_empty_argv": ('execve, {NULL}: argc 1, argv[0] ""\nexecve, NULL: argc 1, argv[0] ""\n'
+                        'execveat by descriptor, {NULL}: argc 1, argv[0] ""\n'
+                        'execveat by descriptor, NULL: argc 1, argv[0] ""\n'
+                        "script, {NULL}: argc 3: exec_empty_argv interpreter-argument script\n"
+                        "script, NULL: argc 3: exec_empty_argv interpreter-argument script\n", ""),
     # Ran as the x86-64 calls of those numbers ("getpid same 0, uname 0 , write -2").
     "int80": ("int80 write\ngetpid same 1, uname 0 Linux, write 12\n", "no i386 emulation in this kernel"),
 }

@@ -705,7 +705,7 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         return given_up(image_fd, -EFAULT);
     };
     let (argv, envp) = (argv as *const *const u8, envp as *const *const u8);
-    let words = (2 + na + 1) + (ne + 3);
+    let words = (2 + na.max(1) + 1) + (ne + 3);
     let mut task = [0u8; 96];
     placement::env_entry(&t.place, env::task_mark(t.is_sandboxed()), &mut task);
     let size = page_up(words * 8);
@@ -736,6 +736,9 @@ pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
         }
         for i in 0..na {
             push(*argv.add(i));
+        }
+        if na == 0 {
+            push(b"\0".as_ptr()); // the kernel's argv[0] for an empty argv (Linux 5.18)
         }
         let env_start = push(core::ptr::null());
         program_env(t, envp, ne, |e| {
