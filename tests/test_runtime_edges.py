@@ -52,7 +52,7 @@ NAMES = ["arg_edges", "sigsuspend_size", "exit_last_thread", "leader_exit_exec",
          "thread_signal_stack", "green_switch",
          "handler_traps_on_signal_stack", "filter_then_exit", "mlock_current", "vfork_end", "filter_kills_open", "mlock_threads",
          "sandboxed_write", "sandboxed_vector_state", "sandboxed_registers", "sandboxed_timer", "sandboxed_autodisarm", "sandboxed_vfork", "sandboxed_altstack",
-         "sandboxed_exec", "sandboxed_tsync", "exec_empty_argv"]
+         "sandboxed_exec", "sandboxed_tsync", "exec_empty_argv", "execveat_cloexec"]
 
 
 @pytest.fixture(scope="module")
@@ -674,6 +674,15 @@ AS_NATIVELY = {
                         'execveat by descriptor, NULL: argc 1, argv[0] ""\n'
                         "script, {NULL}: argc 3: exec_empty_argv interpreter-argument script\n"
                         "script, NULL: argc 3: exec_empty_argv interpreter-argument script\n", ""),
+    # The exec of a script through a close-on-exec descriptor went ahead and the new image died
+    # ("coreplane-rt: /proc/thread-self/fd/3: cannot open"); an interpreter the caller may not
+    # execute said EACCES.
+    "execveat_cloexec": ("script, close-on-exec: ENOENT\nscript, kept: script ran\n"
+                         "script, close-on-exec O_PATH: ENOENT\nno interpreter, close-on-exec: ENOENT\n"
+                         "interpreter not executable, close-on-exec: ENOENT\n"
+                         "empty #! line, close-on-exec: ENOEXEC\nscript not executable, close-on-exec: EACCES\n"
+                         "ELF, close-on-exec: ran\ndirectory close-on-exec, script: ENOENT\n"
+                         "directory kept, script: script ran\ndirectory close-on-exec, absolute script: script ran\n", ""),
     # Ran as the x86-64 calls of those numbers ("getpid same 0, uname 0 , write -2").
     "int80": ("int80 write\ngetpid same 1, uname 0 Linux, write 12\n", "no i386 emulation in this kernel"),
 }

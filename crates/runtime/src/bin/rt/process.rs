@@ -553,11 +553,12 @@ enum Image {
 /// credentials as they are before the exec (effective ids and capabilities, as execve checks
 /// them; access(2) would use the real ids and drop the capabilities): not a regular file
 /// (EACCES), no format the kernel knows (ENOEXEC), a script's interpreter or a program's
-/// dynamic loader missing (ENOENT; the new image exited 127 instead). An ELF program stays open:
+/// dynamic loader missing (ENOENT; the new image exited 127 instead), a script the interpreter
+/// could not open (`inaccessible`, see `execveat`). An ELF program stays open:
 /// the loader maps it from that descriptor, since after the exec the credentials may no longer
 /// reach it (setpriv and su keep CAP_DAC_OVERRIDE up to the execve of a program in a directory
 /// only root may search, then drop it).
-fn precheck(path: *const u8) -> Result<Image, isize> {
+fn precheck(path: *const u8, inaccessible: bool) -> Result<Image, isize> {
     let fd = unsafe { syscall3(OPEN, path as usize, O_RDONLY | O_CLOEXEC, 0) };
     if fd == -EACCES && access_x(path) == 0 {
         return Ok(Image::Foreign); // executable, not readable: the kernel decides
@@ -586,7 +587,7 @@ fn precheck(path: *const u8) -> Result<Image, isize> {
             Ok(false) => Ok(Image::Foreign),
             Err(e) => Err(e),
         },
-        _ if head.starts_with(b"#!") => script_interpreter(head).map(|_| Image::Script),
+        _ if head.starts_with(b"#!") => script_interpreter(head, inaccessible).map(|_| Image::Script),
         _ => Err(-ENOEXEC),
     };
     unsafe { syscall3(CLOSE, fd, 0, 0) };
@@ -637,12 +638,17 @@ fn loadable_elf(fd: usize, head: &[u8]) -> Result<bool, isize> {
 }
 
 /// The interpreter the #! line at the start of `head` names may be executed by the caller; else
-/// the kernel's error for it (ENOENT where it does not exist).
-fn script_interpreter(head: &[u8]) -> Result<(), isize> {
+/// the kernel's error for it (ENOENT where it does not exist, or where the script's path will be
+/// `inaccessible` to it, which the kernel looks at first: binfmt_script's
+/// BINPRM_FLAGS_PATH_INACCESSIBLE).
+fn script_interpreter(head: &[u8], inaccessible: bool) -> Result<(), isize> {
     let mut interp = [0u8; 256];
     match elf::shebang_interpreter(head) {
         Some(name) if name.len() < interp.len() => interp[..name.len()].copy_from_slice(name),
         _ => return Err(-ENOEXEC),
+    }
+    if inaccessible {
+        return Err(-ENOENT);
     }
     match access_x(interp.as_ptr()) {
         denied if denied < 0 => Err(denied),
@@ -691,11 +697,17 @@ pub fn traced(result: isize) -> isize {
 /// the environment, so the new image is intercepted from its first instruction (the program
 /// itself, without the runtime's entries in the environment, in a traced process).
 pub fn execve(path: usize, argv: usize, envp: usize) -> isize {
+    exec(path, argv, envp, false)
+}
+
+/// execve of `path`; where `inaccessible`, a script's interpreter could not open that path after
+/// the exec (see `execveat`).
+fn exec(path: usize, argv: usize, envp: usize, inaccessible: bool) -> isize {
     let t = thread::current();
     let mut head = [0u8; 32];
     let own = matches!(t.program_cstr(path, &mut head), Ok(name) if names_own_exe(name));
     let path = if own { exe().as_ptr() } else { path as *const u8 };
-    let (image_fd, foreign) = match precheck(path) {
+    let (image_fd, foreign) = match precheck(path, inaccessible) {
         Ok(Image::Elf(fd)) => (Some(fd), false),
         Ok(Image::Script) => (None, false),
         Ok(Image::Foreign) => (None, true),
@@ -853,7 +865,10 @@ fn given_up(image_fd: Option<usize>, error: isize) -> isize {
     error
 }
 
-/// execveat(2): resolved to a path, then as execve.
+/// execveat(2): resolved to a path, then as execve. A path relative to a close-on-exec descriptor
+/// (or the descriptor itself) is one the kernel gives a script's interpreter as /dev/fd/N(/name),
+/// which that interpreter cannot open: the kernel fails the exec of a script so with ENOENT, and
+/// the caller may fall back (glibc's fexecve; the new image died instead).
 pub fn execveat(a: &[usize; 6]) -> isize {
     let (dirfd, flags) = (a[0] as i32 as isize, a[4]);
     const AT_EMPTY_PATH: usize = 0x1000;
@@ -873,7 +888,8 @@ pub fn execveat(a: &[usize; 6]) -> isize {
     } else {
         sys::concat(&[b"/proc/thread-self/fd/", fd, b"/", rel], &mut full);
     }
-    execve(full.as_ptr() as usize, a[2], a[3])
+    let cloexec = unsafe { syscall3(FCNTL, dirfd as usize, F_GETFD, 0) };
+    exec(full.as_ptr() as usize, a[2], a[3], cloexec > 0 && cloexec as usize & FD_CLOEXEC != 0)
 }
 
 /// readlink or readlinkat (`nr`, arguments `a`), made by `make`: of /proc/self/exe

@@ -539,6 +539,7 @@ pub const SOCKET: usize = 41;
 pub const CONNECT: usize = 42;
 pub const FCNTL: usize = 72;
 pub const F_DUPFD_CLOEXEC: usize = 1030;
+pub const F_GETFD: usize = 1;
 pub const F_SETFD: usize = 2;
 pub const FD_CLOEXEC: usize = 1;
 pub const AF_UNIX: usize = 1;
