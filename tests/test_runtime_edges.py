@@ -676,13 +676,16 @@ AS_NATIVELY = {
                         "script, NULL: argc 3: exec_empty_argv interpreter-argument script\n", ""),
     # The exec of a script through a close-on-exec descriptor went ahead and the new image died
     # ("coreplane-rt: /proc/thread-self/fd/3: cannot open"); an interpreter the caller may not
-    # execute said EACCES.
+    # execute said EACCES. A descriptor not open said ENOENT, an empty name without AT_EMPTY_PATH
+    # ENOTDIR.
     "execveat_cloexec": ("script, close-on-exec: ENOENT\nscript, kept: script ran\n"
                          "script, close-on-exec O_PATH: ENOENT\nno interpreter, close-on-exec: ENOENT\n"
                          "interpreter not executable, close-on-exec: ENOENT\n"
                          "empty #! line, close-on-exec: ENOEXEC\nscript not executable, close-on-exec: EACCES\n"
                          "ELF, close-on-exec: ran\ndirectory close-on-exec, script: ENOENT\n"
-                         "directory kept, script: script ran\ndirectory close-on-exec, absolute script: script ran\n", ""),
+                         "directory kept, script: script ran\ndirectory close-on-exec, absolute script: script ran\n"
+                         "descriptor not open: EBADF\ndirectory not open, script: EBADF\n"
+                         "empty name without AT_EMPTY_PATH: ENOENT\n", ""),
     # Ran as the x86-64 calls of those numbers ("getpid same 0, uname 0 , write -2").
     "int80": ("int80 write\ngetpid same 1, uname 0 Linux, write 12\n", "no i386 emulation in this kernel"),
 }

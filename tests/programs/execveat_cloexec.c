@@ -4,8 +4,10 @@
  * it looks for the interpreter; the caller can fall back (glibc's fexecve). That is the script
  * case alone: an ELF program so runs, as does a script through a descriptor kept across the
  * exec, or named by an absolute path. Under coreplane the exec went ahead and the new image died
- * ("coreplane-rt: /proc/thread-self/fd/6: cannot open"). Each case from a forked child, which
- * prints what the exec'd program printed or execveat's errno. */
+ * ("coreplane-rt: /proc/thread-self/fd/6: cannot open"). Then what the kernel refuses before it
+ * resolves the path: a descriptor that is not open (EBADF; the runtime said ENOENT) and an empty
+ * name without AT_EMPTY_PATH (ENOENT; the runtime said ENOTDIR). Each case from a forked child,
+ * which prints what the exec'd program printed or execveat's errno. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +75,9 @@ int main(void) {
     run("directory kept, script", open(dir, O_RDONLY | O_DIRECTORY), "script", 0);
     snprintf(path, sizeof path, "%s/script", dir);
     run("directory close-on-exec, absolute script", dirfd, path, 0);
+    run("descriptor not open", 999, "", AT_EMPTY_PATH);
+    run("directory not open, script", 999, "script", 0);
+    run("empty name without AT_EMPTY_PATH", opened(dir, "script", O_RDONLY), "", 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     return system(cmd);
 }

@@ -880,16 +880,24 @@ pub fn execveat(a: &[usize; 6]) -> isize {
     if dirfd == AT_FDCWD || rel.first() == Some(&b'/') {
         return execve(a[1], a[2], a[3]);
     }
+    // The kernel's errors before the path is resolved, where the path under /proc said ENOENT
+    // for a descriptor that is not open and ENOTDIR for an empty name without AT_EMPTY_PATH.
+    if rel.is_empty() && flags & AT_EMPTY_PATH == 0 {
+        return -ENOENT;
+    }
+    let cloexec = unsafe { syscall3(FCNTL, dirfd as usize, F_GETFD, 0) };
+    if cloexec < 0 {
+        return cloexec;
+    }
     let mut full = [0u8; 4096];
     let mut b = [0u8; 20];
     let fd = sys::fmt_u64(dirfd as u64, &mut b);
-    if rel.is_empty() && flags & AT_EMPTY_PATH != 0 {
+    if rel.is_empty() {
         sys::concat(&[b"/proc/thread-self/fd/", fd], &mut full);
     } else {
         sys::concat(&[b"/proc/thread-self/fd/", fd, b"/", rel], &mut full);
     }
-    let cloexec = unsafe { syscall3(FCNTL, dirfd as usize, F_GETFD, 0) };
-    exec(full.as_ptr() as usize, a[2], a[3], cloexec > 0 && cloexec as usize & FD_CLOEXEC != 0)
+    exec(full.as_ptr() as usize, a[2], a[3], cloexec as usize & FD_CLOEXEC != 0)
 }
 
 /// readlink or readlinkat (`nr`, arguments `a`), made by `make`: of /proc/self/exe
