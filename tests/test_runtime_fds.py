@@ -52,3 +52,17 @@ def test_the_descriptor_table_is_grown_before_the_runtimes_threads_start(options
     # the options.
     assert fd_table_size() < 1024
     assert fd_table_size("run", *options) == 1024
+
+
+@pytest.mark.parametrize("options", [("--delegate", "none"), ("--delegate", "all"), ("--delegate", "all", "--profile", "P"),
+                                     ("--memory", "pool")])
+def test_under_a_small_descriptor_limit_the_runtimes_descriptors_leave_the_low_numbers(options, tmp_path_factory, tmp_path):
+    # Under `ulimit -n 64` the runtime's descriptors cannot reach 900: before, they stayed at the
+    # lowest free numbers, and the program's first open returned 5 (6 with --profile).
+    exe = build_program(tmp_path_factory, "first_descriptor")
+    options = tuple(str(tmp_path / "p.json") if o == "P" else o for o in options)
+    small = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    native = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, preexec_fn=small)
+    assert native.stdout == "first descriptor: 3\n"
+    proc = run_cli("run", *options, "--", "sh", "-c", f"{exe}; {exe}", timeout=120, preexec_fn=small)
+    assert (proc.returncode, proc.stdout) == (0, native.stdout * 2), proc.stderr

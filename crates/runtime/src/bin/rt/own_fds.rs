@@ -34,14 +34,40 @@ pub fn out_of_the_way(fd: isize) -> isize {
 
 /// `fd` moved to 900 or above (close-on-exec), or itself if it cannot be moved; not kept.
 /// The first such descriptor of a process grows its table to 1024, best while the process has
-/// one thread (`exe::adopt_runtime`).
+/// one thread (`exe::adopt_runtime`). Under a descriptor limit of 900 or below, to the highest
+/// free number under it (`below_limit`).
 pub fn moved_high(fd: isize) -> isize {
-    let high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
+    let mut high = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, 900) };
+    if high == -EINVAL {
+        high = below_limit(fd);
+    }
     if high < 0 {
         return fd;
     }
     unsafe { syscall3(CLOSE, fd as usize, 0, 0) };
     high
+}
+
+/// `fd` duplicated (close-on-exec) at the highest free number below the soft RLIMIT_NOFILE, or
+/// -errno. Left where it was, at the lowest free number, it took the number the program's own
+/// next descriptor gets natively: under `ulimit -n 64` a program's first open returned 5, 6
+/// with `--profile`, where natively 3. A few numbers are tried from the top down: the runtime's
+/// own descriptors take them one after the other.
+fn below_limit(fd: isize) -> isize {
+    const RLIMIT_NOFILE: usize = 7;
+    const TRIES: u64 = 16;
+    let mut limit = [0u64; 2]; // struct rlimit: soft, hard
+    if unsafe { syscall6(PRLIMIT64, 0, RLIMIT_NOFILE, 0, limit.as_mut_ptr() as usize, 0, 0) } != 0 {
+        return -EINVAL;
+    }
+    let mut r = -EMFILE;
+    for at in (limit[0].saturating_sub(TRIES)..limit[0]).rev().filter(|&at| at > fd as u64) {
+        r = unsafe { syscall3(FCNTL, fd as usize, F_DUPFD_CLOEXEC, at as usize) };
+        if r != -EMFILE {
+            break;
+        }
+    }
+    r
 }
 
 /// The abstract socket name "\0PREFIXPID" (no file to leave behind) in `buf`, as `unix_connect`
