@@ -16,7 +16,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from conftest import CLI
+from conftest import CLI, build_program
 from coreplane.profile import io as profiles
 from coreplane.profile.summary import render, summary
 from test_stress import watched
@@ -124,3 +124,19 @@ def test_a_process_that_cannot_map_its_file_runs_unprofiled_and_is_named(tmp_pat
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "hi\n", "")
     [shell] = profile["processes"]
     assert profile["overhead"]["unprofiled_processes"] == [{"pid": shell["pid"], "at": "map"}]
+
+
+@pytest.mark.parametrize("mode", ["none", "all"])
+def test_a_spawned_child_that_closes_descriptors_leaves_its_parent_the_directory(tmp_path_factory, tmp_path, mode):
+    # Its vfork child closes every descriptor beyond 2, then execs: it opens the directory again
+    # for the new image. Before, it remembered that descriptor in the memory it shares with its
+    # parent, and the parent's forked child opened the directory once more: one descriptor more
+    # than its parent's.
+    exe = build_program(tmp_path_factory, "spawn_then_fork_fds")
+    native = watched([str(exe)])
+    assert (native.returncode, native.stdout) == (0, "the forked child has its parent's descriptors\n")
+    proc, profile = profiled([str(exe)], tmp_path, mode)
+    assert (proc.returncode, proc.stdout) == (0, native.stdout), proc.stderr
+    assert len(profile["processes"]) == 3, profile["processes"]  # the program, true, the forked child
+    assert profile["overhead"]["unprofiled_processes"] == []
+

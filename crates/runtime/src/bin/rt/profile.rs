@@ -72,15 +72,26 @@ fn remember_dir(fd: isize) {
 /// The profile directory's descriptor: the one remembered while it is still that directory
 /// (`checked`: looked at; a thread under a filter of the program's makes no call beyond those
 /// it made before the descriptor was kept, and takes it as it is), else opened by its path
-/// and remembered; -errno when it cannot be had.
+/// and remembered; -errno when it cannot be had. A child running in its parent's memory (vfork,
+/// posix_spawn) has a descriptor table of its own and remembers nothing: the number would be
+/// its own, and its parent's forked children, finding it was not the directory, opened the
+/// directory once more (`spawn_then_fork_fds.c`).
 fn dir_fd(checked: bool) -> isize {
     let (fd, dev, ino) = unsafe { DIR };
     if fd >= 0 && (!checked || crate::own_fds::identity(fd as usize) == Some((dev, ino))) {
         return fd;
     }
     let fd = open_dir_by_path();
-    remember_dir(fd);
+    if !in_parents_memory() {
+        remember_dir(fd);
+    }
     fd
+}
+
+/// Whether this process runs in its parent's memory until it execs or exits: the file it maps
+/// is another process's (`owns_file`).
+fn in_parents_memory() -> bool {
+    !unsafe { BASE.is_null() } && !owns_file(sys::getpid())
 }
 
 /// For an execve that re-enters the runtime: the profile directory's descriptor, inheritable
