@@ -74,6 +74,10 @@ struct Response {
     t_start: u64,
     /// Set by the application: its caller was interrupted by a signal without SA_RESTART.
     cancel: AtomicU32,
+    /// Sequence number of the latest request whose call has been made, `result` its result,
+    /// marked before the return trip's cost: a child forked before `done` moves keeps that
+    /// result rather than make the call again (`child_after_fork`).
+    made: AtomicU32,
 }
 
 #[repr(C, align(128))]
@@ -111,7 +115,7 @@ struct Sleep {
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY_SLOT: Slot = Slot {
     request: Request { seq: Sequence::new(), nr: 0, args: [0; 6] },
-    response: Response { done: AtomicU32::new(0), waiting: AtomicU32::new(0), result: 0, t_start: 0, cancel: AtomicU32::new(0) },
+    response: Response { done: AtomicU32::new(0), waiting: AtomicU32::new(0), result: 0, t_start: 0, cancel: AtomicU32::new(0), made: AtomicU32::new(0) },
 };
 #[allow(clippy::declare_interior_mutable_const)]
 const NO_DELEGATE: Delegate = Delegate { tid: AtomicI32::new(0), current: AtomicU32::new(NONE), stack: AtomicUsize::new(0) };
@@ -224,11 +228,12 @@ fn serve(index: u32, seq: u32, me: &Delegate, fc: u64, timed: bool) {
     while result == -EINTR && s.response.cancel.load(Acquire) == 0 {
         result = unsafe { coreplane_delegate_syscall(s.request.nr, s.request.args.as_ptr()) };
     }
+    s.response.result = result;
+    s.response.made.store(seq, Release);
     if fc > 0 {
         spin_until(sys::rdtsc() + fc);
     }
     me.current.store(NONE, Release);
-    s.response.result = result;
     s.response.t_start = t_start;
     // The swap is a full barrier (a locked instruction), so `waiting` is read after `done` is
     // seen: with the caller's store of `waiting` then load of `done`, one of the two sees the
@@ -383,7 +388,10 @@ fn unlock() {
 /// ERESTARTSYS, as the kernel marks a call a signal interrupted, and `call` makes it again in the
 /// child, or ends it with EINTR (natively the child's read restarts after a handler with
 /// SA_RESTART; the child waited for good). Settled so, no delegate of the child takes it up, and
-/// no other thread the slot. A child started afresh (on a stack of its own) has no call in
+/// no other thread the slot. One whose call a delegate had made (`made`: its result not yet
+/// given, the return trip's cost still spent) is settled with that result: natively a call the
+/// kernel completed before the signal is not made again (the child's restarted read took a
+/// second byte of the file). A child started afresh (on a stack of its own) has no call in
 /// progress, nor slots.
 pub fn child_after_fork(t: &mut Thread, in_call: bool) {
     unlock();
@@ -394,8 +402,11 @@ pub fn child_after_fork(t: &mut Thread, in_call: bool) {
     for &index in t.slots.iter().filter(|&&i| (i as usize) < MAX_SLOTS) {
         OWNERS[index as usize].store(t.tid, Relaxed);
         let s = slot(index);
-        if s.response.done.load(Relaxed) != s.request.seq.posted() {
-            s.response.result = -ERESTARTSYS;
+        let posted = s.request.seq.posted();
+        if s.response.done.load(Relaxed) != posted {
+            if s.response.made.load(Acquire) != posted {
+                s.response.result = -ERESTARTSYS;
+            }
             s.response.done.store(s.request.seq.settle(), Relaxed);
         }
     }
