@@ -2,9 +2,9 @@
 // posix_spawn (as CPython's subprocess and Rust's Command do) must not grow. The runtime's execve
 // maps the new argument vector; a vfork child's exec left it mapped in its parent's memory,
 // 4 KiB per command (and a nested vfork's block, ≈ 384 KiB). 100 commands each way after 20 to
-// warm up (at 4 KiB a command that is 800 KiB, far above the threshold; 500 each way took 14-22 s
-// under --delegate all on a loaded machine); prints "growth 0 KiB" where the address space did not
-// grow by 64 KiB or more.
+// warm up: at 4 KiB a command that leak is 800 KiB (500 each way took 14-22 s under --delegate all
+// on a loaded machine). Prints "growth 0 KiB" where the address space grew by less than 256 KiB:
+// a delegate the pool starts under load adds its 64 KiB stack, which is not a leak.
 #define _GNU_SOURCE
 #include <spawn.h>
 #include <stdio.h>
@@ -53,6 +53,6 @@ int main(void)
         run_true(1);
     }
     long growth = vm_size_kb() - before;
-    printf("growth %ld KiB\n", growth < 64 ? 0 : growth);
+    printf("growth %ld KiB\n", growth < 256 ? 0 : growth);
     return 0;
 }
