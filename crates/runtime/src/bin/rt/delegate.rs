@@ -210,6 +210,7 @@ pub fn install_interrupt_handler() {
         mask: 0,
     };
     sigaction(SIG_INTERRUPT, Some(&act), None);
+    crate::program_signal::set_before_handler(interrupt_before_handler);
 }
 
 /// Executes the request `seq` of slot `index`; `fc` is the forward cost in TSC ticks and

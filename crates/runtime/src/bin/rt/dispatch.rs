@@ -108,7 +108,7 @@ pub fn handle(nr: usize, a: &[usize; 6]) -> isize {
         PTRACE if a[0] == PTRACE_TRACEME => process::traced(run(nr, a)),
         SETUID | SETREUID | SETRESUID | SETFSUID | SETGID | SETREGID | SETRESGID | SETFSGID | SETGROUPS | CAPSET => {
             if let Some(uid) = profile::changes_file_user(nr, a) {
-                profile::before_credentials(uid);
+                profile::before_credentials(uid, thread::current().calls_may_kill());
             }
             let pid = thread::current().pid;
             let before = delegate::has_delegates(pid).then(crate::credentials::Credentials::now).flatten();

@@ -213,17 +213,19 @@ pub fn changes_file_user(nr: usize, a: &[usize; 6]) -> Option<u32> {
 /// status 127 at its next execve or fork). Failures are the kernel's business: without the
 /// privilege to give the directory away, the call itself fails or changes nothing. Never inlined:
 /// its buffers stay out of the frame of `dispatch::handle`, on the stack the SIGSYS handler runs
-/// on, which may be the program's own small signal stack (a Rust program's 8 KiB).
+/// on, which may be the program's own small signal stack (a Rust program's 8 KiB). `quiet`: the
+/// thread is under a filter of the program's, which may kill for the fstat that checks the
+/// directory's descriptor (`dir_fd`).
 #[cold]
 #[inline(never)]
-pub fn before_credentials(uid: u32) {
+pub fn before_credentials(uid: u32, quiet: bool) {
     if crate::env::config().profile_dir.is_empty() || unsafe { syscall3(GETEUID, 0, 0, 0) } as u32 == uid {
         return;
     }
     let mut path = [0u8; 32];
     let mut b = [0u8; 20];
     sys::concat(&[USER_DIR, sys::fmt_u64(uid as u64, &mut b)], &mut path);
-    let dir = dir_fd(!crate::thread::current().calls_may_kill());
+    let dir = dir_fd(!quiet);
     if dir >= 0 {
         unsafe {
             syscall3(MKDIRAT, dir as usize, path.as_ptr() as usize, 0o700);

@@ -31,6 +31,25 @@ static COREPLANE_PROGRAM_HANDLERS: [AtomicUsize; NSIG + 1] = [const { AtomicUsiz
 /// keeps them at rt_sigaction; SA_RESTART decides restarts there, SA_ONSTACK placement here).
 static FLAGS: [AtomicU64; NSIG + 1] = [const { AtomicU64::new(0) }; NSIG + 1];
 
+/// What runs before a program handler that interrupted a call in progress: delegation's
+/// `interrupt_before_handler`, registered at start-up (`set_before_handler`). A hook rather
+/// than a call because delegation sits above this module: it asks `signals` whether a handler
+/// restarts a call, and `signals` enters handlers here.
+static BEFORE_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers the hook run before a program handler that interrupted a call in progress.
+pub fn set_before_handler(hook: fn(&thread::Thread, usize, i32)) {
+    BEFORE_HANDLER.store(hook as usize, Relaxed);
+}
+
+fn before_handler(t: &thread::Thread, entry: usize, sig: i32) {
+    let hook = BEFORE_HANDLER.load(Relaxed);
+    if hook != 0 {
+        let hook: fn(&thread::Thread, usize, i32) = unsafe { core::mem::transmute(hook) };
+        hook(t, entry, sig);
+    }
+}
+
 /// A runtime call in progress (Thread.entry points to the innermost): where the program's
 /// context at the call is. The fast path's Rust calls push one in assembly (`fastpath`, label 5):
 /// `uc` the record's address xor FAST (cleared when the call ends), the program's callee-saved
@@ -427,7 +446,7 @@ extern "C" fn coreplane_signal_in_runtime(sig: i32, info: *mut u8, uc: *mut u8) 
             if let Some(below) = runtime_stack_below(t, uc, irsp) {
                 again_on_runtime_stack(t, sig, uc, below);
             }
-            crate::delegate::interrupt_before_handler(t, e as *const Entry as usize, sig);
+            before_handler(t, e as *const Entry as usize, sig);
             run_at_program_context(t, e, (program_sp, resume_at), handler, sig, info, uc)
         }
         _ => {
