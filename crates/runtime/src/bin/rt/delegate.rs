@@ -413,6 +413,35 @@ pub fn child_after_fork(t: &mut Thread, in_call: bool) {
     }
 }
 
+/// Before a fork by a thread whose delegated calls are in progress (a handler that interrupted
+/// one forks): each such call a delegate has taken is interrupted and waited for until it has
+/// been made or has ended, so that `child_after_fork` knows which. Natively the kernel has
+/// completed the call, or interrupted it, before the handler runs; a delegate preempted between
+/// its call's return and its store of `made` (a system call's exit is where a busy machine
+/// preempts) showed the child a made read as not made, and the child read again
+/// (`fork_after_made`: 2 of 60 forks at load 18). An EINTR of this interrupt's making becomes
+/// ERESTARTSYS, which `call` restarts, or ends with EINTR, as the handler's SA_RESTART says, in
+/// the parent as in the child.
+pub fn settle_before_fork(t: &Thread) {
+    for &index in t.slots[..t.depth as usize].iter().filter(|&&i| (i as usize) < MAX_SLOTS) {
+        let s = slot(index);
+        let seq = s.request.seq.posted();
+        let mut interrupted = false;
+        loop {
+            let done = s.response.done.load(Acquire);
+            if done == seq || s.response.made.load(Acquire) == seq || !s.request.seq.claimed(seq) {
+                break;
+            }
+            interrupted = true;
+            cancel(index, t.pid);
+            sleep_until_done(s, seq, done, 1_000_000);
+        }
+        if interrupted && s.response.made.load(Acquire) == seq && s.response.result == -EINTR {
+            s.response.result = -ERESTARTSYS;
+        }
+    }
+}
+
 /// Makes sure this process has its delegates (the first call, the first after a fork, whose
 /// copy of the slots may hold the parent's requests in flight, and the first after `retire`,
 /// whose slots stay with their threads). After a fork, the slots of the thread that forked stay

@@ -369,6 +369,7 @@ fn vfork_block(flags: u64) -> Option<VforkBlock> {
 /// `after_fork` delegated its calls to its parent's pool, as the parent's thread, and waited for
 /// good (`mksh -c 'sleep 5 & kill $!'` under `--vdso intercept --delegate all`, 16 of 30 runs).
 fn fork_here(nr: usize, a: &[usize; 6]) -> isize {
+    crate::delegate::settle_before_fork(thread::current());
     let key = placement::child_key(&mut thread::current().place);
     let taken = crate::rewrite_lock::before_fork();
     let pool_taken = crate::memsvc::before_fork();
