@@ -4,7 +4,8 @@ context, joined by the program's only thread (the delegates are retired and star
 it) or by one thread of two (its calls, and those of the threads it creates, are made where it
 is), compared with the native run; and a new pid namespace, which the caller's children enter
 (clone and fork are never delegated). Each run is wrapped in new UTS and IPC namespaces of its
-own: under a runtime whose delegates stayed behind, the program's sethostname named the host.
+own, and a private mount namespace: under a runtime whose delegates stayed behind, the
+program's sethostname named the host, and `ip netns exec` replaced the host's /sys.
 Needs root; skipped where the kernel refuses the namespaces."""
 
 import os
@@ -19,7 +20,7 @@ from test_stress import watched
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                                 reason="needs root and util-linux's unshare")
 
-WRAP = ["unshare", "--uts", "--ipc", "--"]
+WRAP = ["unshare", "--uts", "--ipc", "--mount", "--propagation", "private", "--"]
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def ns_apart(tmp_path_factory):
 
 
 @pytest.mark.parametrize("mode", ["none", "all", "mos"])
-@pytest.mark.parametrize("case", ["alone", "setns", "thread", "fs", "pid"])
+@pytest.mark.parametrize("case", ["alone", "setns", "thread", "fs", "pid", "mount"])
 def test_calls_after_unshare_or_setns_see_the_callers_namespaces(ns_apart, case, mode):
     # Before, under all and mos: the delegates' namespaces ("interfaces 4, ... key inside yes",
     # "setns 0, interfaces 4", "thread: interfaces 4"), and the main thread's cwd was the one a

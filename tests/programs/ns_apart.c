@@ -8,6 +8,10 @@
  *           in them too, the main thread is not
  *   fs      one thread of two unshares its filesystem context and changes directory
  *   pid     the only thread unshares its pid namespace: its child is pid 1 there
+ *   mount   as `ip netns exec`: the only thread leaves its network namespace, then its mount
+ *           namespace, makes its mounts slaves and mounts a tmpfs on /mnt: the caller does not
+ *           see it (under delegates left behind the mount was made in the caller's namespace:
+ *           `ip netns exec` replaced the host's /sys, its cgroup hierarchies with it)
  * Prints what each sees; exits 77 where the kernel refuses the namespaces (no CAP_SYS_ADMIN). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ipc.h>
+#include <sys/mount.h>
 #include <sys/shm.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -141,6 +146,40 @@ static void among(void *(*body)(void *)) {
            strcmp(host(), "apart") ? "the host's" : "apart", strcmp(cwd, "/") ? "kept" : "/");
 }
 
+/* Whether this thread's mount namespace has a mount of source `what`. */
+static int mounted(const char *what) {
+    char line[1024], needle[64];
+    snprintf(needle, sizeof needle, " - tmpfs %s ", what);
+    FILE *f = fopen("/proc/thread-self/mountinfo", "r");
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+static void remount(void) {
+    pid_t c = fork();
+    if (c == 0) {
+        delegated_calls();
+        leave(CLONE_NEWNET);
+        leave(CLONE_NEWNS);
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) || mount("cp-probe", "/mnt", "tmpfs", 0, NULL)) {
+            perror("mount");
+            _exit(2);
+        }
+        printf("inside: probe %s\n", mounted("cp-probe") ? "mounted" : "missing");
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+        exit(WIFEXITED(st) ? WEXITSTATUS(st) : 2);
+    printf("outside: probe %s\n", mounted("cp-probe") ? "mounted" : "missing");
+}
+
 static void pid(void) {
     delegated_calls();
     leave(CLONE_NEWPID);
@@ -168,6 +207,8 @@ int main(int argc, char **argv) {
         among(fs_thread);
     else if (!strcmp(mode, "pid"))
         pid();
+    else if (!strcmp(mode, "mount"))
+        remount();
     else
         return 2;
     return 0;
