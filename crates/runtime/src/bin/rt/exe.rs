@@ -11,12 +11,10 @@ pub fn remember_exe(fd: usize) {
     let mut link = [0u8; 40];
     let mut b = [0u8; 20];
     sys::concat(&[b"/proc/self/fd/", sys::fmt_u64(fd as u64, &mut b)], &mut link);
-    unsafe {
-        let exe = &mut *core::ptr::addr_of_mut!(EXE);
-        let len = syscall3(READLINK, link.as_ptr() as usize, exe.as_mut_ptr() as usize, exe.len() - 1);
-        let len = if len < 0 { 0 } else { len as usize };
-        exe[len] = 0;
-    }
+    let exe = unsafe { &mut *core::ptr::addr_of_mut!(EXE) };
+    let last = exe.len() - 1;
+    let len = sys::readlink(link.as_ptr(), &mut exe[..last]).max(0) as usize;
+    exe[len] = 0;
 }
 
 /// The loaded program's canonical path.
@@ -88,7 +86,7 @@ pub fn adopt_runtime(argv0: *const u8) {
             fd as isize
         }
         _ => {
-            let fd = unsafe { syscall3(OPEN, b"/proc/self/exe\0".as_ptr() as usize, O_PATH | O_CLOEXEC, 0) };
+            let fd = sys::open(b"/proc/self/exe\0".as_ptr(), O_PATH | O_CLOEXEC);
             if fd < 0 {
                 return;
             }

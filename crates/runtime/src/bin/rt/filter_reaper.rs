@@ -171,7 +171,7 @@ fn leader_ended(pid: i32) -> bool {
         path[n..n + p.len()].copy_from_slice(p);
         n += p.len();
     }
-    let fd = unsafe { syscall3(OPEN, path.as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    let fd = sys::open(path.as_ptr(), O_RDONLY | O_CLOEXEC);
     if fd < 0 {
         return fd == -ENOENT;
     }

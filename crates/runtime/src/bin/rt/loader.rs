@@ -52,7 +52,7 @@ fn fail(path: &[u8], why: &[u8]) -> ! {
 }
 
 fn open_read(path: *const u8) -> usize {
-    let fd = unsafe { syscall3(OPEN, path as usize, O_RDONLY | O_CLOEXEC, 0) };
+    let fd = sys::open(path, O_RDONLY | O_CLOEXEC);
     if fd < 0 {
         fail(unsafe { sys::cstr(path) }, b"cannot open");
     }

@@ -14,7 +14,6 @@ use core::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
 
 const CLOSE_RANGE_CLOEXEC: usize = 1 << 2;
 const CLOSE_RANGE_UNSHARE: usize = 1 << 1;
-const EBADF: isize = 9;
 const EBUSY: isize = 16;
 const SLOTS: usize = 16;
 
@@ -117,7 +116,7 @@ pub fn unix_connect_unkept(kind: usize, path: &[u8]) -> isize {
 /// The file `fd` refers to (device, inode); None when it is not open.
 pub fn identity(fd: usize) -> Option<(u64, u64)> {
     let mut st = [0u64; 18]; // struct stat: st_dev, then st_ino
-    let r = unsafe { syscall3(FSTAT, fd, st.as_mut_ptr() as usize, 0) };
+    let r = crate::sys::fstat(fd, st.as_mut_ptr().cast());
     (r == 0).then(|| (st[0], st[1]))
 }
 

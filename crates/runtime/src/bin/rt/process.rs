@@ -560,7 +560,7 @@ enum Image {
 /// reach it (setpriv and su keep CAP_DAC_OVERRIDE up to the execve of a program in a directory
 /// only root may search, then drop it).
 fn precheck(path: *const u8, inaccessible: bool) -> Result<Image, isize> {
-    let fd = unsafe { syscall3(OPEN, path as usize, O_RDONLY | O_CLOEXEC, 0) };
+    let fd = sys::open(path, O_RDONLY | O_CLOEXEC);
     if fd == -EACCES && access_x(path) == 0 {
         return Ok(Image::Foreign); // executable, not readable: the kernel decides
     }
@@ -569,7 +569,7 @@ fn precheck(path: *const u8, inaccessible: bool) -> Result<Image, isize> {
     }
     let fd = fd as usize;
     let mut st = [0u32; 36];
-    let regular = unsafe { syscall3(FSTAT, fd, st.as_mut_ptr() as usize, 0) } == 0 && st[6] & 0o170000 == 0o100000;
+    let regular = sys::fstat(fd, st.as_mut_ptr().cast()) == 0 && st[6] & 0o170000 == 0o100000;
     if regular && gives_privileges(fd, &st) {
         unsafe { syscall3(CLOSE, fd, 0, 0) };
         return match access_x(path) {
@@ -629,7 +629,7 @@ fn loadable_elf(fd: usize, head: &[u8]) -> Result<bool, isize> {
             return Ok(false);
         }
         interp[size - 1] = 0;
-        let opened = unsafe { syscall3(OPEN, interp.as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+        let opened = sys::open(interp.as_ptr(), O_RDONLY | O_CLOEXEC);
         if opened < 0 {
             return Err(opened);
         }
@@ -658,12 +658,13 @@ fn script_interpreter(head: &[u8], inaccessible: bool) -> Result<(), isize> {
 }
 
 /// Whether the caller may execute `path`, by its effective ids and capabilities
-/// (faccessat2 with AT_EACCESS; before Linux 5.8, access(2)).
+/// (faccessat2 with AT_EACCESS; before Linux 5.8, faccessat, by the real ids, as glibc falls back).
 fn access_x(path: *const u8) -> isize {
+    const FACCESSAT: usize = 269;
     const FACCESSAT2: usize = 439;
     const AT_EACCESS: usize = 0x200;
     let r = unsafe { syscall6(FACCESSAT2, AT_FDCWD as usize, path as usize, 1 /* X_OK */, AT_EACCESS, 0, 0) };
-    if r == -ENOSYS { unsafe { syscall3(ACCESS, path as usize, 1, 0) } } else { r }
+    if r == -ENOSYS { unsafe { syscall3(FACCESSAT, AT_FDCWD as usize, path as usize, 1) } } else { r }
 }
 
 /// Set when a thread of this process asked to be traced (see `traced`).
@@ -950,7 +951,7 @@ pub fn open_self_exe(nr: usize, a: &[usize; 6], fd: isize) -> isize {
         OPENAT => a[2],
         _ => (unsafe { *(a[2] as *const u64) }) as usize,
     } & !(O_CREAT | O_EXCL);
-    let own = unsafe { syscall3(OPEN, exe().as_ptr() as usize, flags, 0) };
+    let own = sys::open(exe().as_ptr(), flags);
     if own >= 0 {
         unsafe {
             syscall3(DUP3, own as usize, fd as usize, flags & O_CLOEXEC);

@@ -59,7 +59,7 @@ fn open_dir_by_path() -> isize {
     const O_DIRECTORY: usize = 0o200000;
     let mut path = [0u8; 4096];
     sys::concat(&[crate::env::config().profile_dir], &mut path);
-    let fd = unsafe { syscall3(OPEN, path.as_ptr() as usize, O_PATH | O_DIRECTORY | O_CLOEXEC, 0) };
+    let fd = sys::open(path.as_ptr(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if fd < 0 { fd } else { crate::own_fds::moved_high(fd) }
 }
 

@@ -46,7 +46,6 @@ pub const SIGALTSTACK: usize = 131;
 pub const PKEY_ALLOC: usize = 330;
 pub const RT_SIGRETURN: usize = 15;
 pub const PREAD64: usize = 17;
-pub const ACCESS: usize = 21;
 pub const GETPID: usize = 39;
 pub const CLONE: usize = 56;
 pub const FORK: usize = 57;
@@ -110,6 +109,7 @@ pub const EINTR: isize = 4;
 pub const ERESTARTSYS: isize = 512;
 pub const ENOENT: isize = 2;
 pub const ESRCH: isize = 3;
+pub const EBADF: isize = 9;
 pub const EACCES: isize = 13;
 pub const ENOEXEC: isize = 8;
 pub const ENOMEM: isize = 12;
@@ -502,10 +502,38 @@ pub fn concat(parts: &[&[u8]], out: &mut [u8]) -> usize {
     n
 }
 
+// The runtime's own calls on files are the ones glibc 2.36 makes (openat, newfstatat,
+// readlinkat, faccessat), never the legacy open, fstat, readlink or access: a program's own
+// seccomp filter, written for what glibc makes, may kill for those, and it applies to the
+// runtime too (the start-up of an image exec'd under it, the exec's checks before).
+
+/// open(2) of `path` (NUL-terminated) with `flags`, no mode, as openat from the current
+/// directory: the descriptor, or -errno.
+pub fn open(path: *const u8, flags: usize) -> isize {
+    unsafe { syscall6(OPENAT, AT_FDCWD as usize, path as usize, flags, 0, 0, 0) }
+}
+
+/// fstat(2) of `fd` into `st` (a struct stat), as glibc makes it: newfstatat(fd, "",
+/// AT_EMPTY_PATH), O_PATH descriptors too; 0 or -errno. A negative fd is EBADF, as fstat says
+/// (AT_FDCWD would be the current directory).
+pub fn fstat(fd: usize, st: *mut u8) -> isize {
+    const AT_EMPTY_PATH: usize = 0x1000;
+    if (fd as i32) < 0 {
+        return -EBADF;
+    }
+    unsafe { syscall6(NEWFSTATAT, fd, b"\0".as_ptr() as usize, st as usize, AT_EMPTY_PATH, 0, 0) }
+}
+
+/// readlink(2) of `path` into `buf`, as readlinkat from the current directory: its length, or
+/// -errno.
+pub fn readlink(path: *const u8, buf: &mut [u8]) -> isize {
+    unsafe { syscall6(READLINKAT, AT_FDCWD as usize, path as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0) }
+}
+
 /// The first read(2) of the file at `path` (NUL-terminated) into `buf`: enough for the small
 /// /proc files the runtime looks at once. None when it cannot be opened.
 pub fn read_once<'a>(path: &[u8], buf: &'a mut [u8]) -> Option<&'a [u8]> {
-    let fd = unsafe { syscall3(OPEN, path.as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    let fd = open(path.as_ptr(), O_RDONLY | O_CLOEXEC);
     if fd < 0 {
         return None;
     }

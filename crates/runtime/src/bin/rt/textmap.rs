@@ -189,7 +189,7 @@ fn read_text(addr: usize) -> (bool, bool) {
 /// Reads /proc/self/maps through `buf`, calling `each` with every line (its first `buf.len()`
 /// bytes where it is longer: a long path); false when it could not be read whole.
 pub fn each_mapping(buf: &mut [u8], mut each: impl FnMut(&[u8])) -> bool {
-    let fd = unsafe { syscall3(OPEN, b"/proc/self/maps\0".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+    let fd = crate::sys::open(b"/proc/self/maps\0".as_ptr(), O_RDONLY | O_CLOEXEC);
     if fd < 0 {
         return false;
     }

@@ -224,7 +224,7 @@ pub fn wake() {
             open_mem();
         }
         if GIVE_BACK_AT.load(Relaxed) != 0 && PSI.load(Relaxed) < 0 {
-            let fd = unsafe { syscall3(OPEN, c"/proc/pressure/memory".as_ptr() as usize, O_RDONLY | O_CLOEXEC, 0) };
+            let fd = sys::open(c"/proc/pressure/memory".as_ptr().cast(), O_RDONLY | O_CLOEXEC);
             if fd >= 0 {
                 PSI.store(crate::own_fds::out_of_the_way(fd), Relaxed);
             }
@@ -278,7 +278,7 @@ fn next_step(pool: &Pool) -> Option<(u32, usize)> {
 /// as /proc/self/mem is the main thread's and cannot be opened once it has called exit(2) while
 /// other threads go on.
 fn open_mem() {
-    let fd = unsafe { syscall3(OPEN, c"/proc/thread-self/mem".as_ptr() as usize, O_RDWR | O_CLOEXEC, 0) };
+    let fd = sys::open(c"/proc/thread-self/mem".as_ptr().cast(), O_RDWR | O_CLOEXEC);
     if fd < 0 {
         sys::die(&[b"memory pool: cannot open /proc/thread-self/mem to zero freed pages"]);
     }
@@ -290,7 +290,7 @@ fn open_mem() {
 /// The (st_dev, st_ino) of `fd`, to tell whether a descriptor of the service's is still its own.
 pub(super) fn identity(fd: isize) -> Option<(u64, u64)> {
     let mut st = [0u64; 18];
-    let r = unsafe { syscall3(FSTAT, fd as usize, st.as_mut_ptr() as usize, 0) };
+    let r = sys::fstat(fd as usize, st.as_mut_ptr().cast());
     (r == 0).then_some((st[0], st[1]))
 }
 
