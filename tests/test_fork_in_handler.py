@@ -73,3 +73,20 @@ def test_a_call_made_before_the_fork_is_not_made_again_in_the_child(made_exe, mo
     assert (native.returncode, native.stdout) == (0, "made=some again=0\n"), native.stderr
     proc = watched(CLI + ["run", *modes[mode], "--", str(made_exe), "60"])
     assert (proc.returncode, proc.stdout) == (0, "made=some again=0\n"), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def timed_exe(tmp_path_factory) -> Path:
+    return build_program(tmp_path_factory, "fork_timed_read")
+
+
+# Before the fix, under `all` (both costs): the fork's interrupt of the delegated read of a socket
+# with a 3 s receive time-out was taken for one the kernel restarts, and the read restarted with
+# its whole time-out in the parent and in the child (eagain=3 where natively eintr=3).
+@pytest.mark.parametrize("mode", MODES)
+def test_a_timed_read_a_fork_interrupts_ends_with_eintr_as_natively(timed_exe, mode):
+    says = "parent eintr=3 eagain=0 other=0, child eintr=3 eagain=0 other=0\n"
+    native = watched([str(timed_exe), "3"])
+    assert (native.returncode, native.stdout) == (0, says), native.stderr
+    proc = watched(CLI + ["run", *MODES[mode], "--", str(timed_exe), "3"])
+    assert (proc.returncode, proc.stdout) == (0, says), proc.stderr

@@ -184,8 +184,11 @@ fn app_spin_ticks() -> u64 {
 }
 
 /// The SIG_INTERRUPT handler: a delegate blocked in a call whose caller gave up (a signal
-/// without SA_RESTART reached the caller) returns EINTR; otherwise the call restarts. On a
-/// program thread the signal is the program's.
+/// reached the caller) ends it; otherwise the call restarts. Ended where the kernel would restart
+/// it (it rewound the call: the handler's SA_RESTART), the result is ERESTARTSYS, which its caller
+/// restarts or ends with EINTR as the program's handler says; a call the kernel ends with EINTR
+/// whatever the handler (a read of a socket with SO_RCVTIMEO) keeps it. On a program thread the
+/// signal is the program's.
 extern "C" fn on_interrupt(sig: i32, info: *mut u8, uc: *mut u8) {
     let g = gregs(uc);
     let site = coreplane_delegate_site as *const () as u64;
@@ -196,7 +199,7 @@ extern "C" fn on_interrupt(sig: i32, info: *mut u8, uc: *mut u8) {
     };
     let cur = d.current.load(Acquire);
     if g[REG_RIP] == site && cur != NONE && slot(cur).response.cancel.load(Acquire) != 0 {
-        g[REG_RAX] = (-EINTR) as u64;
+        g[REG_RAX] = (-ERESTARTSYS) as u64;
         g[REG_RIP] = site + 2;
     }
 }
@@ -419,25 +422,23 @@ pub fn child_after_fork(t: &mut Thread, in_call: bool) {
 /// completed the call, or interrupted it, before the handler runs; a delegate preempted between
 /// its call's return and its store of `made` (a system call's exit is where a busy machine
 /// preempts) showed the child a made read as not made, and the child read again
-/// (`fork_after_made`: 2 of 60 forks at load 18). An EINTR of this interrupt's making becomes
-/// ERESTARTSYS, which `call` restarts, or ends with EINTR, as the handler's SA_RESTART says, in
-/// the parent as in the child.
+/// (`fork_after_made`: 2 of 60 forks at load 18). A call this interrupt ends where the kernel
+/// would restart it ends with ERESTARTSYS (`on_interrupt`), which `call` restarts, or ends with
+/// EINTR, as the handler's SA_RESTART says, in the parent as in the child; one the kernel ends
+/// with EINTR whatever the handler (a read of a socket with SO_RCVTIMEO) ends so in both, as
+/// natively (it restarted with its whole time-out, and the parent's and the child's read waited
+/// 3 s for EAGAIN where natively EINTR: `fork_timed_read`).
 pub fn settle_before_fork(t: &Thread) {
     for &index in t.slots[..t.depth as usize].iter().filter(|&&i| (i as usize) < MAX_SLOTS) {
         let s = slot(index);
         let seq = s.request.seq.posted();
-        let mut interrupted = false;
         loop {
             let done = s.response.done.load(Acquire);
             if done == seq || s.response.made.load(Acquire) == seq || !s.request.seq.claimed(seq) {
                 break;
             }
-            interrupted = true;
             cancel(index, t.pid);
             sleep_until_done(s, seq, done, 1_000_000);
-        }
-        if interrupted && s.response.made.load(Acquire) == seq && s.response.result == -EINTR {
-            s.response.result = -ERESTARTSYS;
         }
     }
 }
@@ -569,7 +570,8 @@ fn maybe_grow() -> bool {
     grown
 }
 
-/// Interrupts the delegate running `index`, if one is: a call it is blocked in returns EINTR.
+/// Interrupts the delegate running `index`, if one is: a call it is blocked in ends
+/// (`on_interrupt`).
 /// Called again while the caller waits, for a delegate that takes the request up later.
 fn cancel(index: u32, pid: i32) {
     slot(index).response.cancel.store(1, SeqCst);
@@ -611,7 +613,7 @@ pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
         let claimed = s.request.seq.claimed(seq);
         // Done, or about to be: made (its result is known), or withdrawn by `call` itself.
         if done == seq || claimed && !running(index) {
-            return;
+            break;
         }
         // Sent again every 1 ms: a delegate still spending its forward cost before the call
         // misses it.
@@ -622,6 +624,10 @@ pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
             return;
         }
         sleep_until_done(s, seq, done, 1_000_000);
+    }
+    // Ended where the kernel would have restarted it (`on_interrupt`), by a signal that does not.
+    if s.response.result == -ERESTARTSYS {
+        s.response.result = -EINTR;
     }
 }
 
