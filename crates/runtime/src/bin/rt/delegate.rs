@@ -437,6 +437,12 @@ pub fn settle_before_fork(t: &Thread) {
             if done == seq || s.response.made.load(Acquire) == seq || !s.request.seq.claimed(seq) {
                 break;
             }
+            // Claimed, and no delegate names it: withdrawn by this thread's own `call`, which
+            // the handler interrupted before it stored `done` (only it would: waited for, the
+            // fork waited for good), as `interrupt_before_handler` stops there too.
+            if !running(index) {
+                break;
+            }
             cancel(index, t.pid);
             sleep_until_done(s, seq, done, 1_000_000);
         }
