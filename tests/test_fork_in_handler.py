@@ -90,3 +90,14 @@ def test_a_timed_read_a_fork_interrupts_ends_with_eintr_as_natively(timed_exe, m
     assert (native.returncode, native.stdout) == (0, says), native.stderr
     proc = watched(CLI + ["run", *MODES[mode], "--", str(timed_exe), "3"])
     assert (proc.returncode, proc.stdout) == (0, says), proc.stderr
+
+
+# The same without a fork. Before (review r8): a handler with SA_RESTART left the delegated read
+# blocked, so it ran out its time-out (eagain=3 after 9 s where natively eintr=3 at once).
+@pytest.mark.parametrize("mode", MODES)
+def test_a_timed_read_an_sa_restart_handler_interrupts_ends_with_eintr(timed_exe, mode):
+    says = "parent eintr=3 eagain=0 other=0, child eintr=0 eagain=0 other=0\n"
+    native = watched([str(timed_exe), "3", "nofork"])
+    assert (native.returncode, native.stdout) == (0, says), native.stderr
+    proc = watched(CLI + ["run", *MODES[mode], "--", str(timed_exe), "3", "nofork"])
+    assert (proc.returncode, proc.stdout) == (0, says), proc.stderr

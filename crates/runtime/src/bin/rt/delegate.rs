@@ -597,13 +597,16 @@ fn running(index: u32) -> bool {
 }
 
 /// The program's handler for `sig` is about to run on thread `t`, whose signal interrupted the
-/// runtime call of record `entry`. Where that call waits for a delegate and `sig` does not
-/// restart it, the delegate's call is interrupted now, and its outcome settled (EINTR, or the
-/// result it already had), before the handler runs: the kernel interrupts a call before it runs
-/// the handler. Interrupted after, a read of a pipe got the byte the handler wrote into it (1
-/// where natively EINTR), and nanosleep's time left counted the handler's. A request no
+/// runtime call of record `entry`. Where that call waits for a delegate, the delegate's call is
+/// interrupted now, and its outcome settled, before the handler runs, as the kernel interrupts a
+/// call before it runs the handler: the result it already had; EINTR where the kernel ends the
+/// call so, or where it would restart it and `sig` does not; else ERESTARTSYS, which `call`
+/// makes again after the handler. Interrupted after, a read of a pipe got the byte the handler
+/// wrote into it (1 where natively EINTR), and nanosleep's time left counted the handler's; not
+/// interrupted for a handler with SA_RESTART, a read of a socket with a receive time-out ran it
+/// out (EAGAIN after 3 s where natively EINTR at once: `fork_timed_read nofork`). A request no
 /// delegate has taken yet is waited for as in `call` (it is interrupted once taken, should it
-/// block), or withdrawn with EINTR where none can take it.
+/// block), or withdrawn, to be made again or ended with EINTR, where none can take it.
 pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
     if t.depth == 0 || t.delegated_at != entry {
         return;
@@ -611,9 +614,7 @@ pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
     let index = t.slots[t.depth as usize - 1];
     let s = slot(index);
     let seq = s.request.seq.posted();
-    if crate::signals::restarts(sig, s.request.nr) {
-        return;
-    }
+    let restarts = crate::signals::restarts(sig, s.request.nr);
     loop {
         let done = s.response.done.load(Acquire);
         let claimed = s.request.seq.claimed(seq);
@@ -625,14 +626,15 @@ pub fn interrupt_before_handler(t: &Thread, entry: usize, sig: i32) {
         // misses it.
         cancel(index, t.pid);
         if !claimed && withdrawn(s, seq, t.pid) {
-            s.response.result = -EINTR;
+            s.response.result = if restarts { -ERESTARTSYS } else { -EINTR };
             s.response.t_start = 0;
             return;
         }
         sleep_until_done(s, seq, done, 1_000_000);
     }
-    // Ended where the kernel would have restarted it (`on_interrupt`), by a signal that does not.
-    if s.response.result == -ERESTARTSYS {
+    // Ended where the kernel would have restarted it (`on_interrupt`): `call` makes it again
+    // after the handler where the handler restarts it, else it ends with EINTR.
+    if s.response.result == -ERESTARTSYS && !restarts {
         s.response.result = -EINTR;
     }
 }
