@@ -10,8 +10,6 @@
  * Usage: filter_kills_legacy (by its canonical path). Exits 77 where filters are refused. */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -21,24 +19,14 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "answer_filter.h"
 
 static const int legacy[] = {__NR_open, __NR_stat, __NR_fstat, __NR_lstat, __NR_readlink, __NR_pipe,
                              __NR_dup2, __NR_poll};
 #define NLEGACY (sizeof legacy / sizeof legacy[0])
 
 static int kill_legacy_calls(void) {
-    struct sock_filter filter[2 + 2 * NLEGACY];
-    int n = 0;
-    filter[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-    for (size_t i = 0; i < NLEGACY; i++) {
-        filter[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, legacy[i], 0, 1);
-        filter[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-    }
-    filter[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    struct sock_fprog prog = {.len = n, .filter = filter};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return -1;
-    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+    return answer_calls(legacy, NLEGACY, SECCOMP_RET_KILL_PROCESS, 0);
 }
 
 static void *from_thread(void *arg) {

@@ -2,8 +2,6 @@
  * open(2) (glibc uses openat), forks a child and starts a thread: natively "child 0" and
  * "thread ok". Under a profile the forked child's new profile file was created with open, and
  * the child died of SIGSYS. */
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -11,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "answer_filter.h"
 
 static void *worker(void *arg)
 {
@@ -19,14 +18,8 @@ static void *worker(void *arg)
 
 int main(void)
 {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_open, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { sizeof f / sizeof f[0], f };
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+    const int open_only[] = {__NR_open};
+    if (answer_calls(open_only, 1, SECCOMP_RET_KILL_PROCESS, 0))
         return perror("seccomp"), 2;
     pid_t child = fork();
     if (child == 0)

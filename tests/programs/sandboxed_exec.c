@@ -9,8 +9,6 @@
  * rt_sigreturn, and the filter killed the process (SIGSYS).
  * Usage: sandboxed_exec prctl|tsync|fork. Exits 77 where filters are refused. */
 #define _GNU_SOURCE
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,21 +16,12 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "answer_filter.h"
 #include <unistd.h>
 
 static int kill_rt_sigreturn(int tsync) {
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rt_sigreturn, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {.len = sizeof filter / sizeof filter[0], .filter = filter};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return -1;
-    if (tsync)
-        return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
-    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+    const int sigreturn_only[] = {__NR_rt_sigreturn};
+    return answer_calls(sigreturn_only, 1, SECCOMP_RET_KILL_PROCESS, tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0);
 }
 
 static void *from_thread(void *arg) {
